@@ -1,0 +1,52 @@
+# One-command workflows. Every target sets up .venv/ first if needed.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export MPLBACKEND := Agg
+
+.PHONY: setup demo test lab build release autograde feedback export bench lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	# rfc3987-syntax is an optional extra of jsonschema that costs seconds at every
+	# nbgrader/jupytext start (it builds a grammar on import); nothing here needs it.
+	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+	touch $@
+
+demo: setup            ## build, release, grade three sample students, print the grade table
+	$(PY) -m instructor demo
+
+test: setup            ## the whole test suite (about 10 minutes on 2 cores)
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+lab: setup             ## open the student notebooks in JupyterLab
+	$(PY) -m instructor lab
+
+build: setup           ## sync every jupytext pair under source/
+	$(PY) -m instructor build
+
+release: setup         ## regenerate release/ from source/
+	$(PY) -m instructor release
+
+autograde: setup       ## autograde everything in submitted/
+	$(PY) -m instructor autograde
+
+feedback: setup        ## feedback HTML for autograded submissions
+	$(PY) -m instructor feedback
+
+export: setup          ## grades to grades.csv
+	$(PY) -m instructor export --to grades.csv
+
+bench: setup           ## speed figures, measured side by side
+	$(PY) bench/benchmark.py
+
+lint: setup
+	$(PY) -m ruff check course instructor tests bench
+
+clean:                 ## remove generated grading state (never source/ or release/)
+	rm -rf autograded/*/ feedback/ gradebook.db grades.csv .pytest_cache

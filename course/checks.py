@@ -1,0 +1,167 @@
+"""Checks that fail with a message a student can act on.
+
+Every check raises ``AssertionError`` (so nbgrader scores the cell zero) and says what is
+wrong in terms of the student's own output: its shape, how far it is off and where, which
+rows do not sum to one, where a NaN appeared. None of them print the expected values.
+
+``likely_causes`` lets a test name a typical mistake: pass ``{"scores were not divided by
+sqrt(d_k)": array_you_would_get_then}``; if the student's output matches one of them the
+message says so. Tests build those arrays themselves (in hidden cells), so this module
+never contains a reference solution.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "as_numpy",
+    "check_shape",
+    "check_close",
+    "check_finite",
+    "check_rows_sum_to_one",
+    "check_type",
+    "check_dtype",
+    "check_true",
+    "matches",
+]
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """Return ``x`` as a NumPy array (detaching and moving torch tensors to the CPU)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        x = x.detach().cpu()
+        if str(getattr(x, "dtype", "")) == "torch.bfloat16":
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _fail(message: str, hint: str | None = None) -> None:
+    raise AssertionError(f"{message}: {hint}" if hint else message)
+
+
+def check_type(name: str, value: Any, expected: type | tuple[type, ...], hint: str | None = None) -> None:
+    """Fail unless ``value`` is an instance of ``expected``."""
+    if not isinstance(value, expected):
+        names = (
+            " or ".join(t.__name__ for t in expected) if isinstance(expected, tuple) else expected.__name__
+        )
+        _fail(f"{name} is a {type(value).__name__}, expected a {names}", hint)
+
+
+def check_shape(name: str, value: Any, expected: Sequence[int], hint: str | None = None) -> None:
+    """Fail unless ``value`` has shape ``expected``; spot transposed and squeezed results."""
+    if value is None:
+        _fail(f"{name} is None: did the function forget to return it?", hint)
+    actual = tuple(getattr(value, "shape", np.shape(value)))
+    expected = tuple(int(n) for n in expected)
+    if actual == expected:
+        return
+    message = f"{name} has shape {actual}, expected {expected}"
+    if (
+        len(actual) == len(expected) >= 2
+        and actual[:-2] == expected[:-2]
+        and actual[-2:] == expected[-2:][::-1]
+    ):
+        hint = "the last two axes look swapped (a transpose too many or too few?)"
+    elif len(actual) != len(expected) and hint is None:
+        hint = "a different number of axes: was a batch axis dropped, added or summed away?"
+    _fail(message, hint)
+
+
+def check_finite(name: str, value: Any, hint: str | None = None) -> None:
+    """Fail if ``value`` contains NaN or infinity, saying how many and where the first one is."""
+    array = as_numpy(value)
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.integer):
+        return
+    bad = ~np.isfinite(array)
+    if bad.any():
+        n_nan = int(np.isnan(array).sum())
+        n_inf = int(bad.sum()) - n_nan
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        _fail(
+            f"{name} contains {n_nan} NaN and {n_inf} infinite values (first at index {first})",
+            hint,
+        )
+
+
+def matches(actual: Any, candidate: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """True when two arrays have the same shape and agree to the tolerances (NaN equals NaN)."""
+    a, b = as_numpy(actual), as_numpy(candidate)
+    if a.shape != b.shape:
+        return False
+    try:
+        return bool(np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    except TypeError:
+        return False
+
+
+def check_close(
+    name: str,
+    actual: Any,
+    expected: Any,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    hint: str | None = None,
+    likely_causes: Mapping[str, Any] | None = None,
+) -> None:
+    """Fail unless ``actual`` is close to ``expected``, summarising the difference.
+
+    The message gives the shape, the largest absolute difference and its index and how many
+    entries are off, never the expected values themselves. When ``actual`` matches one of
+    ``likely_causes`` that cause is named instead of the generic ``hint``.
+    """
+    check_shape(name, actual, np.shape(as_numpy(expected)), hint)
+    a = as_numpy(actual).astype(np.float64)
+    e = as_numpy(expected).astype(np.float64)
+    check_finite(name, a, hint)
+    if np.allclose(a, e, atol=atol, rtol=rtol):
+        return
+    diff = np.abs(a - e)
+    off = diff > atol + rtol * np.abs(e)
+    worst = tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape)) if diff.ndim else ()
+    message = (
+        f"{name} is off: largest difference {_fmt(float(diff.max()))} at index {worst}, "
+        f"{int(off.sum())} of {off.size} entries outside atol={atol:g}, rtol={rtol:g}"
+    )
+    for cause, candidate in (likely_causes or {}).items():
+        if matches(actual, candidate, atol=atol, rtol=rtol):
+            _fail(message, f"it matches what you get when {cause}")
+    _fail(message, hint)
+
+
+def check_rows_sum_to_one(name: str, weights: Any, axis: int = -1, atol: float = 1e-5, hint: str | None = None) -> None:
+    """Fail unless every slice along ``axis`` sums to 1 (and nothing is negative or NaN)."""
+    w = as_numpy(weights).astype(np.float64)
+    check_finite(name, w, hint or "subtract the row maximum before exp to avoid overflow")
+    if (w < -atol).any():
+        _fail(f"{name} has negative entries (smallest {_fmt(float(w.min()))})", hint)
+    sums = w.sum(axis=axis)
+    bad = np.abs(sums - 1.0) > atol
+    if bad.any():
+        worst = float(sums.flat[np.argmax(np.abs(sums - 1.0))])
+        _fail(
+            f"{int(bad.sum())} of {sums.size} rows of {name} sum to something else than 1 "
+            f"(worst {_fmt(worst)}, expected 1)",
+            hint or "normalise over the key axis (the last one)",
+        )
+
+
+def check_dtype(name: str, value: Any, expected: Any, hint: str | None = None) -> None:
+    """Fail unless ``value.dtype`` equals ``expected`` (works for NumPy and torch)."""
+    actual = getattr(value, "dtype", None)
+    if actual != expected:
+        _fail(f"{name} has dtype {actual}, expected {expected}", hint)
+
+
+def check_true(condition: Any, message: str) -> None:
+    """Fail with ``message`` unless ``condition`` is truthy (an ``assert`` that survives ``-O``)."""
+    if not bool(condition):
+        raise AssertionError(message)

@@ -1,0 +1,19 @@
+"""Where is this notebook running?"""
+
+from __future__ import annotations
+
+import os
+
+
+def grading_mode() -> str | None:
+    """Return ``"autograde"`` or ``"validate"`` under nbgrader, else ``None``.
+
+    nbgrader sets ``NBGRADER_EXECUTION`` while it executes a notebook. Notebooks use this to
+    skip work that only a person looking at the screen needs (long animations, extra plots).
+    """
+    return os.environ.get("NBGRADER_EXECUTION") or None
+
+
+def under_nbgrader() -> bool:
+    """True while nbgrader autogrades or validates this notebook."""
+    return grading_mode() is not None

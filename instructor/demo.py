@@ -1,0 +1,67 @@
+"""The whole instructor loop on three sample students, from release to the grade table.
+
+``demo-correct`` hands in the instructor's solutions, ``demo-empty`` the released notebook
+untouched, ``demo-buggy`` one plausible mistake from the bug zoo. Only students whose id
+starts with ``demo-`` are written or regraded: real submissions are left alone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from . import pipeline as P
+from .zoo import variants_for
+
+DEMO_PREFIX = "demo-"
+
+
+def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
+    """Write the three demo students' notebooks; return {student: what they handed in}."""
+    release_nb = P.read_nb(root / "release" / assignment / f"{P.notebook_name(assignment, root)}.ipynb")
+    source_nb = P.read_nb(root / "source" / assignment / f"{P.notebook_name(assignment, root)}.ipynb")
+    answers = P.solution_answers(source_nb)
+    handed_in = {
+        "demo-correct": ("the instructor's solution", P.fill(release_nb, answers)),
+        "demo-empty": ("the released notebook, untouched", release_nb),
+    }
+    variants = variants_for(assignment)
+    if variants:
+        bug = variants[0]
+        handed_in["demo-buggy"] = (f"a bug: {bug.why}", P.fill(release_nb, {**answers, **bug.replace}))
+    for student, (_, nb) in handed_in.items():
+        P.submit(root, assignment, student, nb)
+    return {student: what for student, (what, _) in handed_in.items()}
+
+
+def run_demo(root: Path, names: list[str]) -> int:
+    start = time.time()
+    print(f"== build and release {len(names)} assignment(s)")
+    for name in names:
+        P.sync(name, root)
+        P.release(name, root)
+    rows = []
+    for name in names:
+        described = make_demo_submissions(root, name)
+        print(f"== autograde {name} ({len(described)} demo students)")
+        P.nbgrader("autograde", name, "--force", "--create", f"--student={DEMO_PREFIX}*", cwd=root)
+        P.nbgrader("generate_feedback", name, "--force", f"--student={DEMO_PREFIX}*", cwd=root)
+        graded = P.results(root, name)
+        for student, what in described.items():
+            result = graded[student]
+            rows.append((name, student, result.auto_score, result.auto_max, what, result))
+    csv = P.export_grades(root, root / "grades.csv")
+
+    print("\n== grade table (automatic points)")
+    print(f"{'assignment':<26}{'student':<15}{'score':>9}  handed in")
+    for name, student, score, top, what, _ in rows:
+        print(f"{name:<26}{student:<15}{score:>5g}/{top:<3g}  {what}")
+    for name, student, _, _, _, result in rows:
+        if student == "demo-buggy":
+            print(f"\n== what demo-buggy reads in its feedback for {name}")
+            for gid in result.failed():
+                print(f"  {gid}: {result.cells[gid].error}")
+    print(f"\nfeedback HTML: {root / 'feedback'}/<student>/<assignment>/")
+    print(f"grades CSV:    {csv}")
+    print(f"done in {time.time() - start:.0f} s")
+    return 0

@@ -1,0 +1,399 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 01 · Attention by hand
+#
+# A dictionary lookup compares a query with every key and returns the value whose key is an
+# exact match. Attention does the same comparison but softly: every key gets a *score*, the
+# scores become *weights* that are positive and sum to one, and the answer is the weighted
+# average of all the values. Nothing is thrown away; the weights say how much of each value
+# the query takes.
+#
+# By the end of this notebook you will have written, in NumPy,
+#
+# * a numerically stable `softmax`,
+# * `attention(Q, K, V)` returning the output and the weights, for any batch shape,
+#
+# and checked both against PyTorch. Each exercise has a solution cell for you to fill in, a
+# cell that runs your code on a small example, and graded test cells. The visible tests help
+# you; the grader also runs hidden tests on random shapes and values.
+#
+# **Shapes used throughout.** `Q` is `(..., Lq, d_k)`: `Lq` queries of width `d_k`. `K` is
+# `(..., Lk, d_k)`: one key per position, the same width as the queries so that they can be
+# compared by a dot product. `V` is `(..., Lk, d_v)`: one value per key, of any width `d_v`.
+
+# %%
+import numpy as np
+import torch
+import torch.nn.functional as F
+import matplotlib.pyplot as plt
+
+from course import check_close, check_finite, check_rows_sum_to_one, check_shape, check_true
+from course.plots import plot_attention
+
+np.set_printoptions(precision=6, suppress=True)
+
+# %% [markdown]
+# ## A weighted average, before any attention
+#
+# Suppose the weights are already known: 0.5, 0.3 and 0.2 on three values 2, 4 and 10. The
+# output is simply their weighted average, $0.5 \cdot 2 + 0.3 \cdot 4 + 0.2 \cdot 10 = 1 + 1.2 + 2 = 4.2$.
+# Attention only adds a rule for *computing* the weights from queries and keys.
+
+# %%
+example_weights = np.array([0.5, 0.3, 0.2])
+example_values = np.array([2.0, 4.0, 10.0])
+weighted_average = example_weights @ example_values
+print("weighted average:", weighted_average)
+assert np.isclose(weighted_average, 4.2)
+
+# %% [markdown]
+# ## Part A · A stable softmax (3 points)
+#
+# Softmax turns a row of scores $s_1, \dots, s_n$ into weights
+# $a_j = e^{s_j} / \sum_i e^{s_i}$. Two facts to use:
+#
+# 1. Adding the same constant $c$ to every score changes nothing, because
+#    $e^{s_j - c} / \sum_i e^{s_i - c} = e^{s_j} / \sum_i e^{s_i}$.
+# 2. `np.exp(1000.0)` is `inf` in floating point, and `inf / inf` is `nan`.
+#
+# So subtract the largest score of each row before `exp`: the largest exponent becomes
+# $e^0 = 1$ and nothing overflows.
+#
+# Write `softmax(scores, axis=-1)`: normalise along `axis` (the key axis is the last one),
+# keep the input's shape, and stay finite for scores like 1000.
+
+# %% nbgrader={"grade": false, "grade_id": "softmax", "locked": false, "schema_version": 3, "solution": true}
+def softmax(scores, axis=-1):
+    """Numerically stable softmax of `scores` along `axis`; same shape as `scores`."""
+    ### BEGIN SOLUTION
+    scores = np.asarray(scores, dtype=float)
+    shifted = scores - scores.max(axis=axis, keepdims=True)
+    exps = np.exp(shifted)
+    return exps / exps.sum(axis=axis, keepdims=True)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: three scores 1, 2, 3 should give about 0.090, 0.245, 0.665, and a huge score
+# should win outright instead of producing `nan`.
+
+# %%
+print(softmax(np.array([1.0, 2.0, 3.0])))
+print(softmax(np.array([1000.0, 0.0])))
+
+# %% nbgrader={"grade": true, "grade_id": "test_softmax_rows", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""softmax keeps the shape of its input and every row sums to 1."""
+rng = np.random.default_rng(1)
+scores = rng.normal(size=(4, 6))
+weights = softmax(scores)
+check_shape("softmax(scores)", weights, scores.shape)
+check_rows_sum_to_one("softmax(scores)", weights, hint="normalise along `axis` (the key axis, -1)")
+check_true((np.argsort(weights, axis=-1) == np.argsort(scores, axis=-1)).all(),
+           "softmax must keep the order of the scores within a row: a larger score gets a larger weight")
+### BEGIN HIDDEN TESTS
+for trial in range(5):
+    shape = tuple(rng.integers(1, 6, size=rng.integers(1, 4)))
+    scores = rng.normal(scale=3.0, size=shape)
+    weights = softmax(scores)
+    check_shape(f"softmax(scores) for scores of shape {shape}", weights, shape)
+    check_rows_sum_to_one(f"softmax(scores) for scores of shape {shape}", weights,
+                          hint="normalise along `axis` (the key axis, -1)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_softmax_stable", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""softmax stays finite when scores are large (subtract the row max before exp)."""
+big = np.array([[1000.0, 1000.0, 0.0], [-1000.0, 0.0, 1000.0]])
+check_finite("softmax of scores around 1000", softmax(big),
+             hint="exp(1000) overflows to inf; subtract each row's maximum before exp")
+check_rows_sum_to_one("softmax of scores around 1000", softmax(big))
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(2)
+for trial in range(4):
+    scores = rng.normal(scale=1e4, size=(3, 7))
+    mine = softmax(scores)
+    check_finite("softmax of scores of size 1e4", mine,
+                 hint="exp of a large score overflows to inf; subtract each row's maximum before exp")
+    check_close("softmax of scores of size 1e4", mine, torch.softmax(torch.from_numpy(scores), dim=-1).numpy(),
+                atol=1e-8, hint="subtract each row's maximum before exp, then divide by the row sum")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_softmax_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""softmax agrees with torch.softmax along whatever axis it is asked for."""
+scores = np.array([[1.0, 2.0, 3.0]])
+check_close("softmax([[1, 2, 3]])", softmax(scores), [[0.090031, 0.244728, 0.665241]], atol=1e-5)
+column_weights = softmax(np.arange(6.0).reshape(2, 3), axis=0)
+check_rows_sum_to_one("softmax(x, axis=0) read column by column", column_weights.T,
+                      hint="use the `axis` argument instead of always normalising the last axis")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(3)
+for trial in range(6):
+    ndim = int(rng.integers(1, 4))
+    shape = tuple(int(n) for n in rng.integers(1, 6, size=ndim))
+    axis = int(rng.integers(-ndim, ndim))
+    scores = rng.normal(scale=2.0, size=shape)
+    reference = torch.softmax(torch.from_numpy(scores), dim=axis).numpy()
+    check_close(f"softmax(scores of shape {shape}, axis={axis})", softmax(scores, axis=axis), reference,
+                atol=1e-8, hint="normalise along the `axis` you are given")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part B · Scaled dot-product attention (5 points)
+#
+# For every query $i$ and key $j$ the score is the dot product $q_i \cdot k_j$ divided by
+# $\sqrt{d_k}$; all of them at once are the matrix $Q K^\top / \sqrt{d_k}$ of shape
+# `(..., Lq, Lk)`. Softmax over the **key axis** (the last one) turns each row into weights,
+# and the output is weights times values:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V .$$
+#
+# Why $\sqrt{d_k}$ and not $d_k$ is the subject of chapter 02. Queries and keys must share
+# the width $d_k$; values may have another width $d_v$, and the output has one row of width
+# $d_v$ per query.
+#
+# Write `attention(Q, K, V)` returning `(output, weights)`. It must work with any leading batch
+# axes (`np.matmul` broadcasts them; transpose only the last two axes of `K`, for example with
+# `np.swapaxes(K, -1, -2)`). Use your `softmax`.
+
+# %% nbgrader={"grade": false, "grade_id": "attention", "locked": false, "schema_version": 3, "solution": true}
+def attention(Q, K, V):
+    """Scaled dot-product attention; returns (output (..., Lq, d_v), weights (..., Lq, Lk))."""
+    ### BEGIN SOLUTION
+    d_k = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (..., Lq, Lk)
+    weights = softmax(scores, axis=-1)  # (..., Lq, Lk)
+    output = weights @ V  # (..., Lq, d_v)
+    return output, weights
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: one query, two keys
+#
+# Take $q = [1]$, keys $k_1 = [1]$ and $k_2 = [0]$ (so $d_k = 1$ and the scores are $[1, 0]$),
+# values $v_1 = [2, 0]$ and $v_2 = [0, 4]$. Softmax gives $a_1 = e/(e+1) \approx 0.731$ and
+# $a_2 = 1/(e+1) \approx 0.269$, and the output is $[2 a_1, 4 a_2] \approx [1.462, 1.076]$:
+# the keys set the mixing coefficients, the values supply the content. Work it out on paper
+# first, then run the cell.
+
+# %%
+Q_two = np.array([[1.0]])
+K_two = np.array([[1.0], [0.0]])
+V_two = np.array([[2.0, 0.0], [0.0, 4.0]])
+output_two, weights_two = attention(Q_two, K_two, V_two)
+print("weights:", np.round(weights_two, 6).tolist())
+print("output: ", np.round(output_two, 6).tolist())
+assert np.allclose(weights_two, [[0.731059, 0.268941]], atol=1e-6)
+assert np.allclose(output_two, [[1.462117, 1.075766]], atol=1e-6)
+
+# %% [markdown]
+# The same numbers from PyTorch's tensor operations, as an independent check:
+
+# %%
+q_t, k_t, v_t = (torch.from_numpy(a) for a in (Q_two, K_two, V_two))
+torch_output = torch.softmax(q_t @ k_t.T / np.sqrt(q_t.shape[-1]), dim=-1) @ v_t
+print("NumPy matches PyTorch:", np.allclose(output_two, torch_output.numpy()))
+assert np.allclose(output_two, torch_output.numpy())
+
+# %% [markdown]
+# ### Check it: four tokens against PyTorch's fused kernel
+#
+# `F.scaled_dot_product_attention` is PyTorch's fused attention (on supported GPUs it
+# dispatches to memory-efficient kernels such as FlashAttention). With `torch.manual_seed(0)`
+# and `q, k, v = torch.randn(3, 4, 8).unbind(0)`, token 0 puts weights
+# `[0.121, 0.741, 0.106, 0.032]` on the four tokens: 74 % of its output comes from token 1's
+# value. Your NumPy version should agree with the fused kernel to `1e-6`.
+
+# %%
+torch.manual_seed(0)
+q4, k4, v4 = torch.randn(3, 4, 8).unbind(0)  # each (4 tokens, 8 features)
+output4, weights4 = attention(q4.numpy(), k4.numpy(), v4.numpy())
+print("weights of token 0:", np.round(weights4[0], 3).tolist())
+print("matches F.scaled_dot_product_attention:",
+      np.allclose(output4, F.scaled_dot_product_attention(q4, k4, v4).numpy(), atol=1e-6))
+assert np.allclose(np.round(weights4[0], 3), [0.121, 0.741, 0.106, 0.032])
+
+# %% [markdown]
+# A picture of the same weights: one row per query, one column per key, each row sums to 1.
+
+# %%
+plot_attention(weights4, queries=[f"q{i}" for i in range(4)], keys=[f"k{j}" for j in range(4)],
+               title="softmax(q k^T / sqrt(8)), seed 0")
+plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""attention returns output (..., Lq, d_v) and weights (..., Lq, Lk), batch axes included."""
+rng = np.random.default_rng(4)
+Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 6))
+result = attention(Q, K, V)
+check_true(isinstance(result, tuple) and len(result) == 2, "attention must return a pair (output, weights)")
+output, weights = result
+check_shape("weights for Q (2, 3, 4), K (2, 5, 4)", weights, (2, 3, 5))
+check_shape("output for V (2, 5, 6)", output, (2, 3, 6),
+            hint="the output mixes the value vectors, so its last axis is d_v = V.shape[-1]")
+### BEGIN HIDDEN TESTS
+for trial in range(4):
+    batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
+    lq, lk, d_k, d_v = (int(n) for n in rng.integers(1, 7, size=4))
+    Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
+    output, weights = attention(Q, K, V)
+    check_shape(f"weights for batch {batch}, Lq={lq}, Lk={lk}", weights, batch + (lq, lk))
+    check_shape(f"output for batch {batch}, Lq={lq}, d_v={d_v}", output, batch + (lq, d_v),
+                hint="the output mixes the value vectors, so its last axis is d_v = V.shape[-1]")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_weights", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Each query's weights form a distribution over the keys: non-negative, summing to 1."""
+rng = np.random.default_rng(5)
+Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+_, weights = attention(Q, K, V)
+check_rows_sum_to_one("attention weights (one row per query)", weights,
+                      hint="softmax over the key axis (the last one), not over the queries")
+### BEGIN HIDDEN TESTS
+for trial in range(4):
+    lq, lk, d_k = (int(n) for n in rng.integers(2, 7, size=3))
+    Q, K, V = rng.normal(size=(2, lq, d_k)), rng.normal(size=(2, lk, d_k)), rng.normal(size=(2, lk, 3))
+    _, weights = attention(Q, K, V)
+    check_rows_sum_to_one(f"attention weights for Lq={lq}, Lk={lk}", weights,
+                          hint="softmax over the key axis (the last one), not over the queries")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_scaling", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Scores are divided by sqrt(d_k): with d_k = 4 and q . k = 4 the score must be 2."""
+Q = np.array([[1.0, 1.0, 1.0, 1.0]])
+K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])  # scores before scaling: [4, 0]
+_, weights = attention(Q, K, np.eye(2))
+top = float(weights[0, 0])
+check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
+check_true(top > 0.8, f"weight on the matching key is {top:.3f}: too flat, divide by sqrt(d_k), not by d_k")
+check_close("weights for q . k = [4, 0], d_k = 4", weights, [[0.880797, 0.119203]], atol=1e-5)
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(6)
+for d_k in (2, 9, 16):
+    Q, K = rng.normal(size=(3, d_k)), rng.normal(size=(5, d_k))
+    _, weights = attention(Q, K, np.eye(5))
+    raw = torch.from_numpy(Q @ K.T)
+    check_close(f"weights for d_k={d_k}", weights,
+                F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy(),
+                atol=1e-6, likely_causes={
+                    "the scores are not divided by sqrt(d_k)": torch.softmax(raw, -1).numpy(),
+                    "the scores are divided by d_k instead of sqrt(d_k)": torch.softmax(raw / d_k, -1).numpy(),
+                })
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""attention agrees with F.scaled_dot_product_attention on random batched inputs."""
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(7)
+for trial in range(6):
+    batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
+    lq, lk, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=4))
+    Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
+    output, weights = attention(Q, K, V)
+    q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
+    true_weights = F.scaled_dot_product_attention(q, k, torch.eye(lk, dtype=torch.float64).expand(*batch, lk, lk))
+    raw = q @ k.transpose(-1, -2)
+    check_close(f"attention weights for batch {batch}, Lq={lq}, Lk={lk}, d_k={d_k}", weights, true_weights.numpy(),
+                atol=1e-6, likely_causes={
+                    "the scores are not divided by sqrt(d_k)": torch.softmax(raw, -1).numpy(),
+                    "the scores are divided by d_k instead of sqrt(d_k)": torch.softmax(raw / d_k, -1).numpy(),
+                    "softmax runs over the query axis instead of the key axis":
+                        torch.softmax(raw / d_k ** 0.5, -2).numpy(),
+                })
+    check_close(f"attention output for batch {batch}, Lq={lq}, d_v={d_v}", output,
+                F.scaled_dot_product_attention(q, k, v).numpy(), atol=1e-6,
+                hint="output = weights @ V, the weighted average of the value vectors")
+### END HIDDEN TESTS
+torch.manual_seed(0)
+q4, k4, v4 = torch.randn(3, 4, 8).unbind(0)
+output4, _ = attention(q4.numpy(), k4.numpy(), v4.numpy())
+check_close("attention output for the seed-0 tokens", output4,
+            F.scaled_dot_product_attention(q4, k4, v4).numpy(), atol=1e-6)
+
+# %% nbgrader={"grade": true, "grade_id": "test_attention_equal_keys", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""With identical keys every weight is equal and the output is the plain mean of the values."""
+rng = np.random.default_rng(8)
+K = np.tile(rng.normal(size=(1, 4)), (5, 1))  # five copies of one key
+V = rng.normal(size=(5, 3))
+for query in (rng.normal(size=(1, 4)), 10 * rng.normal(size=(1, 4))):
+    output, weights = attention(query, K, V)
+    check_close("weights over five identical keys", weights, np.full((1, 5), 0.2), atol=1e-6)
+    check_close("output over five identical keys", output, V.mean(axis=0, keepdims=True), atol=1e-6,
+                hint="the output must be the weights times the values V")
+### BEGIN HIDDEN TESTS
+for trial in range(3):
+    lk, d_v = int(rng.integers(2, 8)), int(rng.integers(1, 6))
+    K = np.tile(rng.normal(size=(1, 3)), (lk, 1))
+    V = rng.normal(size=(2, lk, d_v))
+    output, _ = attention(rng.normal(size=(2, 4, 3)), K, V)
+    check_close(f"output over {lk} identical keys", output,
+                np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v)), atol=1e-6,
+                hint="the output must be the weights times the values V")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part C · The two-key example, by hand (2 points)
+#
+# Go back to the two-key example: $q = [1]$, $k_1 = [1]$, $k_2 = [0]$, $v_1 = [2, 0]$,
+# $v_2 = [0, 4]$. Work out the weights and the output **without calling your functions** and
+# write them as arrays of shape `(1, 2)`. Three decimals are enough (the tolerance is `1e-3`);
+# `np.e` is Euler's number if you want it.
+
+# %% nbgrader={"grade": false, "grade_id": "hand_answers", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+HAND_WEIGHTS = np.array([[np.e / (np.e + 1), 1 / (np.e + 1)]])
+HAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_hand_answers", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""HAND_WEIGHTS and HAND_OUTPUT hold the two-key answers to three decimals."""
+check_shape("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), (1, 2), hint="one query, two keys: shape (1, 2)")
+check_shape("HAND_OUTPUT", np.asarray(HAND_OUTPUT), (1, 2), hint="one query, values of width 2: shape (1, 2)")
+check_rows_sum_to_one("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), atol=2e-3)
+### BEGIN HIDDEN TESTS
+a1 = 1.0 / (1.0 + np.exp(-1.0))  # sigmoid(1): the weight of the key whose score is 1
+check_close("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS, dtype=float), [[a1, 1 - a1]], atol=1e-3,
+            hint="the scores are [1, 0]; softmax gives e/(e+1) and 1/(e+1)")
+check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), [[2 * a1, 4 * (1 - a1)]], atol=1e-3,
+            hint="output = a1 * v1 + a2 * v2 with v1 = [2, 0] and v2 = [0, 4]")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part D · In your own words (2 points, graded by your instructor)
+#
+# If all keys are identical, the output is the plain mean of the values, whatever the query.
+# Explain why in three or four sentences, using the formula above. What does this tell you
+# about where attention gets its ability to *select*?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "equal_keys_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** With identical keys $k_j = k$, every score $q \cdot k / \sqrt{d_k}$ in a
+# row is the same number, whatever $q$ is. Softmax of $n$ equal scores is $1/n$ for each key
+# (adding a constant to all scores changes nothing), so the output
+# $\sum_j \tfrac{1}{n} v_j$ is the mean of the values. The query only matters through the
+# *differences* between scores, and those come from the keys differing: selection is possible
+# only when the keys tell the positions apart.
+#
+# **Rubric (2 points).**
+# * 1 point: all scores in the row are equal (the query cannot change that), so softmax gives
+#   uniform weights $1/n$.
+# * 1 point: uniform weights make the output the mean of the values; selection needs keys
+#   that differ (or: softmax depends only on score differences).
+# * 0 points for restating the claim without the equal-scores argument.
+
+# %% [markdown]
+# ## Summary
+#
+# * Scores compare a query with every key; softmax over the key axis turns each row into a
+#   distribution; the output is the weighted average of the values.
+# * Subtracting the row maximum before `exp` leaves softmax unchanged and prevents overflow.
+# * Values may be wider or narrower than keys: only `Q` and `K` must share `d_k`.
+# * Unlike a hash map, attention never returns one value: it returns a soft mix, and equal
+#   keys give the plain mean.
+#
+# Next, chapter 02 asks why the scores are divided by $\sqrt{d_k}$.

@@ -1,0 +1,38 @@
+"""Grade the solution, the stub and every bug-zoo variant of an assignment in one nbgrader run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from instructor import pipeline as P
+from instructor.zoo import Variant, variants_for
+
+SOLUTION, STUB = "solution", "stub"
+
+
+@dataclass
+class GradedChapter:
+    root: Path
+    assignment: str
+    variants: dict[str, Variant]
+    results: dict[str, P.Result]
+
+    def variant_result(self, variant: Variant) -> P.Result:
+        return self.results[variant.student_id()]
+
+
+def grade_chapter(root: Path, assignment: str) -> GradedChapter:
+    name = P.notebook_name(assignment, root)
+    release_nb = P.read_nb(root / "release" / assignment / f"{name}.ipynb")
+    answers = P.solution_answers(P.read_nb(root / "source" / assignment / f"{name}.ipynb"))
+    P.submit(root, assignment, SOLUTION, P.fill(release_nb, answers))
+    P.submit(root, assignment, STUB, release_nb)
+    variants = {v.name: v for v in variants_for(assignment)}
+    for variant in variants.values():
+        unknown = set(variant.replace) - set(answers)
+        assert not unknown, f"variant {variant.name} replaces unknown solution cells {unknown}"
+        P.submit(root, assignment, variant.student_id(), P.fill(release_nb, {**answers, **variant.replace}))
+    P.autograde(root, assignment)
+    P.generate_feedback(root, assignment)
+    return GradedChapter(root, assignment, variants, P.results(root, assignment))

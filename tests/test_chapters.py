@@ -1,0 +1,230 @@
+"""Every chapter, through the real tools: pairs in sync, source runs, release is clean and
+current, and the graded tests prove themselves (solution full marks, stub zero, every bug-zoo
+variant loses points with the message meant for it, feedback without hidden tests).
+
+Tests of one chapter share one scratch course and one autograde run; with pytest-xdist
+(``--dist loadgroup``) chapters are graded on different workers.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import jupytext
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import scratch_course
+from grading import SOLUTION, STUB, grade_chapter
+from instructor import pipeline as P
+from instructor.zoo import variants_for
+
+ASSIGNMENTS = P.assignments()
+_GRADED = {}
+
+
+def by_chapter(values=ASSIGNMENTS):
+    return [pytest.param(a, marks=pytest.mark.xdist_group(a), id=a) for a in values]
+
+
+def zoo_params():
+    return [
+        pytest.param(a, v.name, marks=[pytest.mark.xdist_group(a), pytest.mark.pipeline], id=f"{a}::{v.name}")
+        for a in ASSIGNMENTS for v in variants_for(a)
+    ]
+
+
+def graded(scratch_root, assignment):
+    if assignment not in _GRADED:
+        _GRADED[assignment] = grade_chapter(scratch_course(scratch_root, assignment), assignment)
+    return _GRADED[assignment]
+
+
+def source_nb(assignment):
+    return P.read_nb(P.REPO / "source" / assignment / f"{P.notebook_name(assignment)}.ipynb")
+
+
+def hidden_lines(nb):
+    """Distinctive lines of the hidden test regions that appear nowhere else in the notebook."""
+    hidden, outside = [], set()
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            else:
+                (hidden.append if inside else outside.add)(line.strip())
+    return [line for line in hidden if len(line) >= 30 and line not in outside]
+
+
+def solution_lines(nb):
+    """Distinctive lines of solution regions that appear nowhere else in the notebook."""
+    inside_lines, outside = [], []
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN SOLUTION" in line:
+                inside = True
+            elif "END SOLUTION" in line:
+                inside = False
+            else:
+                (inside_lines if inside else outside).append(line.strip())
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "markdown":
+            inside_lines += [line.strip() for line in cell.source.splitlines()]
+    outside = set(outside)
+    return [line for line in inside_lines if len(line) >= 20 and line not in outside]
+
+
+# ---------------------------------------------------------------- source and pairs
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_pair_in_sync(assignment):
+    """The .py is what people edit; the .ipynb must carry exactly the same cells."""
+    folder = P.REPO / "source" / assignment
+    name = P.notebook_name(assignment)
+    script, notebook = folder / f"{name}.py", folder / f"{name}.ipynb"
+    assert script.exists() and notebook.exists(), f"{assignment}: need both {script.name} and {notebook.name}"
+    from_py = jupytext.read(script)
+    from_nb = nbformat.read(notebook, as_version=4)
+
+    def cells(nb):
+        return [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nb.cells]
+
+    assert cells(from_py) == cells(from_nb), (
+        f"{script.name} and {notebook.name} differ: run `make build` (jupytext --sync)")
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_graded_cells_follow_conventions(assignment):
+    """schema_version 3, unique ids, solution markers, docstring-first tests with hidden parts."""
+    nb = source_nb(assignment)
+    ids = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader")
+        if not meta:
+            continue
+        gid = meta.get("grade_id")
+        ids.append(gid)
+        assert meta.get("schema_version") == 3, f"{gid}: schema_version must be 3"
+        if meta.get("solution") and cell.cell_type == "code":
+            assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source, gid
+        if meta.get("grade") and not meta.get("solution"):
+            assert meta.get("points", 0) > 0 and meta.get("locked"), f"{gid}: graded tests are locked and worth points"
+            assert re.match(r'\s*"""[^\n]+"""', cell.source), f"{gid}: a test cell opens with a one-line docstring"
+            assert "### BEGIN HIDDEN TESTS" in cell.source, f"{gid}: every graded test has hidden tests"
+    assert len(ids) == len(set(ids)), f"duplicate grade ids in {assignment}"
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_source_notebook_executes(assignment, tmp_path):
+    """The instructor notebook runs top to bottom with its solutions, hidden tests included."""
+    nb = source_nb(assignment)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [P.cell_error(c) for c in nb.cells if P.cell_error(c)]
+    assert not errors, f"{assignment} raised: {errors}"
+
+
+# ---------------------------------------------------------------- release
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_release_is_current(assignment, scratch_root):
+    """release/ is exactly what nbgrader generates from source/ now (run `make release`)."""
+    fresh = scratch_course(scratch_root, assignment) / "release" / assignment
+    committed = P.REPO / "release" / assignment
+    assert committed.is_dir(), f"release/{assignment} is missing: run `make release`"
+    fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert fresh_files == committed_files
+    for rel in fresh_files:
+        if rel.suffix == ".ipynb":
+            assert json.loads((fresh / rel).read_text()) == json.loads((committed / rel).read_text()), (
+                f"release/{assignment}/{rel} is stale: run `make release`")
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_release_leaks_nothing(assignment):
+    """No solution code, hidden test, .py twin, gradebook or jupytext pairing in release/."""
+    folder = P.REPO / "release" / assignment
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert not [p for p in files if p.suffix == ".py"], "a .py in release/ hands out the solutions"
+    assert not [p for p in files if p.name.startswith("gradebook")], "the gradebook stores hidden tests"
+    secret = solution_lines(source_nb(assignment)) + hidden_lines(source_nb(assignment))
+    assert secret, "found no solution or hidden lines to look for"
+    for path in files:
+        text = path.read_text(errors="replace")
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN", "HIDDEN TESTS"):
+            assert marker not in text, f"{path} contains {marker!r}"
+        if path.suffix == ".ipynb":
+            nb = json.loads(text)
+            assert "jupytext" not in nb["metadata"], f"{path}: Lab would write a .py twin on save"
+            body = {line.strip() for c in nb["cells"] for line in "".join(c["source"]).splitlines()}
+            leaked = [line for line in secret if line in body]
+            assert not leaked, f"{path} contains solution or hidden lines: {leaked[:3]}"
+
+
+# ---------------------------------------------------------------- grading
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_solution_scores_full_marks(assignment, scratch_root):
+    result = graded(scratch_root, assignment).results[SOLUTION]
+    assert result.auto_max > 0
+    assert not result.failed(), {g: result.cells[g].error for g in result.failed()}
+    assert result.auto_score == result.auto_max
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_stub_scores_zero(assignment, scratch_root):
+    result = graded(scratch_root, assignment).results[STUB]
+    earned = {g: c.score for g, c in result.cells.items() if c.score > 0}
+    assert not earned, f"the untouched release earns points in {earned}: a test that cannot fail"
+
+
+@pytest.mark.parametrize("assignment,variant", zoo_params())
+def test_bug_zoo_variant_loses_points(assignment, variant, scratch_root):
+    chapter = graded(scratch_root, assignment)
+    v = chapter.variants[variant]
+    result = chapter.variant_result(v)
+    assert result.auto_score < result.auto_max, f"{v.why}: earned full marks"
+    assert v.expect, f"variant {v.name} names no failing test"
+    for gid, fragment in v.expect.items():
+        cell = result.cells[gid]
+        assert cell.score < cell.max_score, f"{v.why}: {gid} did not fail"
+        assert fragment in cell.error, f"{v.why}: {gid} says {cell.error!r}, expected it to mention {fragment!r}"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_every_graded_test_is_caught_by_some_bug(assignment, scratch_root):
+    """A graded cell that no plausible bug can fail is a defect."""
+    chapter = graded(scratch_root, assignment)
+    test_ids = set(chapter.results[SOLUTION].cells)
+    caught = {g for v in chapter.variants.values() for g in chapter.variant_result(v).failed()}
+    assert test_ids - caught == set(), f"no bug-zoo variant fails {sorted(test_ids - caught)}"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_feedback_and_messages_hide_hidden_tests(assignment, scratch_root):
+    chapter = graded(scratch_root, assignment)
+    secret = hidden_lines(source_nb(assignment))
+    pages = list((chapter.root / "feedback").rglob("*.html"))
+    assert len(pages) == len(chapter.results), "every graded student gets feedback"
+    for page in pages:
+        text = page.read_text()
+        assert "BEGIN HIDDEN" not in text and "HIDDEN TESTS" not in text, page
+        leaked = [line for line in secret if html.escape(line, quote=False) in text or line in text]
+        assert not leaked, f"{page} shows hidden test lines: {leaked[:3]}"
+    for result in chapter.results.values():
+        for cell in result.cells.values():
+            assert not any(line in cell.error for line in secret), f"{cell.grade_id} message shows hidden source"
