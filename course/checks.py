@@ -157,6 +157,8 @@ def check_rows_sum_to_one(name: str, weights: Any, axis: int = -1, atol: float =
 def check_dtype(name: str, value: Any, expected: Any, hint: str | None = None) -> None:
     """Fail unless ``value.dtype`` equals ``expected`` (works for NumPy and torch)."""
     actual = getattr(value, "dtype", None)
+    if isinstance(actual, np.dtype):
+        expected = np.dtype(expected)
     if actual != expected:
         _fail(f"{name} has dtype {actual}, expected {expected}", hint)
 

@@ -1,0 +1,106 @@
+"""The student-facing helper package: checks fail with actionable messages, never the answer."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import course
+from course import checks
+from course.plots import plot_attention, plot_curves
+
+
+def fails_with(fn, *args, **kwargs) -> str:
+    with pytest.raises(AssertionError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_check_shape_names_a_transpose():
+    message = fails_with(checks.check_shape, "weights", np.zeros((2, 5, 3)), (2, 3, 5))
+    assert "has shape (2, 5, 3), expected (2, 3, 5)" in message and "swapped" in message
+
+
+def test_check_shape_names_a_lost_axis_and_none():
+    assert "number of axes" in fails_with(checks.check_shape, "out", np.zeros((3, 5)), (2, 3, 5))
+    assert "forget to return" in fails_with(checks.check_shape, "out", None, (2,))
+
+
+def test_check_rows_sum_to_one_reports_the_worst_row():
+    weights = np.array([[0.5, 0.5], [1.0, 0.73]])
+    message = fails_with(checks.check_rows_sum_to_one, "weights", weights, hint="softmax over the key axis?")
+    assert "1 of 2 rows" in message and "worst 1.73" in message and "softmax over the key axis?" in message
+
+
+def test_check_rows_sum_to_one_rejects_negative_and_nan():
+    assert "negative" in fails_with(checks.check_rows_sum_to_one, "w", np.array([[1.5, -0.5]]))
+    assert "1 NaN" in fails_with(checks.check_rows_sum_to_one, "w", np.array([[np.nan, 1.0]]))
+
+
+def test_check_finite_counts_nan_and_inf():
+    message = fails_with(checks.check_finite, "x", np.array([1.0, np.nan, np.inf, -np.inf]))
+    assert "1 NaN and 2 infinite" in message and "index (1,)" in message
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 4)),
+              elements=st.floats(-100, 100)),
+       st.floats(0.5, 10))
+def test_check_close_never_prints_expected_values(expected, shift):
+    actual = expected + shift
+    message = fails_with(checks.check_close, "out", actual, expected)
+    assert "largest difference" in message
+    numbers = {float(x) for x in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", message)}
+    shown = {round(float(v), 3) for v in expected.ravel()} - {0.0}
+    assert not (shown & {round(n, 3) for n in numbers} - {round(shift, 3)}), message
+
+
+def test_check_close_names_a_likely_cause():
+    expected = np.array([0.5, 0.5])
+    message = fails_with(checks.check_close, "w", np.array([0.9, 0.1]), expected,
+                         likely_causes={"the scale is missing": np.array([0.9, 0.1]),
+                                        "something else": np.array([0.2, 0.8])})
+    assert "it matches what you get when the scale is missing" in message
+
+
+def test_check_close_accepts_torch_and_passes_close_values():
+    torch = pytest.importorskip("torch")
+    checks.check_close("x", torch.tensor([1.0, 2.0]), np.array([1.0, 2.0 + 1e-7]))
+
+
+def test_check_dtype_type_and_true():
+    assert "dtype float32, expected float64" in fails_with(
+        checks.check_dtype, "x", np.zeros(2, np.float32), np.float64)
+    assert "is a list, expected a tuple" in fails_with(checks.check_type, "result", [1], tuple)
+    assert fails_with(checks.check_true, False, "say why") == "say why"
+
+
+def test_under_nbgrader_follows_the_environment(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not course.under_nbgrader() and course.grading_mode() is None
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert course.under_nbgrader() and course.grading_mode() == "autograde"
+
+
+def test_seed_everything_is_reproducible():
+    torch = pytest.importorskip("torch")
+    a = (course.seed_everything(3).normal(size=3), np.random.rand(), torch.rand(2))
+    b = (course.seed_everything(3).normal(size=3), np.random.rand(), torch.rand(2))
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1] and torch.equal(a[2], b[2])
+
+
+def test_plots_label_their_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = plot_attention(np.full((2, 3), 1 / 3), queries=["a", "b"], keys=["x", "y", "z"], title="t")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("key", "query", "t")
+    with pytest.raises(ValueError, match="2-D"):
+        plot_attention(np.zeros((2, 2, 2)))
+    ax = plot_curves([1, 2], {"raw": [1, 2]}, xlabel="d_k", ylabel="top weight", logx=True)
+    assert ax.get_xlabel() == "d_k" and ax.get_xscale() == "log"
