@@ -4,9 +4,10 @@ Every line here answers a pitfall we measured; see README "Grading pipeline".
 """
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, LimitOutput
 
-from instructor.nbgrader_ext import StripJupytextMetadata
+from instructor.nbgrader_ext import LimitOutputSize, StripJupytextMetadata
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -26,18 +27,7 @@ c.CourseDirectory.ignore = [
 
 # Released notebooks must not keep the jupytext pairing (Lab would write a .py on save).
 c.GenerateAssignment.preprocessors = [
-    "nbgrader.preprocessors.IncludeHeaderFooter",
-    "nbgrader.preprocessors.InstantiateTests",
-    "nbgrader.preprocessors.LockCells",
-    "nbgrader.preprocessors.ClearSolutions",
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.SaveCells",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbgrader.preprocessors.ClearMarkScheme",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    *GenerateAssignment.preprocessors.default(),
     StripJupytextMetadata,
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -51,10 +41,25 @@ c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPr
 # well under a minute; an infinite loop is interrupted after `timeout` seconds and scores 0.
 c.Execute.timeout = 120
 # Minimal tracebacks: a failing hidden test shows its AssertionError message, not its source.
+# course.integrity.install() runs before any student code: it remembers the genuine
+# np.allclose, torch.testing.assert_close, course checks, ... and puts them back before every
+# cell if student code replaced them (saying so in that cell's output).
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--InteractiveShell.xmode=Minimal",
+    "--InteractiveShellApp.exec_lines=import course.integrity; course.integrity.install()",
 ]
-# A cell that prints megabytes is cut (student output limit, in lines/characters).
+# A test cell the student deleted is put back from the gradebook (else its points vanish
+# from both the score and the maximum).
+c.OverwriteCells.add_missing_cells = True
+# A cell that prints megabytes is cut: nbgrader's LimitOutput counts lines, LimitOutputSize
+# characters (one print of 5 MB is one line).
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
+c.LimitOutputSize.max_chars = 20_000
+_autograde_steps = list(Autograde.autograde_preprocessors.default())
+c.Autograde.autograde_preprocessors = (
+    _autograde_steps[: _autograde_steps.index(LimitOutput) + 1]
+    + [LimitOutputSize]
+    + _autograde_steps[_autograde_steps.index(LimitOutput) + 1:]
+)

@@ -7,6 +7,8 @@
     export      grades of the whole gradebook to a CSV file
     demo        the whole instructor loop on sample submissions, then the grade table
     lab         open the course in JupyterLab
+    check       grade your own copy of a notebook with the hidden tests (self-learners)
+    grade-class collect a folder or zip of submissions and grade them all (--jobs N)
 """
 
 from __future__ import annotations
@@ -89,6 +91,28 @@ def cmd_lab(args) -> int:
     return 0  # not reached
 
 
+def cmd_check(args) -> int:
+    from .selfcheck import self_check
+
+    return self_check(Path(args.notebook), args.assignment)
+
+
+def cmd_grade_class(args) -> int:
+    from . import batch
+
+    root = P.REPO
+    name = P.check_assignment(args.assignment, root)
+    if args.source:
+        found = batch.collect(root, name, Path(args.source))
+        print(f"collected {len(found)} student folder(s) into submitted/")
+    reports = batch.grade_class(root, name, jobs=args.jobs, regrade=args.regrade)
+    print(batch.format_table(name, reports))
+    csv = P.export_grades(root, Path(args.to).resolve())
+    report = batch.write_report(root / f"report-{name}.txt", name, reports)
+    print(f"grades: {csv}\nreport: {report}\nfeedback: {root / 'feedback'}/<student>/{name}/")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m instructor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--folder", default="release", help="folder to open (release or source)")
     p.add_argument("--no-browser", action="store_true")
     p.set_defaults(func=cmd_lab)
+    p = sub.add_parser("check", help="grade your own copy of a released notebook")
+    p.add_argument("notebook", help="path to your .ipynb (it is copied, never changed)")
+    p.add_argument("--assignment", help="assignment id, if the file name does not tell")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("grade-class", help="collect and autograde a whole class")
+    p.add_argument("assignment")
+    p.add_argument("--from", dest="source", help="folder or zip of <student>/<notebook>.ipynb "
+                   "(default: what is already in submitted/)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--regrade", action="store_true", help="regrade unchanged submissions too")
+    p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
+    p.set_defaults(func=cmd_grade_class)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

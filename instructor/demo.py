@@ -2,11 +2,12 @@
 
 ``demo-correct`` hands in the instructor's solutions, ``demo-empty`` the released notebook
 untouched, ``demo-buggy`` one plausible mistake from the bug zoo. Only students whose id
-starts with ``demo-`` are written or regraded: real submissions are left alone.
+starts with ``demo-`` exist there, in ``.build/demo/``: real submissions are left alone.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -34,12 +35,19 @@ def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
     return {student: what for student, (what, _) in handed_in.items()}
 
 
-def run_demo(root: Path, names: list[str]) -> int:
+def run_demo(repo: Path, names: list[str]) -> int:
+    """Grade the demo students in a course root of their own, ``.build/demo/``.
+
+    The instructor's own gradebook, ``submitted/`` and ``feedback/`` are never touched.
+    """
     start = time.time()
-    print(f"== build and release {len(names)} assignment(s)")
+    root = repo / ".build" / "demo"
+    print(f"== build {len(names)} assignment(s) and release them into {root}")
     for name in names:
-        P.sync(name, root)
-        P.release(name, root)
+        P.sync(name, repo)
+    if root.exists():
+        shutil.rmtree(root)
+    P.make_scratch_course(root, names, repo)
     rows = []
     for name in names:
         described = make_demo_submissions(root, name)

@@ -160,7 +160,14 @@ def make_scratch_course(dest: Path, names: list[str], root: Path = REPO) -> Path
 
 def release(assignment: str, root: Path = REPO) -> Path:
     """``nbgrader generate_assignment`` into ``release/<assignment>``; returns that folder."""
-    nbgrader("generate_assignment", assignment, "--force", cwd=root)
+    proc = nbgrader("generate_assignment", assignment, "--force", cwd=root, check=False)
+    if "because there are submissions associated with it" in proc.stderr:
+        raise PipelineError(
+            f"{assignment} already has graded submissions in {root / 'gradebook.db'}, and its graded "
+            "cells changed since: nbgrader refuses to add or remove cells under existing grades. "
+            "Keep the cells as released, or export the grades and move gradebook.db aside first.")
+    if proc.returncode != 0:
+        raise PipelineError(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
     out = root / "release" / assignment
     if not out.is_dir():
         raise PipelineError(f"nbgrader produced no {out}")

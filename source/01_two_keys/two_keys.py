@@ -28,7 +28,7 @@
 # `(..., Lk, d_k)`: one key per position, the same width as the queries so that they can be
 # compared by a dot product. `V` is `(..., Lk, d_v)`: one value per key, of any width `d_v`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import numpy as np
 import torch
 import torch.nn.functional as F
