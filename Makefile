@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: setup demo test lab build release autograde feedback export bench lint clean
+.PHONY: setup demo test lab build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -41,6 +41,14 @@ feedback: setup        ## feedback HTML for autograded submissions
 
 export: setup          ## grades to grades.csv
 	$(PY) -m instructor export --to grades.csv
+
+check: setup           ## grade your own notebook: make check NB=path/to/two_keys.ipynb
+	@test -n "$(NB)" || { echo "usage: make check NB=path/to/notebook.ipynb"; exit 2; }
+	$(PY) -m instructor check "$(NB)"
+
+grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2
+	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2]"; exit 2; }
+	$(PY) -m instructor grade-class "$(A)" $(if $(FROM),--from "$(FROM)") --jobs $(or $(JOBS),2)
 
 bench: setup           ## speed figures, measured side by side
 	$(PY) bench/benchmark.py

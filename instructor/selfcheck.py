@@ -18,6 +18,15 @@ from . import pipeline as P
 LEARNER = "me"
 
 
+def explain(error: str) -> str:
+    """The failure message, with the untouched-stub case said plainly."""
+    if error.startswith("NotImplementedError"):
+        return "not done yet: a solution cell this test uses still raises NotImplementedError"
+    if error.startswith("NameError"):
+        return f"{error} (did you run every cell above, and keep the names the exercise asks for?)"
+    return error or "the test failed without an error message"
+
+
 def infer_assignment(notebook: Path, repo: Path = P.REPO) -> str:
     known = P.assignments(repo)
     if notebook.parent.name in known:
@@ -69,7 +78,7 @@ def self_check(notebook: Path, assignment: str | None = None, repo: Path = P.REP
         mark = "ok " if cell.score >= cell.max_score else "FAIL"
         print(f"{mark} {gid:<30}{cell.score:>4g}/{cell.max_score:<3g}")
         if cell.score < cell.max_score:
-            print(f"      {cell.error or 'no error output (the cell printed nothing)'}")
+            print(f"      {explain(cell.error)}")
     print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     for problem in report.problems:
         print(f"note: {problem}")

@@ -1,0 +1,130 @@
+"""Speed figures of the course, measured side by side in one run (never a timed test).
+
+    python bench/benchmark.py                 # everything
+    python bench/benchmark.py --only notebooks
+
+1. notebooks: each source notebook executed top to bottom (nbclient), against its budget;
+2. autograde: one student's autograde over plain nbclient execution of the same notebook;
+3. class: throughput of the class batch with --jobs 1 versus --jobs 2;
+4. startup: a bare nbgrader start, and what rfc3987_syntax would add to it.
+
+The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+from instructor import batch  # noqa: E402
+from instructor import pipeline as P  # noqa: E402
+
+BUDGET_S = {  # from the chapter issues: source notebook execution on a 2-core machine
+    "01_two_keys": 15, "02_scaling": 15, "03_masks": 15, "04_encoder_block": 20,
+    "05_positional_encoding": 15, "06_multihead_attention": 25, "07_seq2seq_beam_search": 40,
+    "08_attention_cost": 25,
+}
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def execute(nb_path: Path, cwd: Path) -> None:
+    nb = nbformat.read(str(nb_path), as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+
+
+def bench_notebooks(repeat: int) -> None:
+    print("\n## 1. source notebooks, executed top to bottom (median of", repeat, "runs)")
+    print(f"{'assignment':<26}{'seconds':>9}{'budget':>8}{'time/budget':>13}")
+    for name in P.assignments():
+        nb = P.REPO / "source" / name / f"{P.notebook_name(name)}.ipynb"
+        seconds = timed(lambda: execute(nb, nb.parent), repeat)
+        budget = BUDGET_S.get(name, 15)
+        print(f"{name:<26}{seconds:>9.1f}{budget:>8}{seconds / budget:>13.2f}")
+
+
+def _class_root(workdir: Path, n_students: int, assignment: str = "01_two_keys") -> Path:
+    root = P.make_scratch_course(workdir, [assignment])
+    release = P.read_nb(root / "release" / assignment / f"{P.notebook_name(assignment)}.ipynb")
+    answers = P.solution_answers(P.read_nb(root / "source" / assignment / f"{P.notebook_name(assignment)}.ipynb"))
+    for i in range(n_students):
+        P.submit(root, assignment, f"student-{i:02d}", P.fill(release, answers) if i % 2 == 0 else release)
+    return root
+
+
+def bench_autograde(repeat: int) -> None:
+    print("\n## 2. one student's notebook: nbgrader autograde over plain nbclient execution")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _class_root(Path(tmp), 1)
+        nb = root / "submitted" / "student-00" / "01_two_keys" / "two_keys.ipynb"
+        plain = timed(lambda: execute(nb, nb.parent), repeat)
+        graded = timed(lambda: P.autograde(root, "01_two_keys", "student-00"), repeat)
+    print(f"plain execution {plain:6.1f} s | autograde {graded:6.1f} s | ratio autograde/plain {graded / plain:5.2f}")
+
+
+def bench_class(n_students: int) -> None:
+    print(f"\n## 3. class batch throughput, {n_students} students of 01_two_keys")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _class_root(Path(tmp), n_students)
+        rows = {}
+        for jobs in (1, 2):
+            start = time.perf_counter()
+            reports = batch.grade_class(root, "01_two_keys", jobs=jobs, regrade=True, progress=False)
+            rows[jobs] = time.perf_counter() - start
+            assert all(r.status == "graded" for r in reports.values())
+    for jobs, seconds in rows.items():
+        print(f"--jobs {jobs}: {seconds:6.1f} s, {60 * n_students / seconds:5.1f} students/minute")
+    print(f"speed-up --jobs 2 over --jobs 1: {rows[1] / rows[2]:4.2f}x")
+
+
+def bench_startup(repeat: int) -> None:
+    print("\n## 4. tool start-up")
+    python = sys.executable
+    bare = timed(lambda: subprocess.run([python, "-c", "pass"], check=True), repeat)
+    nbgrader = timed(lambda: subprocess.run([str(P.BIN / "nbgrader"), "--version"], check=True,
+                                            capture_output=True), repeat)
+    print(f"python -c pass {bare:5.2f} s | nbgrader --version {nbgrader:5.2f} s")
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(bool(u.find_spec('rfc3987_syntax')))"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() == "True":
+        cost = timed(lambda: subprocess.run([python, "-c", "import rfc3987_syntax"], check=True), repeat) - bare
+        print(f"rfc3987_syntax is installed and adds {cost:4.2f} s to every start: `make setup` removes it")
+    else:
+        print("rfc3987_syntax is not installed (make setup removes it): nothing to add")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--students", type=int, default=8)
+    args = parser.parse_args()
+    print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
+    steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
+             "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat)}
+    for name, step in steps.items():
+        if args.only in (None, name):
+            step()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
