@@ -56,7 +56,7 @@ def bench_notebooks(repeat: int) -> None:
     print(f"{'assignment':<26}{'seconds':>9}{'budget':>8}{'time/budget':>13}")
     for name in P.assignments():
         nb = P.REPO / "source" / name / f"{P.notebook_name(name)}.ipynb"
-        seconds = timed(lambda: execute(nb, nb.parent), repeat)
+        seconds = timed(lambda nb=nb: execute(nb, nb.parent), repeat)
         budget = BUDGET_S.get(name, 15)
         print(f"{name:<26}{seconds:>9.1f}{budget:>8}{seconds / budget:>13.2f}")
 

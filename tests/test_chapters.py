@@ -15,10 +15,10 @@ import re
 import jupytext
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 from conftest import scratch_course
 from grading import SOLUTION, STUB, grade_chapter
+from nbclient import NotebookClient
+
 from instructor import pipeline as P
 from instructor.zoo import variants_for
 

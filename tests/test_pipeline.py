@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from test_chapters import ASSIGNMENTS, solution_lines, source_nb
 
 from instructor import pipeline as P
-from test_chapters import ASSIGNMENTS, solution_lines, source_nb
 
 
 def run_cli(*args):
