@@ -40,6 +40,8 @@ c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPr
 # Execution while autograding. The slowest cell (chapter 07 trains a small model) needs
 # well under a minute; an infinite loop is interrupted after `timeout` seconds and scores 0.
 c.Execute.timeout = 120
+# Kernel start includes importing torch (course.integrity, below): give a loaded machine time.
+c.Execute.startup_timeout = 180
 # Minimal tracebacks: a failing hidden test shows its AssertionError message, not its source.
 # course.integrity.install() runs before any student code: it remembers the genuine
 # np.allclose, torch.testing.assert_close, course checks, ... and puts them back before every

@@ -1,0 +1,905 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 03 · Padding and causal masks
+#
+# Plain attention lets every query look at every key. Two situations call for hiding some
+# keys from some queries:
+#
+# * **Padding.** Sentences in a batch have different lengths, so the short ones are filled
+#   up with a `PAD` token until every row has the same length `T`. Those PAD positions carry
+#   no meaning and no real token should read from them.
+# * **The future.** A model that predicts the next token must not peek at it. When position
+#   `i` is trained to predict token `i + 1`, it may read keys `j <= i` only.
+#
+# A **mask** says, for every (query, key) pair, whether attention is allowed. In this course
+# a mask is a boolean tensor with **True = may attend** (for a padding mask: True = real
+# token). That is also the convention of `F.scaled_dot_product_attention`; the last parts of
+# the notebook meet a PyTorch module that reads True the other way round.
+#
+# By the end of this notebook you will have written, in PyTorch,
+#
+# * `causal_mask(T)` and `padding_mask(lengths, T)`,
+# * `masked_softmax(scores, allowed)` with an explicit rule for rows that have no key left,
+# * `masked_attention(q, k, v, allowed)`, checked against `F.scaled_dot_product_attention`,
+# * `to_mha_masks(valid, allowed)`, which translates the masks for `nn.MultiheadAttention`,
+# * `future_leak_check(block, x)`, a behavioural test that a block does not read the future,
+#
+# and answered a short quiz. Each exercise has a solution cell for you to fill in, a cell that
+# runs your code on a small example, and graded test cells; the grader also runs hidden tests
+# on random shapes and values.
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from course import check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
+from course import under_nbgrader
+from course.plots import plot_attention
+
+torch.set_printoptions(precision=4, sci_mode=False)
+
+# %% [markdown]
+# ## Two reasons to hide a key
+#
+# The two masks answer different questions, and a model may need both at once.
+#
+# | mask | hides | needed by |
+# |---|---|---|
+# | padding mask | PAD keys | any model fed padded batches |
+# | causal mask | keys in the future, `j > i` | a decoder that generates token by token |
+#
+# An **encoder** that reads a whole sentence before answering (BERT, classifying a review)
+# lets every token look both ways: it needs a padding mask but no causal mask. A
+# **decoder** that writes one token at a time (GPT) must be trained under the same
+# restriction it will meet while generating, so its self-attention is causal. In an
+# encoder-decoder translator the **cross-attention** (target queries reading the encoded
+# source) never takes a causal mask: the source sentence is complete from the start, nothing
+# in it is "future". It still takes a padding mask for the source's PAD tokens.
+#
+# A note on shapes. Scores are `(..., T_q, T_k)`: one row per query, one column per key. A
+# causal mask is `(T, T)`; a padding mask is `(B, T)`, one row per sequence, and it masks
+# **keys**, so before combining it with scores it becomes `(B, 1, T)` (or `(B, 1, 1, T)` with
+# a head axis) and broadcasts over the queries.
+
+# %% [markdown]
+# ## Part A · The two masks (4 points)
+#
+# **Causal mask.** Query `i` may attend key `j` exactly when `j <= i`: the lower triangle of a
+# `T x T` matrix, **diagonal included** (a position always sees itself). Row 0 has one True,
+# the last row is all True.
+#
+# **Padding mask.** Given the real length of each sequence, position `t` of sequence `b` is a
+# real token when `t < lengths[b]`; PAD tokens sit at the end. The result is `(B, T)`.
+#
+# Write both. Return `torch.bool` tensors. `lengths` may be a 1-D integer tensor or a Python
+# list (`torch.as_tensor` turns either into a tensor). Hint: comparing a `(T,)` row of
+# positions with a `(B, 1)` column of lengths broadcasts to `(B, T)`.
+
+# %% nbgrader={"grade": false, "grade_id": "causal_mask", "locked": false, "schema_version": 3, "solution": true}
+def causal_mask(T):
+    """(T, T) bool mask: entry [i, j] is True when query i may attend key j, i.e. j <= i."""
+    ### BEGIN SOLUTION
+    return torch.ones(T, T, dtype=torch.bool).tril()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "padding_mask", "locked": false, "schema_version": 3, "solution": true}
+def padding_mask(lengths, T):
+    """(B, T) bool mask: entry [b, t] is True when position t of sequence b is a real token."""
+    ### BEGIN SOLUTION
+    lengths = torch.as_tensor(lengths)
+    positions = torch.arange(T, device=lengths.device)  # (T,)
+    return positions < lengths[:, None]  # (B, T)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it
+#
+# Two classic one-liners build the same causal mask: keep the lower triangle of a matrix of
+# ones, or block the strict upper triangle and invert. Both should equal yours for every `T`.
+
+# %%
+print(causal_mask(4).int())
+print(padding_mask([4, 2], 4).int())
+for T in range(1, 9):
+    lower = torch.tril(torch.ones(T, T)).bool()
+    not_upper = ~torch.triu(torch.ones(T, T), diagonal=1).bool()
+    assert torch.equal(lower, not_upper) and torch.equal(causal_mask(T), lower)
+print("tril and ~triu(diagonal=1) agree with causal_mask(T) for T = 1 .. 8")
+
+# %% [markdown]
+# Both masks can apply at once. For a batch, the mask that attention needs is
+# `valid[:, None, :] & causal_mask(T)` of shape `(B, T, T)`: query `i` may read key `j` when
+# `j <= i` **and** key `j` is a real token. Here is one sentence of 4 real tokens padded to
+# `T = 6`. Read a row as "what this query may see".
+
+# %%
+def show_mask(mask, title, ax):
+    """Draw a (T_q, T_k) boolean mask: dark = may attend."""
+    ax.imshow(mask.int(), cmap="Blues", vmin=0, vmax=1.3)
+    ax.set_title(title)
+    ax.set_xlabel("key position j")
+    ax.set_ylabel("query position i")
+    ax.set_xticks(range(mask.shape[1]))
+    ax.set_yticks(range(mask.shape[0]))
+
+
+T_demo = 6
+causal_demo = causal_mask(T_demo)  # (T, T)
+valid_demo = padding_mask([4], T_demo)  # (1, T): 4 real tokens, 2 PAD
+combined_demo = valid_demo[:, None, :] & causal_demo  # (1, T, T)
+print(f"allowed (query, key) pairs out of {T_demo * T_demo}: causal {int(causal_demo.sum())}, "
+      f"padding {int(valid_demo.sum()) * T_demo}, both {int(combined_demo.sum())}")
+if not under_nbgrader():
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
+    show_mask(causal_demo, "causal: j <= i", axes[0])
+    show_mask(valid_demo.expand(T_demo, T_demo), "padding: keys 4, 5 are PAD", axes[1])
+    show_mask(combined_demo[0], "both: j <= i and key is real", axes[2])
+    fig.tight_layout()
+    plt.show()
+
+# %% [markdown]
+# Notice that the rows of the PAD *queries* (4 and 5) still have allowed keys: a key padding
+# mask drops keys, not queries. We come back to this in Part D.
+
+# %% nbgrader={"grade": true, "grade_id": "test_causal_mask", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""causal_mask(T) is a (T, T) bool tensor, True where key j <= query i (diagonal included)."""
+mask = causal_mask(4)
+check_true(isinstance(mask, torch.Tensor), f"causal_mask(4) returned a {type(mask).__name__}, expected a torch.Tensor")
+check_shape("causal_mask(4)", mask, (4, 4))
+check_dtype("causal_mask(4)", mask, torch.bool,
+            hint="masks are boolean in this course: build it with dtype=torch.bool or finish with .bool()")
+check_true(not (bool(mask[0, 3]) and not bool(mask[3, 0])),
+           "causal_mask(4) is True above the diagonal, on the future keys: that is the 'True = blocked' convention; "
+           "in this course True = may attend, so query i sees key j when j <= i")
+check_true(bool(mask.diagonal().all()),
+           "causal_mask(4) blocks (part of) the diagonal: every position must see itself (j <= i includes j = i)")
+check_true(not bool(mask.diagonal(1).any()),
+           "causal_mask(4) lets position i see key i + 1, one step into its future: only j <= i is allowed")
+### BEGIN HIDDEN TESTS
+for T in (1, 2, 3, 7, 12, 5):
+    mine = causal_mask(T)
+    check_shape(f"causal_mask({T})", mine, (T, T))
+    check_dtype(f"causal_mask({T})", mine, torch.bool)
+    rule = torch.tensor([[key <= query for key in range(T)] for query in range(T)])
+    wrong = int((mine != rule).sum())
+    check_true(wrong == 0, f"causal_mask({T}) breaks the rule 'True exactly when j <= i' at {wrong} of {T * T} "
+                           f"entries: build it from T rather than from a fixed example")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_padding_mask", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""padding_mask(lengths, T) is a (B, T) bool tensor, True at the first lengths[b] positions of row b."""
+mask = padding_mask(torch.tensor([3, 1]), 4)
+check_true(isinstance(mask, torch.Tensor),
+           f"padding_mask returned a {type(mask).__name__}, expected a torch.Tensor")
+check_shape("padding_mask([3, 1], 4)", mask, (2, 4), hint="one row per sequence, one column per position")
+check_dtype("padding_mask([3, 1], 4)", mask, torch.bool,
+            hint="masks are boolean in this course: compare positions with lengths, or finish with .bool()")
+real_counts = mask.sum(-1).tolist()
+check_true(real_counts != [1, 3], "padding_mask([3, 1], 4) is True at the PAD positions: in this course True marks "
+                                  "a real token (may attend) and False the padding")
+check_true(real_counts == [3, 1], f"padding_mask([3, 1], 4) marks {real_counts} real tokens per row, but a sequence "
+                                  f"of length L has exactly L real tokens, at positions 0 .. L-1 (off by one?)")
+check_true(bool(mask[:, 0].all()), "padding_mask puts the real tokens first: position 0 is real in every sequence")
+try:
+    from_list = padding_mask([2, 0], 3)
+except Exception as error:
+    raise AssertionError(f"padding_mask([2, 0], 3) raised {type(error).__name__} ({error}) on a Python list: "
+                         f"convert lengths with torch.as_tensor first") from None
+check_shape("padding_mask([2, 0], 3)", from_list, (2, 3))
+check_true(not bool(from_list[1].any()), "a sequence of length 0 is all padding: its row must be all False")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(31)
+for trial in range(6):
+    B, T = int(torch.randint(1, 6, (1,), generator=g)), int(torch.randint(1, 10, (1,), generator=g))
+    lengths = torch.randint(0, T + 1, (B,), generator=g)
+    mine = padding_mask(lengths if trial % 2 else lengths.tolist(), T)
+    check_shape(f"padding_mask(lengths of {B} sequences, T={T})", mine, (B, T))
+    check_dtype(f"padding_mask(lengths of {B} sequences, T={T})", mine, torch.bool)
+    rule = torch.tensor([[position < int(n) for position in range(T)] for n in lengths]).reshape(B, T)
+    wrong = int((mine != rule).sum())
+    check_true(wrong == 0, f"padding_mask(lengths of {B} sequences, T={T}) breaks the rule 'True exactly when "
+                           f"position < length' at {wrong} of {B * T} entries")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part B · Softmax over the allowed keys only (3 points)
+#
+# A forbidden key must get weight **exactly 0**, and the allowed keys must share the whole
+# weight between them. Both happen at once if the forbidden scores become $-\infty$
+# **before** softmax: $e^{-\infty} = 0$, so those keys drop out of the numerator and of the
+# normalising sum.
+#
+# Two tempting shortcuts are wrong:
+#
+# * **Masking after softmax** (zeroing the weights of forbidden keys) leaves rows that sum to
+#   less than 1: the forbidden keys already took their share of the normaliser.
+# * **Multiplying the scores by the mask** sets a forbidden score to 0, and $e^0 = 1$ is not
+#   0: the forbidden key still gets weight.
+#
+# Here is the first shortcut on the example we will reuse: scores `[1, 2, 3]` where the
+# third key is PAD.
+
+# %%
+example_scores = torch.tensor([1.0, 2.0, 3.0])
+example_allowed = torch.tensor([True, True, False])  # the third key is PAD
+masked_after = torch.softmax(example_scores, dim=-1) * example_allowed
+print("mask after softmax:", masked_after, "sum", round(masked_after.sum().item(), 3))
+
+# %% [markdown]
+# The row sums to 0.335: two thirds of the attention went to a PAD token and then vanished.
+# With the mask applied first, softmax runs over `[1, 2]` alone and gives
+# $(1/(1+e),\ e/(1+e),\ 0) \approx (0.269, 0.731, 0)$.
+#
+# **Rows with no allowed key.** If every key of a row is forbidden (an empty sentence, or the
+# PAD query of a sequence of length 0), every score is $-\infty$ and softmax computes
+# $0 / 0$:
+
+# %%
+print("softmax of a fully masked row:", torch.softmax(torch.full((3,), float("-inf")), dim=-1))
+
+# %% [markdown]
+# There is no valid distribution for such a row, so a rule has to be chosen explicitly
+# rather than left to chance. The rule in this course: **a fully masked row gets all-zero
+# weights** (so its attention output is the zero vector), never NaN. A NaN would spread
+# through every later layer and into the loss. Filling with a large negative number such as
+# `-1e9` instead of $-\infty$ does not solve it: the row becomes *uniform* over forbidden keys.
+#
+# Write `masked_softmax(scores, allowed)`: softmax over the last axis using only the allowed
+# keys. `allowed` is a bool tensor that broadcasts against `scores` (for example `(T_q, T_k)`
+# against `(B, H, T_q, T_k)`). `Tensor.masked_fill(mask, value)` is useful, and remember that
+# in this course True means *allowed*.
+
+# %% nbgrader={"grade": false, "grade_id": "masked_softmax", "locked": false, "schema_version": 3, "solution": true}
+def masked_softmax(scores, allowed):
+    """Softmax over the last axis restricted to allowed keys; rows with no allowed key are all 0."""
+    ### BEGIN SOLUTION
+    blocked = ~allowed
+    weights = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)
+    return weights.masked_fill(blocked, 0.0)  # a fully blocked row: NaN -> 0
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the worked example
+#
+# Scores `[1, 2, 3]` with the third key PAD must give `(0.269, 0.731, 0)`, and a fully
+# masked row must give zeros.
+
+# %%
+example_weights = masked_softmax(example_scores, example_allowed)
+print("masked softmax:", example_weights)
+assert torch.allclose(example_weights, torch.tensor([0.269, 0.731, 0.0]), atol=5e-4)
+fully_masked = masked_softmax(torch.randn(2, 3), torch.tensor([[True, False, True], [False, False, False]]))
+print("row 1 has no allowed key:", fully_masked)
+assert torch.equal(fully_masked[1], torch.zeros(3))
+
+# %% nbgrader={"grade": true, "grade_id": "test_masked_softmax_example", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The worked example: scores [1, 2, 3] with the third key PAD give (0.269, 0.731, 0)."""
+### BEGIN HIDDEN TESTS
+scores = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [-0.5, 4.0, 1.5]])
+allowed = torch.tensor([[True, True, False], [False, True, True], [True, False, True]])
+# scores @ (sqrt(3) I)^T / sqrt(3) = scores: the fused kernel's weights are the masked softmax of the scores
+expected = F.scaled_dot_product_attention(scores, math.sqrt(3) * torch.eye(3), torch.eye(3), attn_mask=allowed)
+check_close("masked_softmax of three rows of scores", masked_softmax(scores, allowed), expected, atol=1e-5,
+            likely_causes={
+                "the mask is applied after softmax without renormalising": scores.softmax(-1) * allowed,
+                "forbidden scores are multiplied by 0 instead of set to -inf": (scores * allowed).softmax(-1),
+                "True is read as 'blocked' (the inverted convention; here True = may attend)":
+                    torch.where(allowed, -math.inf, scores).softmax(-1),
+            }, hint="set the forbidden scores to -inf, then softmax over the last axis")
+### END HIDDEN TESTS
+weights = masked_softmax(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([True, True, False]))
+check_shape("masked_softmax([1, 2, 3], [True, True, False])", weights, (3,))
+check_close("masked_softmax([1, 2, 3], [True, True, False])", weights, [0.268941, 0.731059, 0.0], atol=1e-5,
+            hint="set the forbidden scores to -inf, then softmax over the last axis")
+
+# %% nbgrader={"grade": true, "grade_id": "test_masked_softmax_rows", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Blocked keys get weight exactly 0 and each row's allowed weights sum to 1, for any broadcast mask."""
+g = torch.Generator().manual_seed(21)
+scores = torch.randn(2, 4, 5, generator=g)
+allowed = torch.rand(2, 4, 5, generator=g) > 0.4
+allowed[..., 0] = True  # every row keeps at least one key
+weights = masked_softmax(scores, allowed)
+check_shape("masked_softmax(scores (2, 4, 5), allowed (2, 4, 5))", weights, (2, 4, 5))
+leaked = float(weights[~allowed].abs().max())
+check_true(leaked == 0, f"blocked keys get weights up to {leaked:.3g}; they must be exactly 0: set their scores to "
+                        f"-inf before softmax (True = may attend)")
+check_rows_sum_to_one("masked_softmax rows", weights,
+                      hint="the allowed weights must renormalise: mask the scores before softmax, "
+                           "not the weights after")
+### BEGIN HIDDEN TESTS
+for trial, (B, H, Tq, Tk, d) in enumerate([(2, 3, 4, 6, 5), (1, 2, 7, 3, 4), (3, 1, 5, 5, 8), (2, 2, 1, 9, 3)]):
+    q, k = torch.randn(B, H, Tq, d, generator=g), torch.randn(B, H, Tk, d, generator=g)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    if trial % 2:
+        allowed = torch.rand(Tq, Tk, generator=g) > 0.5  # (Tq, Tk): the same for every batch and head
+        allowed[:, 0] = True
+    else:
+        lengths = torch.randint(1, Tk + 1, (B,), generator=g)
+        allowed = (torch.arange(Tk) < lengths[:, None])[:, None, None, :]  # (B, 1, 1, Tk)
+    weights = masked_softmax(scores, allowed)
+    name = f"masked_softmax(scores {tuple(scores.shape)}, allowed {tuple(allowed.shape)})"
+    check_shape(name, weights, scores.shape, hint="the mask broadcasts against the scores; keep the scores' shape")
+    reference = F.scaled_dot_product_attention(q, k, torch.eye(Tk).expand(B, H, Tk, Tk), attn_mask=allowed)
+    check_close(name, weights, reference, atol=1e-5, likely_causes={
+        "the mask is applied after softmax without renormalising": scores.softmax(-1) * allowed,
+        "forbidden scores are multiplied by 0 instead of set to -inf": (scores * allowed).softmax(-1),
+    }, hint="softmax over the last axis, with forbidden scores set to -inf first")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_masked_softmax_fully_masked", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""A row whose keys are all blocked gives all-zero weights, never NaN; other rows are untouched."""
+scores = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+allowed = torch.tensor([[True, False, True], [False, False, False]])
+weights = masked_softmax(scores, allowed)
+check_shape("masked_softmax with a fully blocked row", weights, (2, 3))
+check_finite("masked_softmax with a fully blocked row", weights,
+             hint="softmax of a row of -inf is 0/0 = NaN; the course's rule is all-zero weights for such a row "
+                  "(zero the blocked entries after softmax)")
+total = float(weights[1].abs().sum())
+check_true(total == 0, f"the fully blocked row has weights summing to {total:.3g}; the course's rule is all zeros "
+                       f"for a row with no allowed key (note: filling blocked scores with a finite number such as "
+                       f"-1e9 instead of -inf leaves a uniform row)")
+check_rows_sum_to_one("masked_softmax row with allowed keys", weights[:1],
+                      hint="mask the scores before softmax so that the allowed weights renormalise")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(22)
+for shape in [(3, 4, 5), (2, 2, 6, 3), (7, 2)]:
+    scores = 3 * torch.randn(shape, generator=g)
+    allowed = torch.rand(shape, generator=g) > 0.5
+    allowed[..., :2, :] = False  # the first two rows have no allowed key
+    weights = masked_softmax(scores, allowed)
+    check_finite(f"masked_softmax(scores {shape}) with fully blocked rows", weights,
+                 hint="a row with no allowed key must give all-zero weights, not NaN")
+    n_keys = shape[-1]
+    # scores @ (sqrt(n) I)^T / sqrt(n) = scores, so the fused kernel returns the masked weights themselves
+    reference = F.scaled_dot_product_attention(scores, math.sqrt(n_keys) * torch.eye(n_keys), torch.eye(n_keys),
+                                               attn_mask=allowed)
+    reference = torch.where(allowed.any(-1, keepdim=True), reference, torch.zeros(()))
+    check_close(f"masked_softmax(scores {shape}) with fully blocked rows", weights, reference, atol=1e-5,
+                hint="fully blocked rows must be all zeros; the other rows softmax over their allowed keys")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part C · Masked attention (3 points)
+#
+# With `masked_softmax` in hand, masked attention is chapter 01's formula with one extra
+# step:
+#
+# $$\operatorname{MaskedAttention}(Q, K, V) =
+#   \operatorname{masked\_softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}},\ \text{allowed}\right) V .$$
+#
+# Write `masked_attention(q, k, v, allowed)` for tensors `q (..., T_q, d_k)`,
+# `k (..., T_k, d_k)`, `v (..., T_k, d_v)` and a bool mask that broadcasts to
+# `(..., T_q, T_k)`; return `(output, weights)`. Wherever a row has at least one allowed key it
+# must agree with `F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)`, PyTorch's fused
+# kernel, which reads a bool mask with the same convention as ours (True = may attend).
+
+# %% nbgrader={"grade": false, "grade_id": "masked_attention", "locked": false, "schema_version": 3, "solution": true}
+def masked_attention(q, k, v, allowed):
+    """Scaled dot-product attention restricted by `allowed`; returns (output, weights)."""
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    weights = masked_softmax(scores, allowed)  # (..., T_q, T_k)
+    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: padding and causal masks together, against the fused kernel
+#
+# Two sequences of lengths 5 and 3 padded to `T = 5`, two heads, the combined mask of
+# Part A with a head axis: `(B, 1, T, T)`.
+
+# %%
+torch.manual_seed(0)
+q_demo, k_demo, v_demo = torch.randn(3, 2, 2, 5, 4).unbind(0)  # each (B=2, H=2, T=5, d=4)
+valid_pair = padding_mask([5, 3], 5)  # (B, T)
+allowed_pair = valid_pair[:, None, None, :] & causal_mask(5)  # (B, 1, T, T)
+output_demo, weights_demo = masked_attention(q_demo, k_demo, v_demo, allowed_pair)
+fused = F.scaled_dot_product_attention(q_demo, k_demo, v_demo, attn_mask=allowed_pair)
+print("output", tuple(output_demo.shape), "weights", tuple(weights_demo.shape))
+print("largest difference from F.scaled_dot_product_attention:", (output_demo - fused).abs().max().item())
+assert torch.allclose(output_demo, fused, atol=1e-6)
+
+# %% [markdown]
+# The weights of the shorter sequence (one head): zeros above the diagonal (the future) and
+# in the PAD columns 3 and 4, every row summing to 1.
+
+# %%
+if not under_nbgrader():
+    plot_attention(weights_demo[1, 0], queries=["t0", "t1", "t2", "PAD", "PAD"],
+                   keys=["t0", "t1", "t2", "PAD", "PAD"], title="causal + padding, length 3 of 5")
+    plt.show()
+
+# %% [markdown]
+# ### Check it: PAD keys change nothing
+#
+# With a correct mask, appending PAD keys (whatever vectors they hold) cannot change what
+# the real tokens compute: their scores are $-\infty$, their weights exactly 0. Take a
+# sentence of 3 tokens, then append 1, 5 and 20 PAD positions filled with large random
+# vectors.
+
+# %%
+torch.manual_seed(1)
+q_real, k_real, v_real = torch.randn(3, 1, 3, 8).unbind(0)  # (B=1, T=3, d=8)
+alone, _ = masked_attention(q_real, k_real, v_real, causal_mask(3))
+for n_pad in (1, 5, 20):
+    k_padded = torch.cat([k_real, 10 * torch.randn(1, n_pad, 8)], dim=1)  # (1, 3 + n_pad, 8)
+    v_padded = torch.cat([v_real, 10 * torch.randn(1, n_pad, 8)], dim=1)
+    allowed = causal_mask(3 + n_pad)[:3] & padding_mask([3], 3 + n_pad)[:, None, :]  # (1, 3, 3 + n_pad)
+    padded, _ = masked_attention(q_real, k_padded, v_padded, allowed)
+    change = (padded - alone).abs().max().item()
+    print(f"{n_pad:2d} PAD keys: largest change in the real tokens' outputs {change:.1e}")
+    assert change < 1e-6
+
+# %% nbgrader={"grade": true, "grade_id": "test_masked_attention_sdpa", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""masked_attention agrees with F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)."""
+g = torch.Generator().manual_seed(41)
+### BEGIN HIDDEN TESTS
+for trial in range(6):
+    B, H, Tq, Tk, d, dv = (int(n) for n in torch.randint(1, 7, (6,), generator=g))
+    q, k, v = (torch.randn(B, H, n, w, generator=g) for n, w in ((Tq, d), (Tk, d), (Tk, dv)))
+    lengths = torch.randint(1, Tk + 1, (B,), generator=g)
+    valid = (torch.arange(Tk) < lengths[:, None])[:, None, None, :]  # (B, 1, 1, Tk)
+    pairs = torch.rand(Tq, Tk, generator=g) > 0.4
+    pairs[:, 0] = True  # key 0 is real and allowed: no row is empty
+    allowed = [valid, pairs, valid & pairs][trial % 3]
+    output, weights = masked_attention(q, k, v, allowed)
+    name = f"masked_attention with B={B}, H={H}, T_q={Tq}, T_k={Tk}, d_k={d}, mask {tuple(allowed.shape)}"
+    check_shape(f"weights of {name}", weights, (B, H, Tq, Tk))
+    check_shape(f"output of {name}", output, (B, H, Tq, dv), hint="the output mixes values: its last axis is d_v")
+    raw = q @ k.transpose(-2, -1)
+    true_weights = F.scaled_dot_product_attention(q, k, torch.eye(Tk).expand(B, H, Tk, Tk), attn_mask=allowed)
+    check_close(f"weights of {name}", weights, true_weights, atol=1e-5, likely_causes={
+        "the scores are not divided by sqrt(d_k)": torch.where(allowed, raw, -math.inf).softmax(-1),
+        "the scores are divided by d_k instead of sqrt(d_k)": torch.where(allowed, raw / d, -math.inf).softmax(-1),
+        "the mask is applied after softmax without renormalising": (raw / math.sqrt(d)).softmax(-1) * allowed,
+        "forbidden scores are multiplied by 0 instead of set to -inf": (raw / math.sqrt(d) * allowed).softmax(-1),
+    }, hint="scores q k^T / sqrt(d_k), then masked_softmax over the keys")
+    check_close(f"output of {name}", output, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
+                atol=1e-5, hint="output = weights @ v: the output mixes values")
+### END HIDDEN TESTS
+q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
+allowed = torch.tensor([[True, True, True, False, False]] * 3)  # (T_q=3, T_k=5): keys 3 and 4 blocked
+result = masked_attention(q, k, v, allowed)
+check_true(isinstance(result, tuple) and len(result) == 2, "masked_attention must return a pair (output, weights)")
+output, weights = result
+check_shape("weights for q (2, 3, 4), k (2, 5, 4)", weights, (2, 3, 5))
+check_shape("output for v (2, 5, 6)", output, (2, 3, 6), hint="the output mixes values: its last axis is d_v")
+check_close("masked_attention output", output, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
+            atol=1e-5, hint="scores q k^T / sqrt(d_k), masked softmax, then weights @ v")
+
+# %% nbgrader={"grade": true, "grade_id": "test_masked_attention_pad_invariance", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Appending masked PAD keys leaves the real tokens' outputs unchanged."""
+g = torch.Generator().manual_seed(42)
+q, k, v = torch.randn(1, 3, 4, generator=g), torch.randn(1, 3, 4, generator=g), torch.randn(1, 3, 4, generator=g)
+alone, _ = masked_attention(q, k, v, torch.ones(3, 3, dtype=torch.bool))
+for n_pad in (1, 4):
+    k_padded = torch.cat([k, 5 * torch.randn(1, n_pad, 4, generator=g)], dim=1)
+    v_padded = torch.cat([v, 5 * torch.randn(1, n_pad, 4, generator=g)], dim=1)
+    keys_real = torch.tensor([True] * 3 + [False] * n_pad)  # (3 + n_pad,) broadcasts over queries
+    padded, _ = masked_attention(q, k_padded, v_padded, keys_real)
+    check_close(f"real tokens' outputs after appending {n_pad} PAD key(s)", padded, alone, atol=1e-5,
+                hint="a PAD key must get weight exactly 0 (score -inf before softmax), whatever its vector holds")
+### BEGIN HIDDEN TESTS
+for trial in range(4):
+    T, n_pad, d = (int(n) for n in torch.randint(1, 8, (3,), generator=g))
+    q, k, v = (torch.randn(2, T, d, generator=g) for _ in range(3))
+    rule = torch.tensor([[key <= query for key in range(T)] for query in range(T)])
+    alone, _ = masked_attention(q, k, v, rule)
+    k_padded = torch.cat([k, 20 * torch.randn(2, n_pad, d, generator=g)], dim=1)
+    v_padded = torch.cat([v, 20 * torch.randn(2, n_pad, d, generator=g)], dim=1)
+    allowed = torch.cat([rule, torch.zeros(T, n_pad, dtype=torch.bool)], dim=1)
+    padded, weights = masked_attention(q, k_padded, v_padded, allowed)
+    check_close(f"real tokens' outputs (T={T}) after appending {n_pad} PAD key(s)", padded, alone, atol=1e-5,
+                hint="a PAD key must get weight exactly 0 (score -inf before softmax), whatever its vector holds")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part D · Speaking `nn.MultiheadAttention`'s language (2 points)
+#
+# PyTorch's functions do not agree on what True means in a mask:
+#
+# | API | argument | True means |
+# |---|---|---|
+# | `F.scaled_dot_product_attention` | `attn_mask` (bool) | the pair **may attend** |
+# | `nn.MultiheadAttention` | `key_padding_mask` (B, T_k) | **ignore** this key (it is PAD) |
+# | `nn.MultiheadAttention` | `attn_mask` (T_q, T_k) | this pair is **forbidden** |
+#
+# That is why a causal mask for `nn.MultiheadAttention` is usually written
+# `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`: True on the future keys.
+# Passing a mask to a parameter with a similar name, without reading the documentation of
+# the function you are calling, silently computes something else (or NaN).
+#
+# Write `to_mha_masks(valid, allowed)`: given the course's `valid` (B, T_k), True at real
+# tokens, and `allowed` (T_q, T_k), True where attention is allowed, return
+# `(key_padding_mask, attn_mask)` for `nn.MultiheadAttention`, as bool tensors of the same
+# shapes.
+
+# %% nbgrader={"grade": false, "grade_id": "to_mha_masks", "locked": false, "schema_version": 3, "solution": true}
+def to_mha_masks(valid, allowed):
+    """Translate (valid, allowed), True = real / may attend, into nn.MultiheadAttention's masks."""
+    ### BEGIN SOLUTION
+    key_padding_mask = ~valid  # (B, T_k): True = ignore this key
+    attn_mask = ~allowed  # (T_q, T_k): True = forbidden pair
+    return key_padding_mask, attn_mask
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the same attention through two doors
+#
+# Run `nn.MultiheadAttention` with your translated masks, then recompute it by hand: its
+# input projection, `masked_attention` per head with the course's masks, its output
+# projection. The two must agree.
+
+# %%
+torch.manual_seed(2)
+B, T, D, H = 2, 5, 8, 2
+mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+x_mha = torch.randn(B, T, D)
+valid_mha, allowed_mha = padding_mask([5, 3], T), causal_mask(T)
+key_padding_mask, attn_mask = to_mha_masks(valid_mha, allowed_mha)
+with torch.no_grad():
+    out_mha, _ = mha(x_mha, x_mha, x_mha, key_padding_mask=key_padding_mask, attn_mask=attn_mask)
+    q_mha, k_mha, v_mha = F.linear(x_mha, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)  # each (B, T, D)
+    heads = [t.view(B, T, H, D // H).transpose(1, 2) for t in (q_mha, k_mha, v_mha)]  # each (B, H, T, d_head)
+    by_hand, _ = masked_attention(*heads, valid_mha[:, None, None, :] & allowed_mha)  # (B, H, T, d_head)
+    by_hand = mha.out_proj(by_hand.transpose(1, 2).reshape(B, T, D))  # (B, T, D)
+print("largest difference:", (out_mha - by_hand).abs().max().item())
+assert torch.allclose(out_mha, by_hand, atol=1e-5)
+
+# %% [markdown]
+# ### PAD queries still produce vectors
+#
+# Look at the second sequence (length 3): positions 3 and 4 are PAD, yet their outputs are
+# ordinary-looking vectors. A key padding mask removes PAD *keys* from every row; it does
+# nothing to the PAD *queries*. So whatever comes next must drop them again with the valid
+# mask: a sentence vector is a mean over the **real** positions only, and a token loss
+# averages over real tokens only.
+
+# %%
+print("output norms of sequence 1, per position:", out_mha[1].norm(dim=-1))
+keep = valid_mha[:, :, None].float()  # (B, T, 1)
+masked_mean = (out_mha * keep).sum(1) / keep.sum(1)  # (B, D): mean over real tokens
+plain_mean = out_mha.mean(1)  # (B, D): PAD positions leak in
+print("masked mean vs plain mean, sequence 1: differ by", (masked_mean[1] - plain_mean[1]).norm().item())
+assert torch.isfinite(out_mha).all() and out_mha[1, 3:].norm() > 0
+
+# %% nbgrader={"grade": true, "grade_id": "test_to_mha_masks", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""to_mha_masks returns (key_padding_mask, attn_mask) in nn.MultiheadAttention's convention (True = blocked)."""
+valid = torch.tensor([[True, True, False], [True, True, True]])
+allowed = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
+result = to_mha_masks(valid, allowed)
+check_true(isinstance(result, tuple) and len(result) == 2,
+           "to_mha_masks must return a pair (key_padding_mask, attn_mask)")
+key_padding_mask, attn_mask = result
+for name, mask, course_mask in (("key_padding_mask", key_padding_mask, valid), ("attn_mask", attn_mask, allowed)):
+    check_shape(name, mask, course_mask.shape)
+    check_dtype(name, mask, torch.bool,
+                hint="return bool masks: nn.MultiheadAttention *adds* a float mask to the scores instead of blocking")
+check_true(not torch.equal(key_padding_mask, valid),
+           "key_padding_mask is True at the real tokens: for nn.MultiheadAttention True means 'ignore this key', "
+           "so the course's valid mask must be inverted")
+check_true(not torch.equal(attn_mask, allowed),
+           "attn_mask is True on the allowed pairs: for nn.MultiheadAttention True means 'this query may not attend "
+           "this key', so the course's allowed mask must be inverted")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(51)
+for trial in range(4):
+    B, T = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(2, 8, (1,), generator=g))
+    D, H = 8, 2
+    torch.manual_seed(trial)
+    layer = nn.MultiheadAttention(D, H, batch_first=True).eval()
+    x = torch.randn(B, T, D, generator=g)
+    lengths = torch.randint(1, T + 1, (B,), generator=g)
+    valid = torch.arange(T) < lengths[:, None]  # (B, T), key 0 always real
+    allowed = torch.rand(T, T, generator=g) > 0.5
+    allowed[:, 0] = True  # every row keeps key 0
+    key_padding_mask, attn_mask = to_mha_masks(valid, allowed)
+    with torch.no_grad():
+        output, weights = layer(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                                average_attn_weights=False)
+        heads = [t.view(B, T, H, D // H).transpose(1, 2)
+                 for t in F.linear(x, layer.in_proj_weight, layer.in_proj_bias).chunk(3, dim=-1)]
+        joint = valid[:, None, None, :] & allowed  # (B, 1, T, T), True = may attend
+        mixed = F.scaled_dot_product_attention(*heads, attn_mask=joint)
+        reference = layer.out_proj(mixed.transpose(1, 2).reshape(B, T, D))
+    check_close(f"nn.MultiheadAttention output with your masks (B={B}, T={T})", output, reference, atol=1e-5,
+                hint="both of nn.MultiheadAttention's masks read True as 'blocked': invert valid and allowed, "
+                     "keeping their layouts ((B, T_k) and (T_q, T_k): rows are queries)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part E · The perturbation test (3 points)
+#
+# Looking at a mask matrix does not prove that a model respects it: a mask can be built
+# right and passed to the wrong argument, or a later step (a mean over the sequence, a
+# normalisation along the length) can mix the future back in. A behavioural test is more
+# convincing: **change the last token and look at the outputs.**
+#
+# * If no position reads the future, the outputs at positions `0 .. T-2` are unchanged.
+# * **The control:** the output at the last position must change. Without this check, "the
+#   past is unchanged" could be true for a useless reason: the block ignores its input, the
+#   change never reached it, or the change was too weak to matter. A LayerNorm, for example,
+#   erases a constant added to every feature (and nearly erases a common rescaling), so
+#   change the features by *different* amounts (random noise works well) and by a clearly
+#   visible amount.
+#
+# Write `future_leak_check(block, x)` for an input `x` of shape `(B, T, D)`. `block(x)` returns
+# the output `(B, T, D)`, or a tuple whose first item is the output (like
+# `nn.MultiheadAttention`, which also returns weights). Change `x[:, -1]` (on a copy: never
+# modify the caller's `x`), run the block before and after, and return two Python bools
+# `(past_unchanged, last_changed)`; compare with `torch.allclose(..., atol=1e-5)`. Run the
+# block under `torch.no_grad()`. The blocks you will test are in eval mode (no dropout), so the
+# same input always gives the same output.
+
+# %% nbgrader={"grade": false, "grade_id": "future_leak_check", "locked": false, "schema_version": 3, "solution": true}
+def future_leak_check(block, x):
+    """Perturb x[:, -1]; return (outputs 0..T-2 unchanged, output T-1 changed) as two bools."""
+    ### BEGIN SOLUTION
+    def run(inputs):
+        with torch.no_grad():
+            out = block(inputs)
+        return out[0] if isinstance(out, tuple) else out  # (B, T, D)
+
+    noise = torch.randn(x[:, -1].shape, generator=torch.Generator().manual_seed(0)).to(x)
+    changed = x.clone()
+    changed[:, -1] += 1.0 + 3.0 * noise  # features move by different amounts
+    before, after = run(x), run(changed)
+    past_unchanged = torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)
+    last_changed = not torch.allclose(before[:, -1], after[:, -1], atol=1e-5)
+    return bool(past_unchanged), bool(last_changed)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: three blocks
+#
+# A residual self-attention block built on `nn.MultiheadAttention`, with and without the
+# causal mask (translated by your `to_mha_masks`), and a broken "block" that forgets its input
+# and returns zeros. Only the first passes both checks. The third shows why the control
+# matters: its past is "unchanged", but only because nothing reaches it at all.
+
+# %%
+class TinyBlock(nn.Module):
+    """x + self-attention(x), optionally causal; returns (output, weights) like nn.MultiheadAttention."""
+
+    def __init__(self, width=4, heads=2, causal=True):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True, dropout=0.0)
+        self.causal = causal
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        _, attn_mask = to_mha_masks(torch.ones(B, T, dtype=torch.bool), causal_mask(T))
+        mixed, weights = self.attention(x, x, x, attn_mask=attn_mask if self.causal else None)
+        return x + mixed, weights
+
+
+torch.manual_seed(3)
+x_leak = torch.randn(2, 3, 4)
+causal_block, open_block = TinyBlock(causal=True).eval(), TinyBlock(causal=False).eval()
+for name, block in [("causal", causal_block), ("no mask", open_block), ("ignores x", torch.zeros_like)]:
+    past_unchanged, last_changed = future_leak_check(block, x_leak)
+    print(f"{name:9s}  past unchanged: {past_unchanged!s:5}  last position changed: {last_changed}")
+assert future_leak_check(causal_block, x_leak) == (True, True)
+assert future_leak_check(open_block, x_leak) == (False, True)
+assert future_leak_check(torch.zeros_like, x_leak) == (True, False)
+
+# %% [markdown]
+# In a deep model, run the test on the **whole** model, not on one layer: a single step that
+# mixes along the sequence (pooling, a normalisation over the length axis) is enough to let
+# the future in.
+
+# %% nbgrader={"grade": true, "grade_id": "test_future_leak_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""A block with a causal mask passes both checks: (past_unchanged, last_changed) == (True, True)."""
+torch.manual_seed(61)
+causal_layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
+blocked_future = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)  # nn.MultiheadAttention: True = blocked
+
+
+def masked_layer(x):
+    """Causal self-attention; returns (output, weights) like nn.MultiheadAttention."""
+    return causal_layer(x, x, x, attn_mask=blocked_future)
+
+
+x = torch.randn(2, 5, 6)
+x_before = x.clone()
+try:
+    result = future_leak_check(masked_layer, x)
+except Exception as error:
+    raise AssertionError(f"future_leak_check raised {type(error).__name__} ({error}) on a block that returns "
+                         f"(output, weights): when block(x) returns a tuple, its first item is the output") from None
+check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+check_true(torch.equal(x, x_before), "future_leak_check modified the caller's x: change a copy (x.clone())")
+past_unchanged, last_changed = result
+check_true(bool(past_unchanged), "future_leak_check reports that the past changed for a causally masked block: "
+                                 "compare only positions 0 .. T-2, and change only the last position")
+check_true(bool(last_changed), "future_leak_check says the last output did not change, yet this block reads the "
+                               "last token: change x[:, -1] by a visible amount, on a copy of x, and compare the "
+                               "outputs at the last position")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(62)
+norm = nn.LayerNorm(6)
+
+
+def normed_masked_layer(x):
+    h = norm(x)
+    return causal_layer(h, h, h, attn_mask=blocked_future[:x.shape[1], :x.shape[1]])
+
+
+result = future_leak_check(normed_masked_layer, torch.randn(3, 4, 6, generator=g))
+check_true(bool(result[0]), "future_leak_check reports that the past changed for a causally masked block: "
+                            "compare only positions 0 .. T-2, and change only the last position")
+check_true(bool(result[1]), "future_leak_check says the last output did not change for a block that starts with "
+                            "a LayerNorm: a LayerNorm erases a constant added to every feature (and nearly "
+                            "erases a rescaling), so change the features by different amounts (random noise, say)")
+for trial in range(3):
+    B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
+    weights = torch.randn(D, D, generator=g)
+    counts = torch.arange(1, T + 1).view(1, T, 1)
+    result = future_leak_check(lambda x: torch.tanh(x.cumsum(1) / counts @ weights), torch.randn(B, T, D, generator=g))
+    check_true(tuple(bool(r) for r in result) == (True, True),
+               f"future_leak_check gave {result} for a causal running-average block that returns a plain tensor "
+               f"(B={B}, T={T}, D={D}), expected both checks to pass")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_future_leak_detects_leak", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""A block without a causal mask leaks: past_unchanged must be False (and last_changed True)."""
+torch.manual_seed(63)
+open_layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
+result = future_leak_check(lambda x: open_layer(x, x, x), torch.randn(2, 5, 6))
+check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+check_true(not bool(result[0]), "future_leak_check missed a leak: without a mask every position reads the last "
+                                "token, so the earlier outputs must differ once x[:, -1] changes. Compute the "
+                                "'before' outputs from the original x and the 'after' outputs from a changed copy")
+check_true(bool(result[1]), "future_leak_check says the last output did not change, yet this block reads the "
+                            "last token: compare the outputs at the last position before and after the change")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(64)
+for trial in range(3):
+    B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
+    result = future_leak_check(lambda x: x + x.mean(dim=1, keepdim=True), torch.randn(B, T, D, generator=g))
+    check_true(not bool(result[0]), f"future_leak_check missed a leak through a mean over the sequence "
+                                    f"(B={B}, T={T}, D={D}): the earlier outputs depend on the last token")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_future_leak_control", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The control: for a block that never reads the last token, last_changed must be False."""
+torch.manual_seed(65)
+layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
+
+
+def drops_last_token(x):
+    """Self-attention on x with its last position zeroed out: the output never depends on x[:, -1]."""
+    keep = torch.ones_like(x)
+    keep[:, -1] = 0.0
+    return layer(x * keep, x * keep, x * keep)
+
+
+result = future_leak_check(drops_last_token, torch.randn(2, 5, 6))
+check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+check_true(bool(result[0]), "future_leak_check reports that the past changed for a block that never reads the "
+                            "last token: compare only positions 0 .. T-2")
+check_true(not bool(result[1]), "future_leak_check reports that the last output changed for a block that never "
+                                "reads the last token: last_changed must come from comparing the last position's "
+                                "outputs before and after the change (that comparison is the control)")
+### BEGIN HIDDEN TESTS
+g = torch.Generator().manual_seed(66)
+for trial in range(2):
+    B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
+    result = future_leak_check(torch.zeros_like, torch.randn(B, T, D, generator=g))
+    check_true(not bool(result[1]), "future_leak_check reports that the last output changed for a block that "
+                                    "always returns zeros: last_changed must compare real outputs (the control)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part F · Quiz (4 points)
+#
+# Answer each question with the letter of one option, as a string: `Q1 = "a"`.
+#
+# **Q1.** A sentiment classifier reads a whole review before predicting one label; a language
+# model writes its reply one token at a time. Which of them needs a causal mask in its
+# self-attention?
+#
+# * a) the classifier only
+# * b) the language model only
+# * c) both
+# * d) neither: the padding mask is enough for both
+#
+# **Q2.** In an encoder-decoder translator, the decoder's cross-attention lets target
+# positions read the encoded source sentence. Which mask belongs on the cross-attention
+# scores?
+#
+# * a) a causal mask over the source positions
+# * b) a padding mask for the source's PAD tokens, and no causal mask
+# * c) the decoder's causal mask, copied
+# * d) no mask at all, not even for padding
+#
+# **Q3.** A self-attention layer runs with a key padding mask on a batch that contains PAD
+# tokens. What comes out at a PAD *query* position?
+#
+# * a) an all-zero vector
+# * b) NaN
+# * c) an ordinary-looking vector, so pooling and token losses must use the valid mask too
+# * d) nothing: the output is shorter than the input
+#
+# **Q4.** You pass the course's `causal_mask(T)` (True = may attend), unchanged, as `attn_mask`
+# to `nn.MultiheadAttention`. What happens?
+#
+# * a) the same result as with the right mask
+# * b) every query may attend only to keys strictly in its future, and the last query has no
+#   key left, so its output is NaN
+# * c) PyTorch raises an error about the convention
+# * d) the mask is ignored
+
+# %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+Q1 = "b"
+Q2 = "b"
+Q3 = "c"
+Q4 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q1: which model needs a causal mask."""
+check_true(str(Q1).strip().lower() in {"a", "b", "c", "d"}, f"Q1 must be one of 'a', 'b', 'c', 'd', got {Q1!r}")
+### BEGIN HIDDEN TESTS
+check_true(str(Q1).strip().lower() == "b", "Q1 is not right: re-read 'Two reasons to hide a key' (encoder vs decoder)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q2: the mask of cross-attention."""
+check_true(str(Q2).strip().lower() in {"a", "b", "c", "d"}, f"Q2 must be one of 'a', 'b', 'c', 'd', got {Q2!r}")
+### BEGIN HIDDEN TESTS
+check_true(str(Q2).strip().lower() == "b", "Q2 is not right: re-read 'Two reasons to hide a key' (cross-attention)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q3: what a PAD query produces."""
+check_true(str(Q3).strip().lower() in {"a", "b", "c", "d"}, f"Q3 must be one of 'a', 'b', 'c', 'd', got {Q3!r}")
+### BEGIN HIDDEN TESTS
+check_true(str(Q3).strip().lower() == "c", "Q3 is not right: re-read 'PAD queries still produce vectors' in Part D")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q4: the course's mask handed to nn.MultiheadAttention."""
+check_true(str(Q4).strip().lower() in {"a", "b", "c", "d"}, f"Q4 must be one of 'a', 'b', 'c', 'd', got {Q4!r}")
+### BEGIN HIDDEN TESTS
+check_true(str(Q4).strip().lower() == "b", "Q4 is not right: re-read the conventions table of Part D")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# * A padding mask hides PAD keys; a causal mask hides future keys (`j > i`). Encoders
+#   usually need only the first, decoders both; cross-attention never takes a causal mask.
+# * Forbidden scores become $-\infty$ **before** softmax. Masking after softmax breaks the
+#   row sums; multiplying scores by 0 leaves the forbidden keys a weight of $e^0$.
+# * A fully masked row has no valid distribution: pick a rule (here: all-zero weights) so
+#   that NaN never appears.
+# * With a correct mask, adding PAD keys changes nothing for the real tokens.
+# * `torch.tril(torch.ones(T, T)).bool()` and `~torch.triu(torch.ones(T, T), diagonal=1).bool()`
+#   are the same causal mask; which value means "allowed" depends on the API:
+#   `F.scaled_dot_product_attention` True = may attend, `nn.MultiheadAttention` True = blocked.
+# * A key padding mask drops keys, not queries: pool and compute losses over valid positions.
+# * Test causality by perturbing the last token: the past must not move, **and** the last
+#   position must (the control).
+#
+# Next, chapter 04 puts attention, a feed-forward network, residuals and LayerNorm together
+# into an encoder block, using these masks.
