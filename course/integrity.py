@@ -26,12 +26,13 @@ _MONITORED = {
         "as_numpy", "check_close", "check_dtype", "check_finite", "check_rows_sum_to_one",
         "check_shape", "check_true", "check_type", "matches", "_fail",
     ],
+    "course.tracing": ["largest_tensor"],
     "course": [
         "as_numpy", "check_close", "check_dtype", "check_finite", "check_rows_sum_to_one",
         "check_shape", "check_true", "check_type", "matches",
     ],
 }
-_MODULE_NAMES = ["numpy", "torch", "torch.nn.functional", "math", "course", "course.checks"]
+_MODULE_NAMES = ["numpy", "torch", "torch.nn.functional", "math", "course", "course.checks", "course.tracing"]
 
 _originals: dict[tuple[str, str], Any] = {}
 _modules: dict[str, Any] = {}
