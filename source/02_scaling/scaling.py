@@ -1,0 +1,654 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 02 · Why divide by $\sqrt{d_k}$: the saturation experiment
+#
+# In chapter 01 the scores were $Q K^\top / \sqrt{d_k}$ and we took the $\sqrt{d_k}$ on
+# trust. This notebook measures what happens without it. The plan:
+#
+# 1. a one-line variance argument: a raw score has standard deviation $\sqrt{d_k}$;
+# 2. what large scores do to softmax: the weights collapse onto one key (*saturation*);
+# 3. the experiment, reproduced to the last printed digit: 2000 random queries, 8 keys each,
+#    at widths $d_k = 4, 64, 1024$, with and without the scaling;
+# 4. why saturation matters for learning: the softmax Jacobian, which vanishes when the
+#    weights are one-hot, so almost no gradient reaches the keys that lost.
+#
+# You will write three functions, `mean_top_weight`, `score_statistics` and
+# `softmax_jacobian`, and answer a short quiz. As in chapter 01, each exercise has a
+# solution cell, a cell that runs your code, and graded test cells; the grader also runs
+# hidden tests on random sizes and seeds.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from course import check_close, check_finite, check_shape, check_true
+from course.plots import plot_curves
+
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## The variance argument
+#
+# A score is a dot product, $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$: a sum of $d_k$ products.
+# Suppose, as at initialisation, that all components are independent with mean 0 and
+# variance 1. Then each product $q_i k_i$ has mean 0 and variance
+# $\mathbb{E}[q_i^2]\,\mathbb{E}[k_i^2] = 1$, and variances of independent terms add up:
+#
+# $$\operatorname{Var}(q \cdot k) = d_k, \qquad \operatorname{std}(q \cdot k) = \sqrt{d_k}.$$
+#
+# A 1024-wide head therefore produces scores 32 times more spread out than a 1-wide one, for
+# no reason other than its width. Dividing by $\sqrt{d_k}$ brings the standard deviation
+# back to 1 at every width. A quick numerical check, 10 000 random pairs per width (the
+# variances should be within a few percent of $d_k$):
+
+# %%
+demo_rng = np.random.default_rng(42)
+for width in (1, 16, 256):
+    a, b = demo_rng.standard_normal((2, 10_000, width))  # 10 000 pairs of vectors
+    dots = np.einsum("nd,nd->n", a, b)  # (10 000,) one dot product per pair
+    print(f"d_k = {width:>3}: variance of q.k = {dots.var():7.2f}, "
+          f"std = {dots.std():5.2f}, std after / sqrt(d_k) = {dots.std() / np.sqrt(width):.3f}")
+    assert abs(dots.var() / width - 1) < 0.05
+
+# %% [markdown]
+# ## What large scores do to softmax
+#
+# Softmax only looks at the *differences* between scores. Multiply a row of scores by a
+# factor $c$ and the differences grow by $c$: the largest score takes more and more of the
+# weight, and as $c \to \infty$ the weights become one-hot and the output becomes the value
+# of the arg-max key. That is what a wide head does to unscaled scores, with $c$ playing the
+# role of $\sqrt{d_k}$.
+
+# %%
+row = np.array([1.0, 0.5, 0.0, -0.5])  # one query's scores against 4 keys
+values = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])  # (4 keys, d_v = 2)
+for c in (1, 4, 16, 1000):
+    weights = torch.softmax(torch.from_numpy(c * row), dim=-1).numpy()  # (4,)
+    print(f"c = {c:>4}: weights {np.round(weights, 3)}   output {np.round(weights @ values, 3)}")
+assert np.allclose(weights @ values, values[np.argmax(row)])  # c = 1000: the arg-max key's value
+
+# %% [markdown]
+# A softmax this peaked is called **saturated**, like a $\tanh$ unit pushed far from zero:
+# $\tanh(3) \approx 0.995$ and its slope there is only $1 - \tanh^2(3) \approx 0.0099$.
+# Part C shows that a saturated softmax passes almost no gradient back to the scores. First,
+# we need a number that says how saturated a softmax is.
+#
+# ## Part A · How peaked are the weights? (3 points)
+#
+# Write `mean_top_weight(scores)`: apply softmax over the **key axis** (the last one) of
+# `scores`, which has shape `(..., n_keys)`, take the largest weight of every row, and return
+# the mean of those maxima as one Python `float`.
+#
+# Uniform weights over 8 keys give $1/8 = 0.125$; one-hot weights give $1$. Use a numerically
+# stable softmax as in chapter 01 (subtract each row's maximum before `exp`): unscaled scores
+# at large widths are big.
+
+# %% nbgrader={"grade": false, "grade_id": "mean_top_weight", "locked": false, "schema_version": 3, "solution": true}
+def mean_top_weight(scores):
+    """Mean over rows of the largest softmax weight; scores (..., n_keys) -> float."""
+    ### BEGIN SOLUTION
+    scores = np.asarray(scores, dtype=float)
+    shifted = scores - scores.max(axis=-1, keepdims=True)  # (..., n_keys), row max is 0
+    weights = np.exp(shifted)
+    weights /= weights.sum(axis=-1, keepdims=True)  # softmax over the keys
+    return float(weights.max(axis=-1).mean())
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: equal scores give exactly $1/n$; the row $[1, 2, 3]$ puts $0.665$ on its top key;
+# a row with one score far above the others is nearly one-hot.
+
+# %%
+print("equal scores over 8 keys:", mean_top_weight(np.zeros((3, 8))))
+print("scores [1, 2, 3]:        ", round(mean_top_weight(np.array([[1.0, 2.0, 3.0]])), 6))
+print("scores [0, 20, 0, 0]:    ", round(mean_top_weight(np.array([[0.0, 20.0, 0.0, 0.0]])), 6))
+assert np.isclose(mean_top_weight(np.zeros((3, 8))), 1 / 8)
+assert np.isclose(mean_top_weight(np.array([[1.0, 2.0, 3.0]])), 0.665241, atol=1e-6)
+
+# %% nbgrader={"grade": true, "grade_id": "test_top_weight_range", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""mean_top_weight returns one number between 1/n_keys (uniform) and 1 (one-hot)."""
+rng = np.random.default_rng(11)
+scores = rng.normal(scale=3.0, size=(200, 8))
+value = mean_top_weight(scores)
+check_true(np.ndim(value) == 0, f"mean_top_weight returned shape {np.shape(value)}: "
+           "return one number, the mean over all rows of each row's largest weight")
+check_finite("mean_top_weight(scores)", value)
+check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g}, above 1, but a softmax weight is at "
+           "most 1: take the largest softmax weight of each row, not the largest raw score")
+check_true(value >= 1 / 8 - 1e-9, f"mean_top_weight is {float(value):.3g}, below 1/8, the value for uniform "
+           "weights over 8 keys: is the softmax taken over the key axis (the last one)?")
+### BEGIN HIDDEN TESTS
+for trial in range(4):
+    n_rows, n_keys = int(rng.integers(40, 300)), int(rng.integers(2, 12))
+    value = mean_top_weight(rng.normal(scale=4.0, size=(n_rows, n_keys)))
+    check_true(np.ndim(value) == 0, "mean_top_weight must return one number")
+    check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g} for {n_keys} keys, above 1: take the "
+               "largest softmax weight of each row, not the largest raw score")
+    check_true(value >= 1 / n_keys - 1e-9, f"mean_top_weight is {float(value):.3g} for {n_keys} keys, below "
+               f"1/{n_keys}: is the softmax taken over the key axis (the last one)?")
+    equal = mean_top_weight(np.full((3, n_keys), float(rng.normal())))
+    check_close(f"mean_top_weight of equal scores over {n_keys} keys", equal, 1 / n_keys, atol=1e-9,
+                hint="equal scores give uniform weights, so every row's largest weight is 1/n_keys")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_top_weight_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""mean_top_weight agrees with torch.softmax on random scores of any batch shape."""
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(12)
+for shape in [(int(rng.integers(5, 60)), int(rng.integers(2, 10))) for _ in range(3)] + [(3, 7, 5), (2, 2, 4, 6)]:
+    scores = rng.normal(scale=float(rng.uniform(0.5, 6.0)), size=shape)
+    weights = torch.softmax(torch.from_numpy(scores), dim=-1)
+    causes = {"you take the largest raw score instead of the largest softmax weight": scores.max(axis=-1).mean(),
+              "you take the largest weight of all rows instead of the mean of each row's largest":
+                  weights.max().item(),
+              "you average all the weights instead of taking each row's largest": weights.mean().item()}
+    if len(shape) == 2:
+        causes["the softmax runs over the query axis instead of the key axis"] = \
+            torch.softmax(torch.from_numpy(scores), dim=-2).amax(dim=-1).mean().item()
+    check_close(f"mean_top_weight for scores of shape {shape}", mean_top_weight(scores),
+                weights.amax(dim=-1).mean().item(), atol=1e-9, rtol=1e-7, likely_causes=causes,
+                hint="softmax over the last axis, the largest weight of each row, then the mean over all rows")
+### END HIDDEN TESTS
+check_close("mean_top_weight([[1, 2, 3]])", mean_top_weight(np.array([[1.0, 2.0, 3.0]])), 0.665241, atol=1e-6,
+            likely_causes={"you take the largest raw score instead of the largest softmax weight": 3.0})
+check_close("mean_top_weight([[0, 0], [0, ln 3]])",
+            mean_top_weight(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])), 0.625, atol=1e-9,
+            hint="the rows' largest weights are 0.5 and 0.75; return their mean")
+
+# %% nbgrader={"grade": true, "grade_id": "test_top_weight_stable", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""mean_top_weight stays finite for scores in the thousands (subtract each row's max before exp)."""
+big = np.array([[1000.0, 0.0, -5.0], [0.0, 1000.0, 999.0]])
+value = mean_top_weight(big)
+check_finite("mean_top_weight of scores around 1000", value,
+             hint="exp(1000) overflows to inf; subtract each row's maximum before exp")
+check_close("mean_top_weight of scores around 1000", value, (1.0 + 1 / (1 + np.exp(-1.0))) / 2, atol=1e-6,
+            hint="the two rows' largest weights are 1 and e/(e+1); return their mean")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(13)
+for trial in range(3):
+    scores = rng.normal(scale=1e4, size=(int(rng.integers(3, 30)), int(rng.integers(2, 9))))
+    value = mean_top_weight(scores)
+    check_finite("mean_top_weight of scores of size 1e4", value,
+                 hint="exp of a large score overflows to inf; subtract each row's maximum before exp")
+    check_close("mean_top_weight of scores of size 1e4", value,
+                torch.softmax(torch.from_numpy(scores), dim=-1).amax(dim=-1).mean().item(), atol=1e-9)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part B · The saturation experiment (4 points)
+#
+# Now the experiment itself. For one width $d_k$:
+#
+# * draw `q` of shape `(n_queries, 1, d_k)`, **then** `k` of shape `(n_queries, n_keys, d_k)`,
+#   both with `rng.standard_normal`: each query gets its own `n_keys` keys;
+# * the raw scores are the dot products, shape `(n_queries, n_keys)`; the scaled scores are
+#   the raw ones divided by $\sqrt{d_k}$;
+# * report the standard deviation of all raw and of all scaled scores together (`np.std`,
+#   which divides by the number of entries), and `mean_top_weight` of each.
+#
+# Write `score_statistics(d_k, rng, n_queries=2000, n_keys=8)` returning a dict with the keys
+# `"raw_std"`, `"scaled_std"`, `"raw_top"` and `"scaled_top"` (floats).
+#
+# **Draw from the generator you are given** and from nothing else, in that order (q, then
+# k). The figures below are reproduced *exactly*, so the order of the draws matters, and the
+# three widths share *one* generator: each call continues where the previous one stopped.
+
+# %% nbgrader={"grade": false, "grade_id": "score_statistics", "locked": false, "schema_version": 3, "solution": true}
+def score_statistics(d_k, rng, n_queries=2000, n_keys=8):
+    """Std and mean top weight of raw and scaled random scores; q then k drawn from `rng`."""
+    ### BEGIN SOLUTION
+    q = rng.standard_normal((n_queries, 1, d_k))  # one query per row
+    k = rng.standard_normal((n_queries, n_keys, d_k))  # n_keys keys per query
+    raw = (q @ k.swapaxes(-1, -2))[:, 0, :]  # (n_queries, 1, n_keys) -> (n_queries, n_keys)
+    scaled = raw / np.sqrt(d_k)
+    return {"raw_std": float(raw.std()), "scaled_std": float(scaled.std()),
+            "raw_top": mean_top_weight(raw), "scaled_top": mean_top_weight(scaled)}
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the table
+#
+# With `rng = np.random.default_rng(0)` and the widths 4, 64, 1024 in that order, the result
+# must be exactly this table (printed to 2 and 3 decimals):
+#
+# | $d_k$ | std raw → scaled | mean top weight raw → scaled |
+# |---|---|---|
+# | 4 | 2.00 → 1.00 | 0.524 → 0.342 |
+# | 64 | 7.96 → 0.99 | 0.878 → 0.360 |
+# | 1024 | 31.83 → 0.99 | 0.968 → 0.358 |
+
+# %%
+TABLE = {4: ("2.00", "1.00", "0.524", "0.342"),
+         64: ("7.96", "0.99", "0.878", "0.360"),
+         1024: ("31.83", "0.99", "0.968", "0.358")}
+rng = np.random.default_rng(0)
+for d_k, expected in TABLE.items():
+    stats = score_statistics(d_k, rng)  # the same rng for all three widths
+    printed = (f"{stats['raw_std']:.2f}", f"{stats['scaled_std']:.2f}",
+               f"{stats['raw_top']:.3f}", f"{stats['scaled_top']:.3f}")
+    print(f"d_k = {d_k:<5} std {printed[0]:>5} -> {printed[1]}   top weight {printed[2]} -> {printed[3]}")
+    assert printed == expected, f"d_k = {d_k}: got {printed}, the table says {expected}"
+
+# %% [markdown]
+# Without the scaling the spread grows like $\sqrt{d_k}$ (2, 8, 32) and the strongest key
+# takes on average 52 %, then 88 %, then 97 % of the weight; uniform weights over 8 keys would
+# give 12.5 %. With the scaling the spread stays at 1 and the top weight near 0.35 at every
+# width: the scale of the scores no longer depends on the size of the model.
+#
+# The same sweep over every power of two from 1 to 1024 (a second generator, seeded 1), as a
+# picture. The assertions below hold with the stated margins: the raw curve climbs at every
+# step and ends above 0.95; the scaled curve stays between 0.30 and 0.37. (At $d_k = 1$ the
+# score is a single product of two Gaussians, which is not Gaussian itself; that is why the
+# first point sits a little lower.)
+
+# %%
+widths = 2 ** np.arange(11)  # d_k = 1, 2, 4, ..., 1024
+sweep_rng = np.random.default_rng(1)
+sweep = [score_statistics(int(d_k), sweep_rng) for d_k in widths]
+raw_top = np.array([s["raw_top"] for s in sweep])
+scaled_top = np.array([s["scaled_top"] for s in sweep])
+ax = plot_curves(widths, {"raw scores q.k": raw_top, "scaled scores q.k / sqrt(d_k)": scaled_top},
+                 xlabel="d_k, width of queries and keys (log scale)",
+                 ylabel="mean largest weight (8 keys)", title="Unscaled scores saturate softmax", logx=True)
+ax.axhline(1 / 8, color="gray", linestyle="--", label="uniform weights, 1/8")
+ax.set_xscale("log", base=2)
+ax.set_ylim(0, 1.02)
+ax.legend()
+plt.show()
+assert np.all(np.diff(raw_top) > 0) and raw_top[-1] > 0.95
+assert np.all((scaled_top > 0.30) & (scaled_top < 0.37))
+
+# %% nbgrader={"grade": true, "grade_id": "test_statistics_keys", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""score_statistics returns the four statistics; raw std is about sqrt(d_k), scaled std about 1."""
+stats = score_statistics(16, np.random.default_rng(21), n_queries=500, n_keys=8)
+check_true(isinstance(stats, dict), f"score_statistics returned a {type(stats).__name__}, expected a dict")
+wanted = {"raw_std", "scaled_std", "raw_top", "scaled_top"}
+check_true(set(stats) == wanted, f"score_statistics returned the keys {sorted(stats)}, expected {sorted(wanted)}")
+for key in sorted(wanted):
+    check_true(np.ndim(stats[key]) == 0, f"stats[{key!r}] has shape {np.shape(stats[key])}: expected one number")
+    check_finite(f"stats[{key!r}]", stats[key])
+check_true(3.4 < stats["raw_std"] < 4.6, f"raw_std is {stats['raw_std']:.3g} for d_k = 16, expected about "
+           "sqrt(16) = 4: the raw scores are the dot products of q and k, one per (query, key) pair")
+check_true(stats["scaled_std"] < 1.15, f"scaled_std is {stats['scaled_std']:.3g} for d_k = 16, expected about 1: "
+           "divide the raw scores by sqrt(d_k)")
+check_true(stats["scaled_std"] > 0.85, f"scaled_std is {stats['scaled_std']:.3g} for d_k = 16, expected about 1: "
+           "divide the raw scores by sqrt(d_k), not by d_k")
+check_true(1 / 8 < stats["scaled_top"] < stats["raw_top"] < 1, "expected 1/8 < scaled_top < raw_top < 1 "
+           "for d_k = 16: raw_top is mean_top_weight of the raw scores, scaled_top of the scaled ones")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(22)
+for trial in range(3):
+    d_k, n_queries, n_keys = int(rng.integers(2, 400)), int(rng.integers(300, 600)), int(rng.integers(4, 12))
+    stats = score_statistics(d_k, np.random.default_rng(int(rng.integers(10**6))), n_queries=n_queries, n_keys=n_keys)
+    check_true(0.85 < stats["raw_std"] / np.sqrt(d_k) < 1.15, f"raw_std is {stats['raw_std']:.3g} for "
+               f"d_k = {d_k}, expected about sqrt(d_k): the raw scores are the plain dot products q . k")
+    check_true(0.85 < stats["scaled_std"] < 1.15, f"scaled_std is {stats['scaled_std']:.3g} for d_k = {d_k}, "
+               "expected about 1: divide the raw scores by sqrt(d_k), and by nothing else")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_statistics_table", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""score_statistics reproduces the table exactly: q then k from the one generator it is given."""
+### BEGIN HIDDEN TESTS
+def _reference_statistics(d_k, seed, n_q, n_k, order="qk", divisor=None, ddof=0, per_row=False):
+    g = np.random.default_rng(seed)
+    if order == "kq":
+        k_ref = g.standard_normal((n_q, n_k, d_k))
+        q_ref = g.standard_normal((n_q, 1, d_k))
+    elif order == "interleaved":
+        pairs = [(g.standard_normal((1, d_k)), g.standard_normal((n_k, d_k))) for _ in range(n_q)]
+        q_ref, k_ref = np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs])
+    else:
+        q_ref = g.standard_normal((n_q, 1, d_k))
+        k_ref = g.standard_normal((n_q, n_k, d_k))
+    raw_ref = np.einsum("qd,qkd->qk", q_ref[:, 0], k_ref)
+    scaled_ref = raw_ref / (np.sqrt(d_k) if divisor is None else divisor)
+    spread = (lambda s: s.std(axis=-1).mean()) if per_row else (lambda s: s.std(ddof=ddof))
+    top = lambda s: torch.softmax(torch.from_numpy(s), dim=-1).amax(dim=-1).mean().item()
+    return {"raw_std": spread(raw_ref), "scaled_std": spread(scaled_ref), "raw_top": top(raw_ref),
+            "scaled_top": top(scaled_ref), "raw": raw_ref, "scaled": scaled_ref}
+rng = np.random.default_rng(23)
+for trial in range(3):
+    d_k, n_q, n_k = int(rng.integers(2, 150)), int(rng.integers(10, 200)), int(rng.integers(2, 12))
+    seed = int(rng.integers(1, 10**6))
+    mine = score_statistics(d_k, np.random.default_rng(seed), n_queries=n_q, n_keys=n_k)
+    variants = {"k is drawn before q": dict(order="kq"),
+                "q and k are drawn query by query; draw all of q, then all of k": dict(order="interleaved"),
+                "the scaled scores are divided by d_k instead of sqrt(d_k)": dict(divisor=d_k),
+                "the scaled scores are not divided by sqrt(d_k)": dict(divisor=1.0),
+                "the std divides by n - 1 (ddof=1, torch.std's default); use np.std": dict(ddof=1),
+                "the std is taken per query and averaged; take it over all scores at once": dict(per_row=True)}
+    wrong = {cause: _reference_statistics(d_k, seed, n_q, n_k, **kw) for cause, kw in variants.items()}
+    wrong["score_statistics makes its own np.random.default_rng(0) instead of drawing from `rng`"] = \
+        _reference_statistics(d_k, 0, n_q, n_k)
+    expected = _reference_statistics(d_k, seed, n_q, n_k)
+    for key in ("raw_std", "scaled_std", "raw_top", "scaled_top"):
+        causes = {cause: w[key] for cause, w in wrong.items()}
+        if key.endswith("_top"):
+            causes["mean_top_weight is wrong (make Part A's tests pass first)"] = \
+                mean_top_weight(expected[key.replace("_top", "")])
+        check_close(f"{key} for d_k={d_k}, n_queries={n_q}, n_keys={n_k}", mine[key], expected[key],
+                    atol=1e-9, rtol=1e-6, likely_causes=causes,
+                    hint="draw q (n_queries, 1, d_k) then k (n_queries, n_keys, d_k) from `rng`, "
+                         "np.std of all scores, mean_top_weight of each")
+### END HIDDEN TESTS
+rng = np.random.default_rng(0)
+TABLE = {4: ("2.00", "1.00", "0.524", "0.342"), 64: ("7.96", "0.99", "0.878", "0.360"),
+         1024: ("31.83", "0.99", "0.968", "0.358")}
+for call, (d_k, expected) in enumerate(TABLE.items()):
+    stats = score_statistics(d_k, rng)
+    printed = (f"{stats['raw_std']:.2f}", f"{stats['scaled_std']:.2f}",
+               f"{stats['raw_top']:.3f}", f"{stats['scaled_top']:.3f}")
+    check_true(printed == expected, f"call {call + 1} (d_k = {d_k}) on the shared generator gives {printed}, "
+               f"the table says {expected}: draw q, then k, from the `rng` argument, "
+               "one generator for all three widths")
+
+# %% nbgrader={"grade": true, "grade_id": "test_statistics_uses_rng", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""score_statistics draws from the generator it is given: same seed, same numbers; the generator moves on."""
+def same_statistics(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)
+
+
+first = score_statistics(8, np.random.default_rng(7), n_queries=50)
+again = score_statistics(8, np.random.default_rng(7), n_queries=50)
+other = score_statistics(8, np.random.default_rng(8), n_queries=50)
+check_true(same_statistics(first, again), "two generators with the same seed 7 give different statistics: "
+           "draw from the `rng` argument instead of creating a new generator inside score_statistics")
+check_true(not same_statistics(first, other), "generators seeded 7 and 8 give identical statistics: "
+           "score_statistics ignores the `rng` it is given; draw from it instead of creating a generator inside")
+shared = np.random.default_rng(9)
+first_call, second_call = score_statistics(8, shared, n_queries=50), score_statistics(8, shared, n_queries=50)
+check_true(not same_statistics(first_call, second_call),
+           "two calls on one generator give identical statistics: the second call must continue from where "
+           "the first one left the generator")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(24)
+for trial in range(3):
+    d_k, n_q, n_k = int(rng.integers(1, 100)), int(rng.integers(5, 200)), int(rng.integers(2, 12))
+    seed = int(rng.integers(1, 10**6))
+    mine, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+    score_statistics(d_k, mine, n_queries=n_q, n_keys=n_k)
+    reference.standard_normal((n_q, 1, d_k))
+    reference.standard_normal((n_q, n_k, d_k))
+    check_true(mine.bit_generator.state == reference.bit_generator.state,
+               f"after score_statistics(d_k={d_k}, rng, n_queries={n_q}, n_keys={n_k}) the generator is not where "
+               "drawing q (n_queries, 1, d_k) and then k (n_queries, n_keys, d_k) leaves it: "
+               "draw exactly those two arrays from `rng`, nothing more")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part C · Why saturation stops learning: the softmax Jacobian (3 points)
+#
+# Write $p = \operatorname{softmax}(s)$ for one row of scores $s$, so $p_i = e^{s_i} / Z$ with
+# $Z = \sum_j e^{s_j}$. Differentiating,
+#
+# $$\frac{\partial p_i}{\partial s_j} = \frac{\delta_{ij}\, e^{s_i}}{Z} - \frac{e^{s_i} e^{s_j}}{Z^2}
+#   = p_i\,(\delta_{ij} - p_j), \qquad J = \operatorname{diag}(p) - p\,p^\top .$$
+#
+# During training the gradient with respect to the scores is $J^\top$ times the gradient with
+# respect to the weights (and $J$ is symmetric). Two things to notice:
+#
+# * every row of $J$ sums to zero, because the weights always sum to 1 whatever the scores;
+# * if $p$ is one-hot, say $p = e_m$, then $\operatorname{diag}(p) = p\,p^\top = e_m e_m^\top$
+#   and $J = 0$: no gradient reaches *any* score, so the projections that produced the queries
+#   and keys stop learning. Near one-hot, $J$ is nearly zero.
+#
+# Write `softmax_jacobian(p)` for a probability vector `p` of shape `(n,)` returning the
+# `(n, n)` matrix $J$, and for a batch `p` of shape `(..., n)` returning `(..., n, n)`, one
+# Jacobian per row. `np.diag` and `np.outer` only handle a single vector: build the two terms
+# with broadcasting (`p[..., :, None]` is a column, `p[..., None, :]` a row).
+
+# %% nbgrader={"grade": false, "grade_id": "softmax_jacobian", "locked": false, "schema_version": 3, "solution": true}
+def softmax_jacobian(p):
+    """Jacobian of softmax at weights p: diag(p) - p p^T; p (..., n) -> (..., n, n)."""
+    ### BEGIN SOLUTION
+    p = np.asarray(p, dtype=float)
+    diagonal = p[..., :, None] * np.eye(p.shape[-1])  # (..., n, n) diag(p)
+    outer = p[..., :, None] * p[..., None, :]  # (..., n, n) p p^T
+    return diagonal - outer
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check it against PyTorch's automatic differentiation: the scores $\log p$ have softmax $p$,
+# so the Jacobian of `torch.softmax` there must be your matrix. Then a one-hot $p$.
+
+# %%
+p = np.array([0.2, 0.3, 0.5])
+J = softmax_jacobian(p)
+print(J)
+autograd_J = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, dim=-1), torch.log(torch.from_numpy(p)))
+print("matches torch autograd:", np.allclose(J, autograd_J.numpy(), atol=1e-12))
+print("one-hot p = [0, 1, 0]:\n", softmax_jacobian(np.array([0.0, 1.0, 0.0])))
+assert np.allclose(J, autograd_J.numpy(), atol=1e-12)
+assert np.allclose(softmax_jacobian(np.array([0.0, 1.0, 0.0])), 0.0)
+
+# %% [markdown]
+# ### How much gradient gets through, as the scores grow
+#
+# Take 2000 rows of 8 scores with standard deviation 1 (what the scaling produces), multiply
+# them by $c$, and measure the size (Frobenius norm) of $J$ at $\operatorname{softmax}(c\,s)$.
+# Unscaled scores of width $d_k$ behave like $c = \sqrt{d_k}$: $d_k = 4, 64, 1024$ are
+# $c = 2, 8, 32$. The median row at $c = 1$ has $\|J\| \approx 0.37$; at $c = 32$ it is
+# around $10^{-6}$ (asserted below: under $10^{-4}$). The mean decays only like $1/c$,
+# carried by the few rows whose two best keys happen to be nearly tied.
+
+# %%
+unit_scores = np.random.default_rng(2).standard_normal((2000, 8))  # scores with std 1
+multipliers = 2.0 ** np.arange(-3, 6)  # c = 1/8 ... 32
+
+
+def jacobian_norms(c):
+    weights = torch.softmax(torch.from_numpy(c * unit_scores), dim=-1).numpy()  # (2000, 8)
+    return np.linalg.norm(softmax_jacobian(weights), axis=(-2, -1))  # (2000,) one norm per row
+
+
+norms = np.array([jacobian_norms(c) for c in multipliers])  # (9 multipliers, 2000 rows)
+median_norm, mean_norm = np.median(norms, axis=1), norms.mean(axis=1)
+ax = plot_curves(multipliers, {"median row": median_norm, "mean over rows": mean_norm},
+                 xlabel="score multiplier c (log scale)", ylabel="Frobenius norm of the softmax Jacobian",
+                 title="Saturated softmax passes no gradient", logx=True, logy=True)
+for c, label in ((2, "unscaled d_k = 4"), (8, "unscaled d_k = 64"), (32, "unscaled d_k = 1024")):
+    ax.axvline(c, color="gray", linestyle=":", linewidth=1)
+    ax.text(c, 0.45, label, transform=ax.get_xaxis_transform(), rotation=90, fontsize=8, ha="right", va="center")
+plt.show()
+at_one, at_32 = median_norm[multipliers == 1][0], median_norm[multipliers == 32][0]
+print(f"median |J| at c = 1: {at_one:.3f}, at c = 32: {at_32:.1e}; mean at c = 32: {mean_norm[-1]:.3f}")
+assert 0.35 < at_one < 0.38 and at_32 < 1e-4 and mean_norm[-1] < 0.05
+
+# %% nbgrader={"grade": true, "grade_id": "test_jacobian_single", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""softmax_jacobian(p) for one vector equals the Jacobian of torch.softmax computed by autograd."""
+J = softmax_jacobian(np.array([0.5, 0.5]))
+check_shape("softmax_jacobian([0.5, 0.5])", J, (2, 2))
+check_close("softmax_jacobian([0.5, 0.5])", J, [[0.25, -0.25], [-0.25, 0.25]], atol=1e-9,
+            hint="entry (i, j) is p_i * (delta_ij - p_j)",
+            likely_causes={"the -p p^T term is missing (only diag(p))": [[0.5, 0.0], [0.0, 0.5]],
+                           "the sign is flipped (p p^T - diag(p))": [[-0.25, 0.25], [0.25, -0.25]],
+                           "the diag(p) term is missing (only -p p^T)": [[-0.25, -0.25], [-0.25, -0.25]],
+                           "p^T p, a single number, is subtracted instead of the outer product p p^T":
+                               [[0.0, -0.5], [-0.5, 0.0]]})
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(31)
+softmax_last = lambda s: torch.softmax(s, dim=-1)
+for trial in range(5):
+    n = int(rng.integers(2, 9))
+    scores = torch.from_numpy(rng.normal(scale=1.5, size=n))
+    p = softmax_last(scores).numpy()
+    reference = torch.autograd.functional.jacobian(softmax_last, scores).numpy()  # (n, n)
+    check_close(f"softmax_jacobian(p) for p of length {n}", softmax_jacobian(p), reference, atol=1e-9,
+                likely_causes={"the -p p^T term is missing (only diag(p))": np.diag(p),
+                               "the sign is flipped (p p^T - diag(p))": -reference,
+                               "the diag(p) term is missing (only -p p^T)": -np.outer(p, p),
+                               "p^T p, a single number, is subtracted instead of the outer product p p^T":
+                                   np.diag(p) - p @ p},
+                hint="J = diag(p) - p p^T: entry (i, j) is p_i * (delta_ij - p_j)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_jacobian_batched", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""softmax_jacobian of a batch (..., n) returns one Jacobian per row, shape (..., n, n)."""
+p = torch.softmax(torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4))), dim=-1).numpy()
+try:
+    J = softmax_jacobian(p)
+except NotImplementedError:
+    raise
+except Exception as error:
+    raise AssertionError(f"softmax_jacobian failed on a batch of shape (2, 3, 4) with {type(error).__name__}: "
+                         f"{error}. np.diag and np.outer handle one vector only: build diag(p) and p p^T "
+                         "with broadcasting over the leading axes") from None
+check_shape("softmax_jacobian(p) for p of shape (2, 3, 4)", J, (2, 3, 4, 4),
+            hint="one (n, n) Jacobian per row of p: build both terms with broadcasting over the leading axes")
+check_close("softmax_jacobian(p)[1, 2]", J[1, 2], softmax_jacobian(p[1, 2]), atol=1e-12,
+            hint="each row of the batch must get the Jacobian of that row alone")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(33)
+softmax_last = lambda s: torch.softmax(s, dim=-1)
+for batch in [(int(rng.integers(1, 6)),), (int(rng.integers(1, 4)), int(rng.integers(1, 4))), (2, 1, 3)]:
+    n = int(rng.integers(2, 7))
+    scores = torch.from_numpy(rng.normal(scale=2.0, size=batch + (n,)))
+    p = softmax_last(scores).numpy()
+    reference = torch.stack([torch.autograd.functional.jacobian(softmax_last, row)
+                             for row in scores.reshape(-1, n)]).reshape(*batch, n, n)
+    try:
+        J = softmax_jacobian(p)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise AssertionError(f"softmax_jacobian failed on a batch of shape {batch + (n,)} with "
+                             f"{type(error).__name__}: build both terms with broadcasting") from None
+    check_close(f"softmax_jacobian(p) for p of shape {batch + (n,)}", J, reference.numpy(), atol=1e-9,
+                hint="one Jacobian diag(p) - p p^T per row of p; the outer product is p[..., :, None] times "
+                     "p[..., None, :]")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_jacobian_saturation", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The Jacobian is symmetric, its rows sum to 0, and it vanishes when p is one-hot (saturation)."""
+p = np.array([0.1, 0.6, 0.3])
+J = softmax_jacobian(p)
+check_shape("softmax_jacobian([0.1, 0.6, 0.3])", J, (3, 3))
+check_true(np.allclose(J, J.T), "softmax_jacobian(p) is not symmetric: entry (i, j) is p_i * (delta_ij - p_j)")
+row_sums = J.sum(axis=-1)
+check_true(np.allclose(row_sums, 0.0), f"rows of softmax_jacobian([0.1, 0.6, 0.3]) sum to {np.round(row_sums, 3)}, "
+           "expected 0 (the weights always sum to 1, so their changes cancel): J = diag(p) minus the (n, n) "
+           "outer product p p^T")
+saturated = np.linalg.norm(softmax_jacobian(np.array([0.0, 0.0, 1.0, 0.0])))
+check_true(saturated < 1e-12, f"for a one-hot p the Jacobian has norm {saturated:.3g}, expected 0: a saturated "
+           "softmax passes no gradient, since diag(p) and p p^T are then the same matrix")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(34)
+for trial in range(4):
+    n = int(rng.integers(2, 10))
+    p = rng.dirichlet(np.ones(n), size=3)  # (3, n), three random distributions
+    for row in p:
+        sums = softmax_jacobian(row).sum(axis=-1)
+        check_true(np.allclose(sums, 0.0, atol=1e-12), f"rows of softmax_jacobian(p) for a random p of length {n} "
+                   "do not sum to 0: the weights always sum to 1, so J = diag(p) - p p^T has zero row sums")
+    scores = rng.normal(size=n)
+    scores[rng.integers(n)] += 40.0  # one key far ahead of the others
+    peaked = torch.softmax(torch.from_numpy(scores), dim=-1).numpy()
+    check_true(np.linalg.norm(softmax_jacobian(peaked)) < 1e-6,
+               f"for a nearly one-hot p of length {n} the Jacobian is not nearly 0: with p close to a one-hot "
+               "e_m, diag(p) and p p^T are both close to e_m e_m^T and must cancel")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The argument holds at initialisation
+#
+# The variance argument assumes independent, zero-mean, unit-variance components: a
+# statement about a freshly initialised model. Training is free to change that. A head that
+# needs to pick out exactly one token (the previous one, say) can learn queries and keys that
+# align strongly and produce large scores *on purpose*, and its attention becomes sharp. The
+# scaling does not forbid sharp attention; it only makes sure the model does not start out
+# saturated, where the gradient would be too small to learn anything.
+
+# %% [markdown]
+# ## Part D · Quiz (4 points)
+#
+# Answer each question with one letter, as a string, for example `Q1 = "a"`.
+#
+# **Q1.** The components of $q$ and $k$ are independent, with mean 0 and variance 1, and
+# $d_k = 256$. The standard deviation of the raw score $q \cdot k$ is about
+# (a) 1  (b) 256  (c) 16  (d) 1/16.
+#
+# **Q2.** Why are the scores divided by $\sqrt{d_k}$ before the softmax?
+# (a) so that their spread stays near 1 at every width; otherwise softmax saturates and almost
+#     no gradient reaches the other keys
+# (b) so that each row of weights sums to 1
+# (c) so that `exp` does not overflow
+# (d) to make attention cheaper to compute.
+#
+# **Q3.** In a trained model one head's attention is almost one-hot, although the scores are
+# divided by $\sqrt{d_k}$. What does that tell you?
+# (a) that head must have skipped the scaling
+# (b) the scaling is wrong for wide heads and should be $1/d_k$
+# (c) the weights overflowed
+# (d) nothing alarming: the variance argument is about initialisation, and training may make
+#     scores large on purpose when a sharp distribution helps.
+#
+# **Q4.** Multiply every score of a row by $c$ and let $c \to \infty$. The attention output
+# tends to
+# (a) the mean of the values  (b) the value of the key with the largest score  (c) zero
+# (d) the value of the key with the smallest score.
+
+# %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
+# Assign one letter to each of Q1, Q2, Q3 and Q4, for example Q1 = "a".
+### BEGIN SOLUTION
+Q1 = "c"
+Q2 = "a"
+Q3 = "d"
+Q4 = "b"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q1: the spread of a raw score."""
+check_true(str(Q1).strip().lower() in {"a", "b", "c", "d"}, f"Q1 is {Q1!r}: answer with one of 'a', 'b', 'c', 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q1).strip().lower() == "c", "Q1 is not right: re-read 'The variance argument' (variances of "
+           "independent terms add up; the std is the square root)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q2: what the division by sqrt(d_k) is for."""
+check_true(str(Q2).strip().lower() in {"a", "b", "c", "d"}, f"Q2 is {Q2!r}: answer with one of 'a', 'b', 'c', 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q2).strip().lower() == "a", "Q2 is not right: re-read Part C (softmax already sums to 1, and "
+           "subtracting the row max already prevents overflow)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q3: sharp attention in a trained model."""
+check_true(str(Q3).strip().lower() in {"a", "b", "c", "d"}, f"Q3 is {Q3!r}: answer with one of 'a', 'b', 'c', 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q3).strip().lower() == "d", "Q3 is not right: re-read 'The argument holds at initialisation'")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q4: the limit of very large scores."""
+check_true(str(Q4).strip().lower() in {"a", "b", "c", "d"}, f"Q4 is {Q4!r}: answer with one of 'a', 'b', 'c', 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q4).strip().lower() == "b", "Q4 is not right: re-read 'What large scores do to softmax'")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# * A raw score is a sum of $d_k$ products: at initialisation its variance is $d_k$ and its
+#   standard deviation $\sqrt{d_k}$.
+# * Spread-out scores saturate softmax: at $d_k = 1024$ the top key takes 97 % of the weight
+#   on average, against 12.5 % for uniform weights over 8 keys. Dividing by $\sqrt{d_k}$ keeps
+#   the spread at 1 and the top weight near 0.35 at every width.
+# * The softmax Jacobian is $\operatorname{diag}(p) - p\,p^\top$; it vanishes as $p$ becomes
+#   one-hot, so a saturated softmax, like a saturated $\tanh$, passes almost no gradient.
+# * The argument is about initialisation: a trained model may still make its scores large on
+#   purpose. As $c \to \infty$, softmax of $c\,s$ is one-hot and attention returns the value
+#   of the arg-max key.
+#
+# Next, chapter 03 hides keys from queries with padding and causal masks.
