@@ -70,7 +70,8 @@ def check_shape(name: str, value: Any, expected: Sequence[int], hint: str | None
         and actual[:-2] == expected[:-2]
         and actual[-2:] == expected[-2:][::-1]
     ):
-        hint = "the last two axes look swapped (a transpose too many or too few?)"
+        swapped = "the last two axes look swapped (a transpose too many or too few?)"
+        hint = f"{swapped}; {hint}" if hint else swapped
     elif len(actual) != len(expected) and hint is None:
         hint = "a different number of axes: was a batch axis dropped, added or summed away?"
     _fail(message, hint)
