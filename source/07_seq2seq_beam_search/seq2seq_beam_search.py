@@ -1,0 +1,1288 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 07 · Reversing digits: teacher forcing, greedy and beam search
+#
+# Translation, summarisation and spelling correction share one shape: a sequence goes in, a
+# sequence comes out, and the two need not have the same length or the same order
+# ("the black cat" becomes "con mèo đen" in Vietnamese: the adjective moves behind the noun).
+# One label per input token cannot express that. This notebook builds the standard answer,
+# the **encoder-decoder**, and the two things every such model needs at the end: a way to
+# train it (teacher forcing) and a way to get a sentence out of it (greedy and beam search).
+#
+# You will write
+#
+# * `length_penalty(n, alpha)` and `beam_search(next_probs, width, ...)` on a toy table,
+# * `make_reversal_batch(n)`, the teacher-forcing batches of a digit-reversal task,
+# * the masks in `ReversalTransformer.forward`, a small `nn.Transformer`,
+# * `exact_match`, `greedy_decode` and `beam_decode` for the trained model,
+#
+# then train the model once (a few seconds on a CPU) and look inside its cross-attention.
+# Each exercise has a solution cell, a cell that runs your code, and graded tests; the
+# grader also runs hidden tests on random tables and small random models.
+
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course import check_close, check_dtype, check_shape, check_true, under_nbgrader
+from course.plots import plot_attention, plot_curves
+
+torch.set_printoptions(precision=3, sci_mode=False)
+torch.set_num_threads(1)  # a model this small runs faster on one thread than on two that wait for each other
+
+# %% [markdown]
+# ## A conditional language model
+#
+# Write the source as $\mathbf{x} = (x_1, \dots, x_{L_x})$ and the target as
+# $\mathbf{y} = (y_1, \dots, y_{L_y})$. The last target token is always `<EOS>`: the model
+# decides when to stop by producing it, so $L_y$ counts it. The chain rule splits the
+# probability of the whole target into one factor per token, exactly as for a GPT-style
+# language model, except that every factor also sees the source:
+#
+# $$p(\mathbf{y} \mid \mathbf{x}) = \prod_{i=1}^{L_y} p(y_i \mid y_{<i}, \mathbf{x}).$$
+#
+# A sequence-to-sequence model is therefore a *conditional* language model: it predicts the
+# next target token from the target tokens so far and the whole source.
+#
+# ### The bottleneck of the RNN encoder-decoder
+#
+# Sutskever, Vinyals and Le (2014) read the source with one recurrent network (the
+# **encoder**) and kept only its last hidden state $\mathbf{c}$, a vector of fixed size; a
+# second network (the **decoder**) generated the target from $\mathbf{c}$, one token at a
+# time, until it produced `<EOS>`. With 4-layer LSTMs, an ensemble of five reached BLEU 34.8
+# on WMT'14 English to French against 33.3 for a phrase-based system. They also found an odd
+# trick: *reversing the source sentence* raised BLEU from 25.9 to 30.6, probably because it
+# puts the first words of source and target close together in time.
+#
+# The trick is a symptom. Every source sentence, five words or fifty, has to squeeze through
+# the same vector $\mathbf{c}$. Bahdanau, Cho and Bengio (2015) called this the bottleneck and
+# removed it: keep one encoder vector $\mathbf{h}_j$ per source word and let the decoder, in
+# state $\mathbf{s}_{i-1}$ before emitting $y_i$, look back at all of them,
+#
+# $$e_{ij} = a(\mathbf{s}_{i-1}, \mathbf{h}_j), \qquad
+#   \alpha_{ij} = \frac{\exp e_{ij}}{\sum_{k=1}^{L_x} \exp e_{ik}}, \qquad
+#   \mathbf{c}_i = \sum_{j=1}^{L_x} \alpha_{ij} \mathbf{h}_j .$$
+#
+# A small network $a$ scores each source word, softmax turns the scores into weights that sum
+# to 1, and $\mathbf{c}_i$ is a context vector made *for step i*. Their attention model did not
+# lose quality on long sentences the way the fixed-vector model did, and its weights can be
+# read: below is an invented (not learned) alignment for "the black cat" to "con mèo đen".
+# The last two rows leave the diagonal where Vietnamese puts the adjective after the noun.
+
+# %%
+alignment = torch.tensor([[0.80, 0.05, 0.15],   # con  (classifier, ~ "the")
+                          [0.05, 0.10, 0.85],   # mèo  (cat)
+                          [0.02, 0.90, 0.08]])  # đen  (black)
+assert torch.allclose(alignment.sum(-1), torch.ones(3))
+plot_attention(alignment, queries=["con", "mèo", "đen"], keys=["the", "black", "cat"],
+               title="an illustrative alignment (invented numbers)")
+plt.show()
+
+# %% [markdown]
+# ### Cross-attention in the Transformer
+#
+# The Transformer (Vaswani et al., 2017) keeps the encoder-decoder split and drops the
+# recurrence; the original has 6 encoder and 6 decoder layers and reached BLEU 28.4 on WMT 2014
+# English to German. A decoder layer has three parts: causally masked self-attention over the
+# target, then **cross-attention** to the encoder, then a feed-forward network. Cross-attention
+# is the ordinary attention formula with its inputs taken from two places:
+#
+# $$\mathbf{Q} = \mathbf{S} W^Q, \quad \mathbf{K} = \mathbf{H}_\text{enc} W^K, \quad
+#   \mathbf{V} = \mathbf{H}_\text{enc} W^V, \qquad
+#   \operatorname{softmax}\!\left(\mathbf{Q}\mathbf{K}^\top / \sqrt{d}\right) \mathbf{V},$$
+#
+# where $\mathbf{S}$ (`(L_y, D)`) holds the decoder states and $\mathbf{H}_\text{enc}$
+# (`(L_x, D)`) the encoder output.
+#
+# | attention | where | Q from | K, V from | causal mask | scores |
+# |---|---|---|---|---|---|
+# | self-attention | encoder | source | source | no | $L_x \times L_x$ |
+# | masked self-attention | decoder | target | target | yes | $L_y \times L_y$ |
+# | cross-attention | decoder | target | encoder output | **no** | $L_y \times L_x$ |
+#
+# The source is known in full before decoding starts, so nothing in it is "the future":
+# cross-attention takes no causal mask. Every decoder layer reads the same
+# $\mathbf{H}_\text{enc}$ through its own projections. The weights of one head, for 5 decoder
+# positions looking at 12 source positions:
+
+# %%
+torch.manual_seed(0)
+decoder_states = torch.randn(1, 5, 16)  # (B, L_y, D)
+encoder_output = torch.randn(1, 12, 16)  # (B, L_x, D)
+cross = nn.MultiheadAttention(16, num_heads=1, batch_first=True)
+mixed, weights = cross(decoder_states, encoder_output, encoder_output)  # Q from decoder; K, V from encoder
+print("output", tuple(mixed.shape), "weights", tuple(weights.shape))
+assert weights.shape == (1, 5, 12) and mixed.shape == (1, 5, 16)
+
+# %% [markdown]
+# ## Decoding: why search at all
+#
+# Once trained, we want the $\mathbf{y}$ with the largest $p(\mathbf{y} \mid \mathbf{x})$. Trying
+# them all is hopeless: with a vocabulary of 32 000 tokens and targets of 20 tokens there are
+# $32\,000^{20} \approx 10^{90}$ candidates.
+
+# %%
+print(f"32 000^20 = 10^{20 * math.log10(32_000):.1f}")
+assert round(20 * math.log10(32_000)) == 90
+
+# %% [markdown]
+# **Greedy decoding** takes the most probable token at each step and never reconsiders.
+# **Beam search** keeps the $B$ best partial hypotheses (the *beam*, $B$ its *width*), scored
+# by their summed log-probability $\sum_i \ln p(y_i \mid y_{<i}, \mathbf{x}) = \ln p(\mathbf{y}
+# \mid \mathbf{x})$. At every step:
+#
+# 1. extend each hypothesis of the beam by every possible next token, adding its log-probability;
+# 2. among all candidates keep the $B$ with the highest summed log-probability;
+# 3. kept candidates that end with `<EOS>` leave the beam for a list of *finished* ones.
+#
+# Stop when the beam is empty or after `max_len` steps. $B = 1$ is greedy decoding.
+# Sutskever et al. found $B = 2$ captured most of the benefit; Vaswani et al. used $B = 4$.
+#
+# **Length penalty.** Every token adds a term $\ln p \le 0$, so the raw score prefers short
+# outputs. Wu et al. (2016) divide by a penalty that grows with the length $|\mathbf{y}|$:
+#
+# $$s(\mathbf{y}) = \frac{\ln p(\mathbf{y} \mid \mathbf{x})}{\operatorname{lp}(\mathbf{y})},
+#   \qquad \operatorname{lp}(\mathbf{y}) = \left(\frac{5 + |\mathbf{y}|}{5 + 1}\right)^{\alpha}.$$
+#
+# Here $|\mathbf{y}|$ **counts `<EOS>`** (the paper does not say; libraries differ). $\alpha = 0$
+# gives $\operatorname{lp} = 1$, raw beam search. There is no universally right $\alpha$: Wu et
+# al. used 0.2 with an extra coverage penalty, Vaswani et al. 0.6. Pruning (step 2) uses the
+# **raw** log-probability; only the final choice among finished hypotheses divides by lp.
+#
+# ### A toy decoder
+#
+# To see the mechanics without any training, pretend a decoder has read its source and that
+# the next token depends only on the previous one. The table below (invented numbers, the toy
+# example of the lesson) is all the "model" there is:
+
+# %% nbgrader={"grade": false, "grade_id": "toy_table", "locked": true, "schema_version": 3, "solution": false}
+TOY_TABLE = {  # previous token -> {next token: probability}
+    "<s>": {"con": 0.5, "đàn": 0.4, "<eos>": 0.1},
+    "con": {"mèo": 0.34, "chó": 0.33, "chim": 0.33},
+    "đàn": {"chim": 0.9, "mèo": 0.1},
+    "mèo": {"<eos>": 1.0},
+    "chó": {"<eos>": 1.0},
+    "chim": {"<eos>": 0.52, "bay": 0.48},
+    "bay": {"<eos>": 1.0},
+}
+
+
+def toy_next_probs(prefix):
+    """{next token: probability} after `prefix`, a tuple of tokens that starts with "<s>"."""
+    return TOY_TABLE[prefix[-1]]
+
+
+# %% [markdown]
+# Before running anything: "con mèo" has probability $0.5 \times 0.34 \times 1.0$ and "đàn
+# chim" has $0.4 \times 0.9 \times 0.52$. Which is larger, and which one will greedy decoding
+# pick?
+#
+# ## Part A · Length penalty and beam search (7 points)
+#
+# Write `length_penalty(n, alpha)`, the Wu et al. penalty for a hypothesis of `n` tokens,
+# returned as a Python float.
+
+# %% nbgrader={"grade": false, "grade_id": "length_penalty", "locked": false, "schema_version": 3, "solution": true}
+def length_penalty(n, alpha):
+    """((5 + n) / 6) ** alpha, the length penalty of a hypothesis of n tokens (<eos> included)."""
+    ### BEGIN SOLUTION
+    return float(((5 + n) / 6) ** alpha)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_length_penalty", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""length_penalty(n, alpha) = ((5 + n) / 6) ** alpha."""
+check_true(abs(length_penalty(7, 0.0) - 1.0) < 1e-12,
+           f"length_penalty(7, 0) is {length_penalty(7, 0.0)!r}: alpha = 0 must give 1 (no penalty at all)")
+check_true(abs(length_penalty(1, 0.6) - 1.0) < 1e-12, "length_penalty(1, alpha) must be 1: (5 + 1) / 6 = 1")
+check_close("length_penalty(3, 0.6)", length_penalty(3, 0.6), 1.188, atol=1e-3,
+            hint="((5 + n) / 6) raised to the power alpha")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(70)
+for trial in range(8):
+    n, alpha = int(rng.integers(0, 40)), float(rng.uniform(0.0, 2.0))
+    check_close(f"length_penalty({n}, {alpha:.3f})", length_penalty(n, alpha), ((5 + n) / 6) ** alpha,
+                atol=1e-9, rtol=1e-9, hint="((5 + n) / 6) raised to the power alpha")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now `beam_search(next_probs, width, alpha=0.0, max_len=6, start="<s>", eos="<eos>")`.
+# `next_probs(prefix)` takes the prefix as a **tuple** of tokens beginning with `start` and
+# returns `{token: probability}` (skip tokens of probability 0). Follow the three steps above
+# with these conventions, which the tests rely on:
+#
+# * the beam starts as the single hypothesis `(start,)` with log-probability 0;
+# * keep the `width` best candidates by **raw** summed log-probability (`math.log`); those that
+#   end with `eos` move to the finished list and are never extended again (all candidates of a
+#   step have the same length, so dividing them by one lp would not reorder them: the mistake to
+#   avoid is storing a divided score and adding to it);
+# * stop when the beam is empty or after `max_len` steps; hypotheses still in the beam then
+#   join the finished ones as they are (without `eos`);
+# * choose the finished hypothesis with the best $s = \ln p / \operatorname{lp}(|\mathbf{y}|)$,
+#   where $|\mathbf{y}|$ counts every token after `start`, `eos` included.
+#
+# Return `(tokens, log_prob, score)`: the chosen tokens as a list **without** `start` and
+# `eos`, its raw $\ln p$ (with the `eos` factor) and its score $s$.
+
+# %% nbgrader={"grade": false, "grade_id": "beam_search", "locked": false, "schema_version": 3, "solution": true}
+def beam_search(next_probs, width, alpha=0.0, max_len=6, start="<s>", eos="<eos>"):
+    """Beam search over next_probs(prefix) -> {token: p}; returns (tokens, log_prob, score)."""
+    ### BEGIN SOLUTION
+    beams, finished = [((start,), 0.0)], []  # (prefix, summed log-probability)
+    for _ in range(max_len):
+        candidates = [(prefix + (token,), log_prob + math.log(p))
+                      for prefix, log_prob in beams
+                      for token, p in next_probs(prefix).items() if p > 0]
+        candidates.sort(key=lambda c: c[1], reverse=True)  # prune by the raw log-probability
+        kept = candidates[:width]
+        finished += [c for c in kept if c[0][-1] == eos]
+        beams = [c for c in kept if c[0][-1] != eos]
+        if not beams:
+            break
+    finished += beams  # out of steps: unfinished hypotheses compete as they are
+
+    def score(hypothesis):
+        prefix, log_prob = hypothesis
+        return log_prob / length_penalty(len(prefix) - 1, alpha)  # |y| counts eos, not start
+
+    best = max(finished, key=score)
+    tokens = [token for token in best[0][1:] if token != eos]
+    return tokens, best[1], score(best)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the toy table
+#
+# Greedy ($B = 1$) should say "con mèo" with $p = 0.170$: it takes "con" ($0.5 > 0.4$) and then
+# meets a flat branch. Beam search with $B = 2$ keeps "đàn" alive and finds "đàn chim",
+# $p = 0.187$, the more probable sentence. With $\alpha = 0.6$ the answer becomes "đàn chim
+# bay", $p = 0.173$, $s = -1.376$: less probable, but longer.
+
+# %%
+toy_results = {}
+for width, alpha in [(1, 0.0), (2, 0.0), (2, 0.6)]:
+    tokens, log_prob, score = beam_search(toy_next_probs, width, alpha)
+    toy_results[width, alpha] = (" ".join(tokens), round(math.exp(log_prob), 3), round(score, 3))
+    print(f"B={width} alpha={alpha}: '{' '.join(tokens)}'  p={math.exp(log_prob):.3f}  s={score:.3f}")
+assert toy_results[1, 0.0][:2] == ("con mèo", 0.170)
+assert toy_results[2, 0.0][:2] == ("đàn chim", 0.187)
+assert toy_results[2, 0.6] == ("đàn chim bay", 0.173, -1.376)
+
+# %% [markdown]
+# By hand, counting `<eos>` in the length: "đàn chim" has $p = 0.1872$, $\ln p = -1.676$ and
+# $\operatorname{lp} = (8/6)^{0.6} \approx 1.188$, so $s = -1.410$; "đàn chim bay" has
+# $\ln p = \ln 0.1728 = -1.756$ and $\operatorname{lp} = (9/6)^{0.6} \approx 1.275$, so
+# $s = -1.376$, which is higher. The table is made up to show the mechanism; it says nothing
+# about whether a length penalty helps a real translation system.
+
+# %%
+log_p_short, log_p_long = math.log(0.4 * 0.9 * 0.52), math.log(0.4 * 0.9 * 0.48)
+lp_short, lp_long = length_penalty(3, 0.6), length_penalty(4, 0.6)  # 2 words + <eos>, 3 words + <eos>
+print(f"đàn chim:     ln p = {log_p_short:.3f}, lp = {lp_short:.3f}, s = {log_p_short / lp_short:.3f}")
+print(f"đàn chim bay: ln p = {log_p_long:.3f}, lp = {lp_long:.3f}, s = {log_p_long / lp_long:.3f}")
+assert (round(log_p_short, 3), round(lp_short, 3), round(log_p_short / lp_short, 3)) == (-1.676, 1.188, -1.410)
+assert round(log_p_long / lp_long, 3) == -1.376
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""beam_search reproduces the toy table: greedy, B = 2, and B = 2 with alpha = 0.6."""
+### BEGIN HIDDEN TESTS
+import zlib
+
+
+def _table(seed, words=("a", "b", "c")):
+    def next_probs(prefix):
+        r = np.random.default_rng(zlib.crc32(("|".join(map(str, prefix)) + f"#{seed}").encode()))
+        return dict(zip(list(words) + ["<eos>"], r.dirichlet(np.full(len(words) + 1, 0.7)).tolist()))
+    return next_probs
+
+
+def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>", keep_finished=False):
+    beam = [((start,), 0.0)]
+    done = []
+    for _ in range(max_len):
+        pool = [c for c in beam if keep_finished and c[0][-1] == eos]
+        pool += [(pre + (tok,), lp + math.log(q)) for pre, lp in beam if pre[-1] != eos
+                 for tok, q in next_probs(pre).items() if q > 0]
+        beam = sorted(pool, key=lambda c: -c[1])[:width]
+        if not keep_finished:
+            done += [c for c in beam if c[0][-1] == eos]
+            beam = [c for c in beam if c[0][-1] != eos]
+        if not [c for c in beam if c[0][-1] != eos]:
+            break
+    best = max(done + beam, key=lambda c: c[1] / ((5 + len(c[0]) - 1) / 6) ** alpha)
+    return [t for t in best[0][1:] if t != eos], best[1]
+
+
+def _lp_without_eos_choice(next_probs, width, alpha, max_len):
+    beam, done = [(("<s>",), 0.0)], []
+    for _ in range(max_len):
+        pool = sorted(((pre + (tok,), lp + math.log(q)) for pre, lp in beam for tok, q in next_probs(pre).items()),
+                      key=lambda c: -c[1])[:width]
+        done += [c for c in pool if c[0][-1] == "<eos>"]
+        beam = [c for c in pool if c[0][-1] != "<eos>"]
+        if not beam:
+            break
+    best = max(done + beam, key=lambda c: c[1] / ((5 + len([t for t in c[0][1:] if t != "<eos>"])) / 6) ** alpha)
+    return [t for t in best[0][1:] if t != "<eos>"]
+### END HIDDEN TESTS
+for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
+                                             (2, 0.6, "đàn chim bay", 0.173)]:
+    result = beam_search(toy_next_probs, width, alpha)
+    check_true(isinstance(result, tuple) and len(result) == 3, "beam_search must return (tokens, log_prob, score)")
+    tokens, log_prob, score = result
+    check_true(list(tokens) == sentence.split(),
+               f"width={width}, alpha={alpha}: beam_search chose {list(tokens)}, not the sentence the "
+               "lesson finds; keep `width` candidates by raw summed log-probability at every step")
+    check_close(f"exp(log_prob) for width={width}, alpha={alpha}", math.exp(log_prob), probability, atol=6e-4,
+                hint="log_prob is the sum of math.log(p) over the chosen tokens, <eos> included")
+    check_close(f"score for width={width}, alpha={alpha}", score, log_prob / length_penalty(len(tokens) + 1, alpha),
+                atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
+                                          log_prob / length_penalty(len(tokens), alpha)})
+### BEGIN HIDDEN TESTS
+def _toy_beam_reference(table, width, alpha, max_len, start, eos):
+    beams, done = [((start,), 0.0)], []
+    for _ in range(max_len):
+        pool = sorted(((pre + (tok,), lp + math.log(q)) for pre, lp in beams for tok, q in table[pre[-1]].items()),
+                      key=lambda c: -c[1])[:width]
+        done += [c for c in pool if c[0][-1] == eos]
+        beams = [c for c in pool if c[0][-1] != eos]
+        if not beams:
+            break
+    done += beams
+    best = max(done, key=lambda c: c[1] / ((5 + len(c[0]) - 1) / 6) ** alpha)
+    return [t for t in best[0][1:] if t != eos], best[1]
+
+
+renamed = {"<s>": "BEGIN", "<eos>": "END"}
+renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
+for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2), (1, 0.6, 6), (4, 2.0, 5)]:
+    want_tokens, want_log_prob = _toy_beam_reference(renamed_table, width, alpha, max_len, "BEGIN", "END")
+    try:
+        tokens, log_prob, score = beam_search(lambda prefix: renamed_table[prefix[-1]], width, alpha=alpha,
+                                              max_len=max_len, start="BEGIN", eos="END")
+    except Exception as error:
+        raise AssertionError(f"beam_search(width={width}, alpha={alpha}, max_len={max_len}, start='BEGIN', eos='END') "
+                             f"on the toy table raised {type(error).__name__}: {error}. Use the `start`, `eos` and "
+                             "`max_len` arguments; when max_len steps are done, the hypotheses still in the beam "
+                             "compete with the finished ones") from None
+    check_true(list(tokens) == want_tokens,
+               f"on the toy table with start='BEGIN', eos='END', width={width}, alpha={alpha}, max_len={max_len} "
+               "beam_search chose another hypothesis: use the `start`, `eos` and `max_len` arguments, and let "
+               "unfinished hypotheses compete once max_len steps are done")
+    check_close(f"log_prob (width={width}, alpha={alpha}, max_len={max_len})", log_prob, want_log_prob, atol=1e-6)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# A hypothesis that has produced `<eos>` is complete: it leaves the beam and frees its place.
+# If it stayed in the beam it would keep pushing out hypotheses that are still growing. The
+# table below is built so that this matters once a length penalty is on.
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_finished_leave", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Finished hypotheses leave the beam: they must not take the place of hypotheses still growing."""
+trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
+        "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
+trap_next_probs = lambda prefix: trap[prefix[-1]]
+tokens, _, _ = beam_search(trap_next_probs, 2, alpha=0.0)
+check_true(list(tokens) == [], f"with width 2 and alpha 0 beam_search chose {list(tokens)}, but the immediate '<eos>' "
+           "(p = 0.3) is the most probable hypothesis: keep the `width` best candidates at every step")
+tokens, log_prob, _ = beam_search(trap_next_probs, 2, alpha=1.0)
+walk, prefix = 0.0, ("<s>",)
+for token in list(tokens) + ["<eos>"]:
+    walk, prefix = walk + math.log(trap[prefix[-1]][token]), prefix + (token,)
+check_close(f"log_prob of {list(tokens)} for width 2, alpha 1", log_prob, walk, atol=1e-6,
+            hint="log_prob must be the raw summed ln p of the hypothesis: keep raw log-probabilities in the beam")
+check_true(list(tokens) != ["a", "c", "e"],
+           "with width 2 and alpha 1 the finished hypothesis '<eos>' kept a place in your beam and pushed out "
+           "'a d': a hypothesis that ends with <eos> must leave the beam for the finished list")
+check_true(list(tokens) == ["a", "d"], f"with width 2 and alpha 1 beam_search chose {list(tokens)}: "
+           "prune by raw log-probability, then pick the best finished hypothesis by ln p / lp(|y|)")
+### BEGIN HIDDEN TESTS
+found = 0
+for seed in range(400):
+    table = _table(seed)
+    for width, alpha in [(2, 1.0), (3, 1.0), (2, 0.6)]:
+        right = _reference_beam(table, width, alpha, 6)
+        if right[0] == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
+            continue
+        found += 1
+        tokens, log_prob, _ = beam_search(table, width, alpha=alpha, max_len=6)
+        if list(tokens) == _lp_without_eos_choice(table, width, alpha, 6):
+            cause = ": it matches what you get when |y| leaves out <eos>"
+        elif list(tokens) == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
+            cause = ": it matches a search in which finished hypotheses stay in the beam; they must leave it"
+        else:
+            cause = "; prune by raw log-probability and divide by lp(|y|) only at the end"
+        check_true(list(tokens) == right[0], f"random table {seed}, width={width}, alpha={alpha}: beam_search "
+                   f"chose another hypothesis than the reference{cause}")
+    if found >= 8:
+        break
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""log_prob is the raw ln p of the returned hypothesis and score = log_prob / lp(|y|), |y| counting <eos>."""
+tokens, log_prob, score = beam_search(toy_next_probs, 2, alpha=0.6)
+walk, prefix = 0.0, ("<s>",)
+for token in list(tokens) + ["<eos>"]:
+    walk, prefix = walk + math.log(toy_next_probs(prefix)[token]), prefix + (token,)
+check_close("log_prob of the toy answer for width 2, alpha 0.6", log_prob, walk, atol=1e-6,
+            hint="log_prob must be the raw sum of ln p over the returned tokens and <eos>: prune and store the "
+                 "raw summed log-probability, and divide by lp only for the final choice")
+check_close("score of the toy answer for width 2, alpha 0.6", score, walk / length_penalty(len(tokens) + 1, 0.6),
+            atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
+                                      walk / length_penalty(len(tokens), 0.6)})
+### BEGIN HIDDEN TESTS
+for seed in range(12):
+    table = _table(1000 + seed, words=("u", "v", "w", "x"))
+    width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
+    tokens, log_prob, score = beam_search(table, width, alpha=alpha, max_len=max_len)
+    finished_walk = unfinished_walk = 0.0
+    prefix = ("<s>",)
+    for token in list(tokens):
+        unfinished_walk, prefix = unfinished_walk + math.log(table(prefix)[token]), prefix + (token,)
+    finished_walk = unfinished_walk + math.log(table(prefix)["<eos>"])
+    ended = abs(log_prob - finished_walk) < 1e-6
+    check_true(ended or abs(log_prob - unfinished_walk) < 1e-6,
+               f"random table, width={width}, alpha={alpha}, max_len={max_len}: log_prob is not the summed ln p of "
+               "the returned tokens (plus <eos> when the hypothesis finished): keep and prune by the raw summed "
+               "log-probability and divide by lp only for the final choice")
+    length = len(tokens) + (1 if ended else 0)
+    check_close(f"score (width={width}, alpha={alpha}, max_len={max_len})", score,
+                log_prob / ((5 + length) / 6) ** alpha, atol=1e-6,
+                likely_causes={"|y| leaves out <eos> (count it in the length)": log_prob / ((5 + len(tokens)) / 6) ** alpha})
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""beam_search agrees with a reference beam search on random probability tables."""
+flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
+        "z": {"<eos>": 1.0}}
+tokens, log_prob, score = beam_search(lambda prefix: flat[prefix[-1]], 3)
+check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
+           f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
+### BEGIN HIDDEN TESTS
+for seed in range(30):
+    table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
+    width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
+    right_tokens, right_log_prob = _reference_beam(table, width, alpha, max_len)
+    tokens, log_prob, score = beam_search(table, width, alpha=alpha, max_len=max_len)
+    if list(tokens) != right_tokens:
+        cause = ""
+        if list(tokens) == _reference_beam(table, width, alpha, max_len, keep_finished=True)[0]:
+            cause = ": it matches a search in which finished hypotheses stay in the beam"
+        elif list(tokens) == _lp_without_eos_choice(table, width, alpha, max_len):
+            cause = ": it matches what you get when |y| leaves out <eos>"
+        elif list(tokens) == _reference_beam(table, 1, alpha, max_len)[0] and width > 1:
+            cause = ": it matches greedy decoding, is `width` used?"
+        check_true(False, f"random table {seed}, width={width}, alpha={alpha}, max_len={max_len}: beam_search "
+                          f"chose another hypothesis than the reference{cause}. Keep the `width` best candidates by raw "
+                          "summed log-probability, move those ending with <eos> to the finished list, and divide by "
+                          "lp(|y|) only for the final choice")
+    check_close(f"log_prob on random table {seed}", log_prob, right_log_prob, atol=1e-6,
+                hint="log_prob is the raw summed ln p of the chosen hypothesis, <eos> included")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The digit-reversal task
+#
+# A toy task with every part of sequence-to-sequence learning: the source is 6 random digits,
+# the target is the same digits reversed (source `9 7 9 6 0 9`, target `9 0 6 9 7 9`). The
+# first target token is the *last* source token, so the decoder cannot succeed without looking
+# at the encoder. The vocabulary has 12 tokens: `<BOS>` (id 0), `<EOS>` (id 1) and the digits
+# 0 to 9 (ids 2 to 11).
+
+# %% nbgrader={"grade": false, "grade_id": "vocabulary", "locked": true, "schema_version": 3, "solution": false}
+BOS, EOS, LENGTH = 0, 1, 6
+TOKENS = ["<BOS>", "<EOS>"] + list("0123456789")  # digit d has id d + 2
+VOCAB = len(TOKENS)  # 12
+
+
+def show(ids):
+    """Token ids as readable text: show([11, 9, 1]) == '9 7 <EOS>'."""
+    return " ".join(TOKENS[int(i)] for i in ids)
+
+
+# %% [markdown]
+# ### Teacher forcing
+#
+# During training the true target is known, so the decoder is fed the target itself, shifted
+# right by one position and opened with `<BOS>`; the labels are the unshifted target closed by
+# `<EOS>`:
+#
+# | position | 1 | 2 | 3 | 4 |
+# |---|---|---|---|---|
+# | decoder input | `<BOS>` | con | mèo | đen |
+# | label | con | mèo | đen | `<EOS>` |
+#
+# With the causal mask, position $i$ sees only `<BOS>` and $y_1, \dots, y_{i-1}$, so one forward
+# pass trains all $L_y$ predictions at once, as for GPT, with the loss
+# $-\frac{1}{L_y}\sum_i \ln p_\theta(y_i \mid y_{<i}, \mathbf{x})$ on the *true* prefixes.
+#
+# ## Part B · Teacher-forcing batches (4 points)
+#
+# Write `make_reversal_batch(n, length=6, generator=None)` returning `(src, dec_in, dec_out)`:
+#
+# * `src` `(n, length)`: random digit ids drawn with
+#   `torch.randint(2, VOCAB, (n, length), generator=generator)`;
+# * `dec_in` `(n, length + 1)`: `<BOS>` followed by the reversed source (`torch.flip`);
+# * `dec_out` `(n, length + 1)`: the reversed source followed by `<EOS>`.
+#
+# All three are `torch.long`. Passing the `generator` through makes a batch reproducible.
+
+# %% nbgrader={"grade": false, "grade_id": "make_reversal_batch", "locked": false, "schema_version": 3, "solution": true}
+def make_reversal_batch(n, length=LENGTH, generator=None):
+    """(src (n, length), dec_in (n, length + 1), dec_out (n, length + 1)) for the reversal task."""
+    ### BEGIN SOLUTION
+    src = torch.randint(2, VOCAB, (n, length), generator=generator)  # (n, length)
+    target = src.flip(1)  # (n, length)
+    dec_in = torch.cat([torch.full((n, 1), BOS), target], dim=1)  # shifted right
+    dec_out = torch.cat([target, torch.full((n, 1), EOS)], dim=1)  # labels end with <EOS>
+    return src, dec_in, dec_out
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: one pair, read as text.
+
+# %%
+src, dec_in, dec_out = make_reversal_batch(1, generator=torch.Generator().manual_seed(0))
+print("src:    ", show(src[0]))
+print("dec_in: ", show(dec_in[0]))
+print("dec_out:", show(dec_out[0]))
+
+# %% nbgrader={"grade": true, "grade_id": "test_batch_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""make_reversal_batch returns long tensors (n, length), (n, length + 1), (n, length + 1) of valid ids."""
+src, dec_in, dec_out = make_reversal_batch(5)
+check_shape("src of make_reversal_batch(5)", src, (5, 6))
+check_shape("dec_in of make_reversal_batch(5)", dec_in, (5, 7), hint="<BOS> followed by the 6 target digits")
+check_shape("dec_out of make_reversal_batch(5)", dec_out, (5, 7),
+            hint="the labels are the 6 target digits followed by <EOS>: one more token than the source")
+for name, tensor in [("src", src), ("dec_in", dec_in), ("dec_out", dec_out)]:
+    check_dtype(name, tensor, torch.long, hint="token ids are integers: torch.randint and torch.full give torch.long")
+check_true(bool(((src >= 2) & (src < VOCAB)).all()), "src must hold digit ids only, 2 to 11 (0 and 1 are <BOS>, <EOS>)")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(71)
+for trial in range(4):
+    n, length = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    src, dec_in, dec_out = make_reversal_batch(n, length=length)
+    check_shape(f"src of make_reversal_batch({n}, length={length})", src, (n, length))
+    check_shape(f"dec_in of make_reversal_batch({n}, length={length})", dec_in, (n, length + 1))
+    check_shape(f"dec_out of make_reversal_batch({n}, length={length})", dec_out, (n, length + 1),
+                hint="the labels are the target followed by <EOS>")
+src, _, _ = make_reversal_batch(2000)
+check_true(set(src.unique().tolist()) == set(range(2, VOCAB)), "src must draw every digit id 2 to 11 uniformly")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_batch_teacher_forcing", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""dec_in = <BOS> + reversed source, dec_out = reversed source + <EOS>."""
+src, dec_in, dec_out = make_reversal_batch(8)
+check_true(bool((dec_in[:, 0] == BOS).all()), "dec_in must start with <BOS> (id 0): the decoder input is the "
+           "target shifted right by one position")
+check_true(bool((dec_out[:, -1] == EOS).all()), "dec_out must end with <EOS> (id 1): the model has to learn when to stop")
+check_true(bool((dec_out[:, :-1] == src.flip(1)).all()), "dec_out[:, :-1] must be the source reversed (the target)")
+check_true(bool((dec_in[:, 1:] == dec_out[:, :-1]).all()),
+           "dec_in[:, 1:] must equal dec_out[:, :-1]: the decoder input is the label sequence shifted right")
+### BEGIN HIDDEN TESTS
+for n, length in [(3, 1), (4, 3), (2, 9)]:
+    src, dec_in, dec_out = make_reversal_batch(n, length=length)
+    target = torch.flip(src, dims=[1])
+    check_true(torch.equal(dec_in, torch.cat([torch.zeros(n, 1, dtype=torch.long), target], 1)),
+               f"length={length}: dec_in must be <BOS> followed by the reversed source")
+    check_true(torch.equal(dec_out, torch.cat([target, torch.ones(n, 1, dtype=torch.long)], 1)),
+               f"length={length}: dec_out must be the reversed source followed by <EOS>")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_batch_generator", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""A generator makes the batch reproducible and leaves the global random state alone."""
+first = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))
+second = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))
+check_true(all(torch.equal(a, b) for a, b in zip(first, second)),
+           "two generators seeded alike gave different batches: pass generator=generator to torch.randint")
+### BEGIN HIDDEN TESTS
+state = torch.get_rng_state()
+make_reversal_batch(16, generator=torch.Generator().manual_seed(6))
+check_true(torch.equal(state, torch.get_rng_state()),
+           "make_reversal_batch used the global random generator although one was given: draw with generator=generator")
+a = make_reversal_batch(64, generator=torch.Generator().manual_seed(7))[0]
+b = make_reversal_batch(64, generator=torch.Generator().manual_seed(8))[0]
+check_true(not torch.equal(a, b), "generators seeded differently gave the same batch: draw the source at random")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The model
+#
+# `nn.Transformer` with 2 encoder and 2 decoder layers, $D = 64$, 4 heads, feed-forward width
+# 128 and no dropout; learned token and position embeddings in front and a linear layer to 12
+# logits behind. Read `nn.Transformer.forward`'s masks carefully:
+#
+# * `tgt_mask` is added to the scores of the **decoder's self-attention**.
+#   `nn.Transformer.generate_square_subsequent_mask(n)` builds the causal one: an `(n, n)` float
+#   matrix with $-\infty$ above the diagonal.
+# * `memory_mask` would be added to the scores of the **cross-attention**, and `src_mask` to
+#   those of the encoder. Neither is wanted here: the source is known in full.
+#
+# ## Part C · The masks in `forward` (3 points)
+#
+# Complete `forward(src, dec_in)`: embed both sequences with `self.embed`, run
+# `self.transformer` with the causal `tgt_mask` (only when `self.causal` is true, the default;
+# a later experiment switches it off) and no other mask, and map the decoder output to logits
+# with `self.head`. The result is `(B, n, VOCAB)` for `dec_in` of shape `(B, n)`.
+
+# %% nbgrader={"grade": false, "grade_id": "reversal_transformer", "locked": false, "schema_version": 3, "solution": true}
+class ReversalTransformer(nn.Module):
+    """Encoder-decoder Transformer for digit reversal: logits (B, n, VOCAB) for (src, dec_in)."""
+
+    def __init__(self, d_model=64, max_positions=LENGTH + 1, causal=True):
+        super().__init__()
+        self.token_embedding = nn.Embedding(VOCAB, d_model)
+        self.position_embedding = nn.Embedding(max_positions, d_model)
+        self.transformer = nn.Transformer(d_model, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+                                          dim_feedforward=128, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(d_model, VOCAB)
+        self.causal = causal
+
+    def embed(self, tokens):  # (B, n) -> (B, n, D)
+        positions = torch.arange(tokens.size(1), device=tokens.device)
+        return self.token_embedding(tokens) + self.position_embedding(positions)
+
+    def forward(self, src, dec_in):  # (B, L_x), (B, n) -> (B, n, VOCAB)
+        ### BEGIN SOLUTION
+        n = dec_in.size(1)
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(n) if self.causal else None  # (n, n)
+        hidden = self.transformer(self.embed(src), self.embed(dec_in), tgt_mask=tgt_mask)  # (B, n, D)
+        return self.head(hidden)  # (B, n, VOCAB)
+        ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: an untrained model gives 12 logits per decoder position.
+
+# %%
+torch.manual_seed(0)
+untrained = ReversalTransformer()
+src, dec_in, dec_out = make_reversal_batch(2)
+print("logits", tuple(untrained(src, dec_in).shape), "parameters",
+      sum(p.numel() for p in untrained.parameters()))
+
+# %% nbgrader={"grade": true, "grade_id": "test_forward_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""forward returns logits (B, n, VOCAB) for any batch size and decoder length."""
+torch.manual_seed(1)
+net = ReversalTransformer().eval()
+with torch.no_grad():
+    check_shape("net(src (3, 6), dec_in (3, 7))", net(torch.randint(2, VOCAB, (3, 6)), torch.zeros(3, 7, dtype=torch.long)),
+                (3, 7, VOCAB), hint="one row of VOCAB logits per decoder position: apply self.head to the decoder output")
+    check_shape("net(src (2, 6), dec_in (2, 1))", net(torch.randint(2, VOCAB, (2, 6)), torch.zeros(2, 1, dtype=torch.long)),
+                (2, 1, VOCAB), hint="build the causal mask for the decoder length n = dec_in.size(1)")
+### BEGIN HIDDEN TESTS
+rng = np.random.default_rng(72)
+for trial in range(4):
+    b, lx, n = int(rng.integers(1, 5)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+    with torch.no_grad():
+        out = net(torch.randint(2, VOCAB, (b, lx)), torch.randint(0, VOCAB, (b, n)))
+    check_shape(f"logits for src ({b}, {lx}) and dec_in ({b}, {n})", out, (b, n, VOCAB),
+                hint="one row of VOCAB logits per decoder position")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_forward_masks", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""The decoder's self-attention is causal; the cross-attention sees the whole source."""
+torch.manual_seed(3)
+net = ReversalTransformer().eval()
+src, dec_in = torch.randint(2, VOCAB, (4, LENGTH)), torch.randint(0, VOCAB, (4, LENGTH + 1))
+changed = dec_in.clone()
+changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+with torch.no_grad():
+    check_close("logits at decoder positions 0 to 3 after changing the decoder tokens from position 4 on",
+                net(src, changed)[:, :4], net(src, dec_in)[:, :4], atol=1e-5,
+                hint="a position must not see later decoder tokens: pass the causal tgt_mask")
+for layer in net.transformer.encoder.layers:  # switch off the encoder's mixing: memory row j <- source token j
+    nn.init.zeros_(layer.self_attn.out_proj.weight)
+    nn.init.zeros_(layer.self_attn.out_proj.bias)
+moved = src.clone()
+moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
+with torch.no_grad():
+    reaction = (net(moved, dec_in[:, :1]) - net(src, dec_in[:, :1])).abs().max().item()
+check_true(reaction > 1e-4, "the first decoder position does not see the last source position: is there a mask on "
+           "the cross-attention (memory_mask)? The source is known in full, so cross-attention takes no mask")
+### BEGIN HIDDEN TESTS
+for seed in range(3):
+    torch.manual_seed(40 + seed)
+    net = ReversalTransformer().eval()
+    lx, n = 3 + seed, 2 + 2 * seed
+    src, dec_in = torch.randint(2, VOCAB, (3, lx)), torch.randint(0, VOCAB, (3, n))
+    causal = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+    with torch.no_grad():
+        mine = net(src, dec_in)
+        want = net.head(net.transformer(net.embed(src), net.embed(dec_in), tgt_mask=causal))
+        unmasked = net.head(net.transformer(net.embed(src), net.embed(dec_in)))
+        memory_masked = net.head(net.transformer(net.embed(src), net.embed(dec_in), tgt_mask=causal,
+                                                 memory_mask=torch.triu(torch.full((n, lx), float("-inf")), diagonal=1)))
+    check_close(f"logits for src length {lx}, decoder length {n}", mine, want, atol=1e-4, likely_causes={
+        "the decoder's self-attention has no causal mask (tgt_mask)": unmasked,
+        "the cross-attention has a causal mask (memory_mask): drop it": memory_masked})
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Training
+#
+# 301 AdamW steps at learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, with the
+# cross-entropy between the logits and `dec_out`. At step 0 the loss should be about 2.6, close
+# to $\ln 12 \approx 2.485$, the loss of a uniform guess over 12 tokens. The training takes a few
+# seconds on a CPU; it runs once, and every later cell reuses the trained `model`.
+
+# %% nbgrader={"grade": false, "grade_id": "train_function", "locked": true, "schema_version": 3, "solution": false}
+def train(model, steps=301, batch_size=64, lr=3e-3):
+    """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        src, dec_in, dec_out = make_reversal_batch(batch_size)
+        logits = model(src, dec_in)  # (B, L + 1, VOCAB)
+        loss = F.cross_entropy(logits.transpose(1, 2), dec_out)  # classes on axis 1
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+# %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
+torch.manual_seed(0)
+model = ReversalTransformer()
+losses = train(model)
+model.eval()
+print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); "
+      f"step 100: {losses[100]:.4f}; step 300: {losses[300]:.4f}")
+
+# %% [markdown]
+# The loss drops by three orders of magnitude within 100 steps: reversal suits cross-attention,
+# since target position $i$ only has to find source position $L_x + 1 - i$. (In our runs the
+# model already reverses every held-out sequence after about 50 steps; the remaining steps
+# polish the loss.)
+
+# %%
+ax = plot_curves(range(len(losses)), {"training loss (teacher forcing)": losses}, xlabel="step",
+                 ylabel="cross-entropy (nats)", title="Digit reversal, 2 + 2 layers, D = 64", logy=True)
+for line in ax.lines:
+    line.set_marker("")
+ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
+ax.legend()
+plt.show()
+assert 2.45 < losses[0] < 2.8, "the first loss should be near ln 12"
+assert max(losses[100:]) < 0.05, "the loss should be near zero after 100 steps"
+
+# %% [markdown]
+# ## Evaluation: teacher-forced and free-running
+#
+# In use there is no true target: the decoder is fed its own previous tokens, and $y_{<i}$ in
+# the formula becomes what the model chose. Ranzato et al. (2016) call the mismatch
+# **exposure bias**: in training the model only ever saw correct prefixes, never a prefix with
+# one of its own mistakes in it, so an early error can snowball. Teacher forcing is not the
+# problem (it is fast, parallel and stable); the gap between the two regimes is. Scheduled
+# sampling (Bengio et al., 2015) narrows it by sometimes feeding the model its own tokens
+# during training, more and more often as training goes on.
+#
+# ## Part D · Greedy decoding and exact match (6 points)
+#
+# Write `exact_match(pred, target)`: the share (a Python float) of rows of two `(B, n)` tensors
+# that agree in **every** position. A sequence with one wrong digit is a wrong sequence.
+
+# %% nbgrader={"grade": false, "grade_id": "exact_match", "locked": false, "schema_version": 3, "solution": true}
+def exact_match(pred, target):
+    """Share of sequences (rows) of pred that equal target in every position, as a float."""
+    ### BEGIN SOLUTION
+    return (pred == target).all(dim=-1).float().mean().item()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_exact_match", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""exact_match counts whole sequences: one wrong token makes the row wrong."""
+target = torch.tensor([[2, 3, 4, 1], [5, 6, 7, 1]])
+pred = torch.tensor([[2, 3, 4, 1], [5, 6, 8, 1]])  # one wrong token in the second row
+check_close("exact_match(pred, target) with one wrong token in one of two rows", float(exact_match(pred, target)),
+            0.5, atol=1e-9, likely_causes={"tokens are counted instead of whole sequences (per token, not per sequence)":
+                                           7 / 8})
+check_close("exact_match(target, target)", float(exact_match(target, target)), 1.0, atol=1e-9)
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(73)
+for trial in range(5):
+    b, n = int(torch.randint(2, 40, (1,), generator=gen)), int(torch.randint(2, 9, (1,), generator=gen))
+    target = torch.randint(0, VOCAB, (b, n), generator=gen)
+    noise = torch.rand(b, n, generator=gen) < 0.1
+    pred = torch.where(noise, (target + 1) % VOCAB, target)
+    right = sum(bool(torch.equal(p, t)) for p, t in zip(pred, target)) / b
+    check_close(f"exact_match on a random ({b}, {n}) batch", float(exact_match(pred, target)), right, atol=1e-6,
+                likely_causes={"tokens are counted instead of whole sequences (per token, not per sequence)":
+                               (pred == target).float().mean().item()})
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now `greedy_decode(model, src, max_len)`: start every row from a single `<BOS>` column, and
+# `max_len` times call `model(src, dec_in)`, take the argmax of the **last** position's logits
+# and append it to `dec_in`. Return the `max_len` generated tokens `(B, max_len)` as
+# `torch.long`, without the `<BOS>` column. The model only ever sees its own tokens: no target
+# is involved. Run it under `torch.no_grad()`.
+
+# %% nbgrader={"grade": false, "grade_id": "greedy_decode", "locked": false, "schema_version": 3, "solution": true}
+def greedy_decode(model, src, max_len):
+    """Free-running greedy decoding from <BOS>: the max_len generated tokens (B, max_len)."""
+    ### BEGIN SOLUTION
+    dec_in = torch.full((src.size(0), 1), BOS, dtype=torch.long)  # (B, 1)
+    with torch.no_grad():
+        for _ in range(max_len):
+            next_token = model(src, dec_in)[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+            dec_in = torch.cat([dec_in, next_token], dim=1)  # feed back its own choice
+    return dec_in[:, 1:]
+    ### END SOLUTION
+
+
+# %% [markdown]
+# The graded tests below use a small *spy* model that records every decoder input it is given
+# and always prefers a known next token, so they can see what your loop feeds it.
+
+# %% nbgrader={"grade": false, "grade_id": "spy_model", "locked": true, "schema_version": 3, "solution": false}
+class SpyModel(nn.Module):
+    """A stand-in seq2seq model: after token t it prefers (t + first source id + 1) % VOCAB."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def forward(self, src, dec_in):  # (B, L_x), (B, n) -> (B, n, VOCAB)
+        self.calls.append(dec_in.clone())
+        favourite = (dec_in + src[:, :1] + 1) % VOCAB  # (B, n)
+        return 5.0 * F.one_hot(favourite, VOCAB).float()
+
+
+# %%
+spy = SpyModel()
+print(greedy_decode(spy, torch.tensor([[2, 5, 7]]), 4), "after", len(spy.calls), "calls")
+
+# %% nbgrader={"grade": true, "grade_id": "test_greedy_shape", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column."""
+### BEGIN HIDDEN TESTS
+class _TinySeq2Seq(nn.Module):
+    def __init__(self, seed, d=16):
+        super().__init__()
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.tok, self.pos = nn.Embedding(VOCAB, d), nn.Embedding(16, d)
+            self.core = nn.Transformer(d, 2, 1, 1, 32, dropout=0.0, batch_first=True)
+            self.out = nn.Linear(d, VOCAB)
+            self.out.weight.data *= 4.0
+        self.eval()
+
+    def forward(self, src, dec_in):
+        emb = lambda x: self.tok(x) + self.pos(torch.arange(x.size(1)))
+        causal = torch.triu(torch.full((dec_in.size(1),) * 2, float("-inf")), diagonal=1)
+        return self.out(self.core(emb(src), emb(dec_in), tgt_mask=causal))
+
+
+def _greedy_reference(net, src, steps):
+    seq = torch.zeros(src.size(0), 1, dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(steps):
+            seq = torch.cat([seq, net(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+    return seq[:, 1:]
+### END HIDDEN TESTS
+spy = SpyModel()
+pred = greedy_decode(spy, torch.tensor([[2, 5, 7], [9, 3, 4]]), 4)
+check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4),
+            hint="return the max_len generated tokens only, without the <BOS> column")
+check_dtype("greedy_decode(...)", pred, torch.long, hint="token ids: keep the argmax indices as torch.long")
+### BEGIN HIDDEN TESTS
+for b, max_len in [(1, 1), (3, 7), (5, 2)]:
+    pred = greedy_decode(_TinySeq2Seq(b), torch.randint(2, VOCAB, (b, 4)), max_len)
+    check_shape(f"greedy_decode for {b} rows and max_len={max_len}", pred, (b, max_len),
+                hint="return the max_len generated tokens only, without the <BOS> column")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""greedy_decode starts from <BOS> and feeds back its own argmax choices, one step at a time."""
+spy = SpyModel()
+src = torch.tensor([[2, 5, 7], [9, 3, 4]])
+pred = greedy_decode(spy, src, 4)
+check_true(len(spy.calls) == 4, f"greedy_decode called the model {len(spy.calls)} times for max_len=4: call it once per "
+           "generated token and feed back your own predictions, never the true target")
+check_true(tuple(spy.calls[0].shape) == (2, 1) and bool((spy.calls[0] == BOS).all()),
+           "the first call must get a single <BOS> column (B, 1), then your own predictions, never the true target")
+for step, dec_in in enumerate(spy.calls):
+    check_true(tuple(dec_in.shape) == (2, step + 1) and torch.equal(dec_in[:, 1:], pred[:, :step]),
+               f"call {step}: the decoder input is not <BOS> followed by your own {step} previous predictions; "
+               "feed back the argmax of each step, never the true target")
+### BEGIN HIDDEN TESTS
+for seed in range(4):
+    net = _TinySeq2Seq(100 + seed)
+    lx = 3 + seed
+    src = torch.randint(2, VOCAB, (6, lx), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        forced = net(src, torch.cat([torch.zeros(6, 1, dtype=torch.long), src.flip(1)], 1)).argmax(-1)
+    check_close(f"greedy_decode on a small random model (source length {lx}, max_len {lx + 1})",
+                greedy_decode(net, src, lx + 1), _greedy_reference(net, src, lx + 1), atol=0.5,
+                hint="take the argmax of the last position's logits and append it to dec_in at every step",
+                likely_causes={"the decoder is fed the true target; feed back your own predictions, never the "
+                               "true target": forced})
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Check it: the trained model, 500 new sequences
+#
+# Both measures should be 1.000: teacher-forced (one pass, the true prefixes given) and greedy
+# (free-running from `<BOS>`, 7 steps: 6 digits and `<EOS>`). Greedy is as good as teacher
+# forcing here, so exposure bias is invisible: the task is too easy for the model to make a
+# first mistake. Do not conclude from this that exposure bias is not real.
+
+# %%
+src, dec_in, dec_out = make_reversal_batch(500, generator=torch.Generator().manual_seed(1))
+with torch.no_grad():
+    teacher_forced = exact_match(model(src, dec_in).argmax(-1), dec_out)
+free_running = exact_match(greedy_decode(model, src, LENGTH + 1), dec_out)
+print(f"exact match on 500 new sequences: teacher forcing {teacher_forced:.3f}, greedy {free_running:.3f}")
+print("src:", show(src[0]), "   greedy:", show(greedy_decode(model, src[:1], LENGTH + 1)[0]))
+assert teacher_forced == 1.0 and free_running == 1.0
+
+# %% nbgrader={"grade": true, "grade_id": "test_trained_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""The model trained on your batches reverses new sequences, teacher-forced and free-running."""
+check_true("model" in globals() and isinstance(model, nn.Module),
+           "there is no trained `model`: the training cell needs make_reversal_batch and forward to work")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(2024)
+src = torch.randint(2, VOCAB, (500, LENGTH), generator=gen)
+labels = torch.cat([src.flip(1), torch.ones(500, 1, dtype=torch.long)], 1)
+shifted = torch.cat([torch.zeros(500, 1, dtype=torch.long), src.flip(1)], 1)
+model.eval()
+with torch.no_grad():
+    forced_score = (model(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+    seq = torch.zeros(500, 1, dtype=torch.long)
+    for _ in range(LENGTH + 1):
+        seq = torch.cat([seq, model(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
+check_true(forced_score >= 0.99,
+           f"teacher-forced, the trained model reverses only {forced_score:.3f} of 500 new sequences: check that "
+           "make_reversal_batch shifts the decoder input right (<BOS> + target), ends the labels with <EOS>, "
+           "and that forward puts no mask on the cross-attention")
+check_true(free_score >= 0.99,
+           f"the trained model scores {forced_score:.3f} teacher-forced but only {free_score:.3f} when it generates "
+           "freely from <BOS>: during training it could see the tokens it had to predict; is the causal "
+           "mask (tgt_mask) of the decoder's self-attention missing?")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## What the cross-attention looks at
+#
+# The weights of the first decoder layer's cross-attention, averaged over its 4 heads: one row
+# per decoder position (the query), one column per source position (the key). To output the
+# $i$-th reversed digit, position $i$ should look at source position $L_x + 1 - i$, an
+# anti-diagonal. The last row (the step that emits `<EOS>`) has nothing in particular to copy.
+
+# %%
+@torch.no_grad()
+def cross_attention_weights(model, src, dec_in, layer=0):
+    """Head-averaged cross-attention weights (B, n, L_x) of one decoder layer."""
+    memory = model.transformer.encoder(model.embed(src))  # (B, L_x, D)
+    x = model.embed(dec_in)  # (B, n, D)
+    causal = nn.Transformer.generate_square_subsequent_mask(dec_in.size(1))
+    for block in model.transformer.decoder.layers[:layer]:
+        x = block(x, memory, tgt_mask=causal)
+    block = model.transformer.decoder.layers[layer]
+    x = block.norm1(x + block.self_attn(x, x, x, attn_mask=causal, need_weights=False)[0])
+    return block.multihead_attn(x, memory, memory, need_weights=True)[1]  # (B, n, L_x)
+
+
+# %%
+src, dec_in, _ = make_reversal_batch(200, generator=torch.Generator().manual_seed(2))
+weights = cross_attention_weights(model, src, dec_in)  # (200, 7, 6)
+ax = plot_attention(weights[0], queries=show(dec_in[0]).split(), keys=show(src[0]).split(),
+                    title=f"first decoder layer's cross-attention, source {show(src[0])}")
+ax.set_xlabel("source token (key)")
+ax.set_ylabel("decoder input (query)")
+plt.show()
+average = weights.mean(0)  # (7, 6)
+print("average weight on the anti-diagonal:", average[torch.arange(6), 5 - torch.arange(6)].round(decimals=2))
+assert (average[:6].argmax(-1) == torch.arange(5, -1, -1)).all()
+assert average[torch.arange(6), 5 - torch.arange(6)].min() > 0.8
+
+# %% [markdown]
+# ## Part E · Beam search over the trained model (3 points)
+#
+# Reuse your `beam_search`: wrap the model as a `next_probs` function. For a prefix of token ids
+# (a tuple beginning with `BOS`), run `model(src[None], dec_in)` with `dec_in` the prefix as a
+# `(1, n)` long tensor, turn the **last** position's logits into probabilities with a softmax,
+# and return `{token id: probability}` for the 12 ids. Search with `start=BOS`, `eos=EOS` and
+# `max_len = len(src) + 1` (the digits and `<EOS>`).
+#
+# `beam_decode(model, src, width, alpha)` takes **one** source, a 1-D long tensor, and returns
+# what `beam_search` returns: `(tokens, log_prob, score)` with `tokens` a list of ids.
+
+# %% nbgrader={"grade": false, "grade_id": "beam_decode", "locked": false, "schema_version": 3, "solution": true}
+def beam_decode(model, src, width, alpha):
+    """Beam search over a seq2seq model for one source src (L_x,); returns (tokens, log_prob, score)."""
+    ### BEGIN SOLUTION
+    source = src.reshape(1, -1)  # (1, L_x)
+
+    def next_probs(prefix):
+        with torch.no_grad():
+            logits = model(source, torch.tensor([prefix], dtype=torch.long))[0, -1]  # (VOCAB,)
+        return dict(enumerate(torch.softmax(logits.double(), dim=-1).tolist()))
+
+    return beam_search(next_probs, width, alpha=alpha, max_len=source.size(1) + 1, start=BOS, eos=EOS)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: beams on the trained model
+#
+# With width 3 and $\alpha = 0.6$ every one of 20 new sources comes back reversed, with a
+# log-probability close to 0 (the model is sure), and width 1 gives exactly greedy decoding.
+
+# %%
+src, _, dec_out = make_reversal_batch(20, generator=torch.Generator().manual_seed(3))
+beams = [beam_decode(model, row, 3, 0.6) for row in src]
+print("src:", show(src[0]), "   beam:", show(beams[0][0]), f"   ln p = {beams[0][1]:.4f}")
+assert all(list(tokens) == list(row[:-1]) for (tokens, _, _), row in zip(beams, dec_out.tolist()))
+assert min(log_prob for _, log_prob, _ in beams) > -0.1
+assert beam_decode(model, src[0], 1, 0.0)[0] == greedy_decode(model, src[:1], LENGTH + 1)[0, :-1].tolist()
+
+# %% [markdown]
+# Two stand-in models for the tests: `TableModel`, whose next-token logits depend only on the
+# previous token, and `AnswerModel`, which knows one fixed answer and is confident about it.
+
+# %% nbgrader={"grade": false, "grade_id": "stand_in_models", "locked": true, "schema_version": 3, "solution": false}
+class TableModel(nn.Module):
+    """Next-token logits depend only on the previous token: row t of a fixed (VOCAB, VOCAB) table."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+
+    def forward(self, src, dec_in):  # (B, L_x), (B, n) -> (B, n, VOCAB)
+        return self.table[dec_in]
+
+
+class AnswerModel(nn.Module):
+    """At decoder position t, logit 8 on answer[t] and 0 elsewhere, whatever the source."""
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = torch.as_tensor(answer)
+
+    def forward(self, src, dec_in):  # (B, L_x), (B, n) -> (B, n, VOCAB)
+        favourite = self.answer[: dec_in.size(1)].expand(dec_in.size(0), -1)  # (B, n)
+        return 8.0 * F.one_hot(favourite, VOCAB).float()
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_decode_table", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""beam_decode turns the model's logits into probabilities of the next token after the prefix."""
+logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
+log_table = torch.log_softmax(logits_table.double(), -1)
+tokens, log_prob, _ = beam_decode(TableModel(logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
+path = [BOS] + [int(t) for t in tokens] + ([EOS] if len(tokens) < 4 else [])  # max_len = 3 + 1
+walk = sum(log_table[a, b].item() for a, b in zip(path[:-1], path[1:]))
+check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-4,
+            hint="a softmax over the last position's logits gives the probabilities; beam_search adds their "
+                 "logs (if beam_search fails its own tests, fix those first)")
+### BEGIN HIDDEN TESTS
+for seed in range(3):
+    table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(20 + seed)) * 2.0
+    probs = torch.softmax(table.double(), -1)
+    table_next = lambda prefix: {t: probs[prefix[-1], t].item() for t in range(VOCAB)}
+    for width, alpha in [(1, 0.0), (3, 0.6)]:
+        want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
+        mine = beam_decode(TableModel(table), torch.tensor([5, 6, 7, 8]), width, alpha)
+        check_true([int(t) for t in mine[0]] == want[0],
+                   f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
+                   "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
+                   "max_len=len(src) + 1 (and beam_search must pass its own tests)")
+        check_close(f"log_prob on table model {seed}", mine[1], want[1], atol=1e-4,
+                    hint="next_probs must be a softmax of the last position's logits (and beam_search must "
+                         "pass its own tests)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""beam_decode agrees with a reference beam search over small random seq2seq models."""
+answer = [9, 4, 11, 7, 7, 2, EOS]
+tokens, log_prob, score = beam_decode(AnswerModel(answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
+check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
+           "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
+check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
+           "the sum of the logs of softmax probabilities")
+check_close("score with alpha 0.6", score, log_prob / length_penalty(7, 0.6), atol=1e-6,
+            hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
+### BEGIN HIDDEN TESTS
+def _model_next_probs(net, source):
+    def next_probs(prefix):
+        with torch.no_grad():
+            logits = net(source[None], torch.tensor([list(prefix)]))[0, -1].double()
+        return dict(enumerate(torch.softmax(logits, -1).tolist()))
+    return next_probs
+
+
+for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (4, 0.6)]):
+    net = _TinySeq2Seq(200 + seed)
+    source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
+    want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
+    tokens, log_prob, score = beam_decode(net, source, width, alpha)
+    check_true([int(t) for t in tokens] == want[0],
+               f"small random model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis than "
+               "the reference; next_probs must be a softmax of the last position's logits for this source "
+               "(and beam_search must pass its own tests)")
+    check_close(f"log_prob for small random model {seed}", log_prob, want[1], atol=1e-4,
+                hint="next_probs must be a softmax of the last position's logits (and beam_search must "
+                     "pass its own tests)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The mistake that training loss cannot see
+#
+# Train the same model **without** the decoder's causal mask (`causal=False`). With the true
+# target as input, position $i$ can now see $y_i$ one position to its right and simply copy it:
+# the loss still falls to about 0.001 and the teacher-forced exact match is still 1.000. Free
+# generation has nothing to the right to copy, and greedy decoding collapses to about 0.02 (in
+# the lesson's runs 0.020 and 0.022; the figure moves a little with the number of CPU threads).
+# Always evaluate a seq2seq model by letting it generate. (This run takes a few seconds and is
+# skipped while the grader runs the notebook.)
+
+# %%
+if not under_nbgrader():
+    torch.manual_seed(0)
+    peeking = ReversalTransformer(causal=False)
+    peeking_losses = train(peeking)
+    peeking.eval()
+    src, dec_in, dec_out = make_reversal_batch(500, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        peeking_forced = exact_match(peeking(src, dec_in).argmax(-1), dec_out)
+    peeking_free = exact_match(greedy_decode(peeking, src, LENGTH + 1), dec_out)
+    print(f"no causal mask: final loss {peeking_losses[-1]:.4f}, teacher forcing {peeking_forced:.3f}, "
+          f"greedy {peeking_free:.3f}")
+    print("src:", show(src[0]), "   greedy:", show(greedy_decode(peeking, src[:1], LENGTH + 1)[0]))
+    assert peeking_losses[-1] < 0.01 and peeking_forced > 0.99 and peeking_free < 0.1
+
+# %%
+if not under_nbgrader():
+    ax = plot_curves(range(len(losses)), {"causal mask": losses, "no causal mask": peeking_losses},
+                     xlabel="step", ylabel="cross-entropy (nats)", logy=True,
+                     title=f"same loss, greedy exact match {free_running:.2f} vs {peeking_free:.2f}")
+    for line in ax.lines:
+        line.set_marker("")
+    ax.legend()
+    plt.show()
+
+# %% [markdown]
+# ## Other ways to set it up
+#
+# **T5** (Raffel et al., 2020) casts every task as text to text with a task prefix in the input:
+# "translate English to German: That is good." gives "Das ist gut."; a grammaticality prompt
+# ("cola sentence: ...") gives "not acceptable"; a similarity prompt ("stsb sentence1: ...
+# sentence2: ...") gives the string "3.8". One model, one loss, one decoding procedure. T5 is a
+# standard encoder-decoder trained with teacher forcing (the base model has 12 blocks on each
+# side, about 220 million parameters); in its architecture comparison, with the denoising
+# objective, the encoder-decoder beat decoder-only variants of the same compute.
+#
+# **Decoder-only** models (GPT, LLaMA) have no encoder and no cross-attention: source and target
+# sit in one sequence under one causal mask. A **prefix LM** is in between: one stack, the input
+# part attended bidirectionally, the output part causally.
+#
+# | | encoder-decoder (T5) | prefix LM | decoder-only (GPT) |
+# |---|---|---|---|
+# | the input sees | both directions, in the encoder | both directions | only the past (causal) |
+# | the output sees | the past, plus cross-attention to the input | the past and the whole input | the past and the whole input |
+# | stacks of blocks | two | one | one |
+#
+# Two limits to remember. Beam search finds *probable* text, not *good* text: for open-ended
+# generation, maximising probability gives bland, repetitive output (Holtzman et al., 2020).
+# And long sources stay expensive: $L_x \times L_x$ scores in the encoder and $L_y \times L_x$
+# in every cross-attention, per head and per layer.
+#
+# ## Part F · Quiz (4 points)
+#
+# Answer each question with one letter, `Q1 = "a"` and so on.
+#
+# **Q1.** The source has 12 tokens and the decoder has produced 5 so far. In one head of a
+# cross-attention layer, what is the shape of $QK^\top$, and does it need a causal mask?
+# (a) 5 × 12, no causal mask; (b) 12 × 5, causal mask; (c) 5 × 5, causal mask; (d) 12 × 12, no
+# causal mask.
+#
+# **Q2.** You trained an encoder-decoder and forgot the mask of the decoder's self-attention. The
+# training loss reached 0.001. Which measurement exposes the mistake?
+# (a) whether the training loss keeps falling; (b) teacher-forced exact match on new data;
+# (c) greedy free-running exact match on new data; (d) training longer and checking that the loss
+# reaches 0.
+#
+# **Q3.** Beam search ends with two finished hypotheses. A has 3 tokens (`<EOS>` included) and
+# summed log-probability −1.8; B has 7 tokens and −2.4. With
+# $\operatorname{lp} = ((5 + |\mathbf{y}|)/6)^\alpha$, which is chosen for $\alpha = 0$ and for
+# $\alpha = 1$?
+# (a) A both times; (b) A for $\alpha = 0$, B for $\alpha = 1$; (c) B both times; (d) B for
+# $\alpha = 0$, A for $\alpha = 1$.
+#
+# **Q4.** A summariser scores a very high per-token accuracy under teacher forcing on the
+# validation set, but its free-running summaries start well and drift off topic halfway. The best
+# explanation?
+# (a) the beam is too narrow, a larger $B$ fixes it; (b) the cross-attention has a causal mask, so
+# the decoder cannot see the end of the source; (c) overfitting to the training set;
+# (d) exposure bias: training always had the correct prefix, generation feeds back its own tokens.
+
+# %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+Q1 = "a"
+Q2 = "c"
+Q3 = "b"
+Q4 = "d"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q1: the shape of the cross-attention scores and their mask."""
+check_true(Q1 in ("a", "b", "c", "d"), f"Q1 is {Q1!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(Q1 == "a", "Q1: re-read 'Cross-attention in the Transformer': where do Q and K come from, and is any "
+           "part of the source in the future?")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q2: which measurement exposes a missing decoder mask."""
+check_true(Q2 in ("a", "b", "c", "d"), f"Q2 is {Q2!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(Q2 == "c", "Q2: re-read 'The mistake that training loss cannot see': which measurements stayed perfect "
+           "without the mask?")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q3: the length penalty at alpha = 0 and alpha = 1."""
+check_true(Q3 in ("a", "b", "c", "d"), f"Q3 is {Q3!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(Q3 == "b", "Q3: re-read 'Decoding: why search at all' and compute ln p / lp for both hypotheses, "
+           "once with lp = 1 and once with lp = (5 + |y|) / 6")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q4: teacher-forced accuracy high, free-running output drifts."""
+check_true(Q4 in ("a", "b", "c", "d"), f"Q4 is {Q4!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(Q4 == "d", "Q4: re-read 'Evaluation: teacher-forced and free-running': what does the decoder see as "
+           "its prefix in training, and what when it generates?")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# * A seq2seq model learns $p(\mathbf{y} \mid \mathbf{x}) = \prod_i p(y_i \mid y_{<i}, \mathbf{x})$,
+#   a language model conditioned on the source, stopping when it emits `<EOS>`.
+# * The RNN encoder-decoder squeezes the source into one vector; attention gives every decoder
+#   step its own weighted average of the source. In the Transformer that is cross-attention:
+#   Q from the decoder, K and V from the encoder, scores $L_y \times L_x$, no causal mask.
+# * Teacher forcing trains on the true prefix (decoder input = `<BOS>` + target, labels = target +
+#   `<EOS>`); generation feeds back the model's own tokens. Measure by free generation: a model
+#   without its causal mask reaches the same loss and the same teacher-forced score, then fails.
+# * Beam search keeps $B$ hypotheses by raw summed log-probability, moves finished ones out, and
+#   picks the final answer by $\ln p / \operatorname{lp}(|\mathbf{y}|)$ with $|\mathbf{y}|$
+#   counting `<EOS>`. It is still an approximation: it may miss the best-scoring sentence.
