@@ -21,8 +21,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 demo: setup            ## build, release, grade three sample students, print the grade table
 	$(PY) -m instructor demo
 
-test: setup            ## the whole test suite (about 10 minutes on 2 cores)
-	$(PY) -m pytest -n 2 --dist loadgroup
+test: setup            ## lint, then the whole test suite on 2 workers
+	$(PY) -m ruff check course instructor tests bench
+	$(PY) -m pytest -n 2
 
 lab: setup             ## open the student notebooks in JupyterLab
 	$(PY) -m instructor lab

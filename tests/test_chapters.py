@@ -2,8 +2,8 @@
 current, and the graded tests prove themselves (solution full marks, stub zero, every bug-zoo
 variant loses points with the message meant for it, feedback without hidden tests).
 
-Tests of one chapter share one scratch course and one autograde run; with pytest-xdist
-(``--dist loadgroup``) chapters are graded on different workers.
+Tests of one chapter share one scratch course and one autograde run; with pytest-xdist the
+scheduler in conftest.py sends all of a chapter's tests to one worker.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ _GRADED = {}
 
 
 def by_chapter(values=ASSIGNMENTS):
-    return [pytest.param(a, marks=pytest.mark.xdist_group(a), id=a) for a in values]
+    return [pytest.param(a, id=a) for a in values]
 
 
 def zoo_params():
     return [
-        pytest.param(a, v.name, marks=[pytest.mark.xdist_group(a), pytest.mark.pipeline], id=f"{a}::{v.name}")
+        pytest.param(a, v.name, marks=pytest.mark.pipeline, id=f"{a}::{v.name}")
         for a in ASSIGNMENTS for v in variants_for(a)
     ]
 
@@ -119,6 +119,10 @@ def test_graded_cells_follow_conventions(assignment):
             assert re.match(r'\s*"""[^\n]+"""', cell.source), f"{gid}: a test cell opens with a one-line docstring"
             assert "### BEGIN HIDDEN TESTS" in cell.source, f"{gid}: every graded test has hidden tests"
     assert len(ids) == len(set(ids)), f"duplicate grade ids in {assignment}"
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    meta = first_code.metadata.get("nbgrader", {})
+    assert "import" in first_code.source and meta.get("locked") and not meta.get("solution"), (
+        "the first code cell imports the checks and is locked, so the grader restores it if edited")
 
 
 @pytest.mark.parametrize("assignment", by_chapter())

@@ -18,7 +18,7 @@ from instructor import pipeline as P
 from instructor.zoo import variants_for
 
 A, NB = "01_two_keys", "two_keys"
-pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("class-batch")]
+pytestmark = pytest.mark.pipeline
 
 PATCH_CHECKS = '''
 import numpy, torch, torch.testing, course, course.checks

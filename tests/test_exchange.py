@@ -10,7 +10,7 @@ import pytest
 from instructor import pipeline as P
 
 A, NB, COURSE = "01_two_keys", "two_keys", "attention-transformers"
-pytestmark = [pytest.mark.pipeline, pytest.mark.xdist_group("exchange")]
+pytestmark = pytest.mark.pipeline
 
 
 def as_student(home, *args):

@@ -42,7 +42,7 @@ GOOD_MHSA = '''class MultiHeadSelfAttention(nn.Module):
 
 def _edit(text: str, *pairs: str) -> str:
     """Apply (old, new) replacements, each of which must match exactly once."""
-    for old, new in zip(pairs[::2], pairs[1::2]):
+    for old, new in zip(pairs[::2], pairs[1::2], strict=True):
         assert text.count(old) == 1, f"zoo edit does not match exactly once: {old!r}"
         text = text.replace(old, new)
     return text

@@ -24,7 +24,7 @@
 # solution cell, a cell that runs your code, and graded test cells; the grader also runs
 # hidden tests on random sizes and seeds.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import matplotlib.pyplot as plt
 import numpy as np
 import torch

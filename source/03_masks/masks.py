@@ -35,7 +35,7 @@
 # runs your code on a small example, and graded test cells; the grader also runs hidden tests
 # on random shapes and values.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
 
 import matplotlib.pyplot as plt

@@ -38,7 +38,7 @@
 # is True at real tokens (`valid = ~padding_mask`). Dropout is 0 throughout, so every check
 # is deterministic.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import matplotlib.pyplot as plt
 import numpy as np
 import torch

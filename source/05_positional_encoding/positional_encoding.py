@@ -31,7 +31,7 @@
 # tokens of width `D`, tokens along axis 1 (PyTorch's `batch_first=True`). A single
 # sequence's queries and keys are `(T, d_k)`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import numpy as np
 import torch
 import torch.nn as nn
