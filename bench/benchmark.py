@@ -55,7 +55,7 @@ def bench_notebooks(repeat: int) -> None:
     print("\n## 1. source notebooks, executed top to bottom (median of", repeat, "runs)")
     print(f"{'assignment':<26}{'seconds':>9}{'budget':>8}{'time/budget':>13}")
     for name in P.assignments():
-        nb = P.REPO / "source" / name / f"{P.notebook_name(name)}.ipynb"
+        nb = P.notebook_path(P.REPO, "source", name)
         seconds = timed(lambda nb=nb: execute(nb, nb.parent), repeat)
         budget = BUDGET_S.get(name, 15)
         print(f"{name:<26}{seconds:>9.1f}{budget:>8}{seconds / budget:>13.2f}")
@@ -63,8 +63,7 @@ def bench_notebooks(repeat: int) -> None:
 
 def _class_root(workdir: Path, n_students: int, assignment: str = "01_two_keys") -> Path:
     root = P.make_scratch_course(workdir, [assignment])
-    release = P.read_nb(root / "release" / assignment / f"{P.notebook_name(assignment)}.ipynb")
-    answers = P.solution_answers(P.read_nb(root / "source" / assignment / f"{P.notebook_name(assignment)}.ipynb"))
+    release, answers = P.release_and_answers(root, assignment)
     for i in range(n_students):
         P.submit(root, assignment, f"student-{i:02d}", P.fill(release, answers) if i % 2 == 0 else release)
     return root

@@ -129,8 +129,7 @@ def _failure_reason(stderr: str) -> str:
 def grade_student(root: Path, assignment: str, student: str) -> StudentReport:
     report = StudentReport(student)
     proc = _nbgrader_retrying(["autograde", assignment, "--force", "--create", f"--student={student}"], root)
-    name = P.notebook_name(assignment, root)
-    graded_nb = root / "autograded" / student / assignment / f"{name}.ipynb"
+    graded_nb = P.notebook_path(root, "autograded", assignment, student)
     if proc.returncode != 0 or not graded_nb.exists():
         report.status = "failed"
         report.problems.append(_failure_reason(proc.stderr))

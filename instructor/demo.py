@@ -19,9 +19,7 @@ DEMO_PREFIX = "demo-"
 
 def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
     """Write the three demo students' notebooks; return {student: what they handed in}."""
-    release_nb = P.read_nb(root / "release" / assignment / f"{P.notebook_name(assignment, root)}.ipynb")
-    source_nb = P.read_nb(root / "source" / assignment / f"{P.notebook_name(assignment, root)}.ipynb")
-    answers = P.solution_answers(source_nb)
+    release_nb, answers = P.release_and_answers(root, assignment)
     handed_in = {
         "demo-correct": ("the instructor's solution", P.fill(release_nb, answers)),
         "demo-empty": ("the released notebook, untouched", release_nb),
@@ -52,8 +50,8 @@ def run_demo(repo: Path, names: list[str]) -> int:
     for name in names:
         described = make_demo_submissions(root, name)
         print(f"== autograde {name} ({len(described)} demo students)")
-        P.nbgrader("autograde", name, "--force", "--create", f"--student={DEMO_PREFIX}*", cwd=root)
-        P.nbgrader("generate_feedback", name, "--force", f"--student={DEMO_PREFIX}*", cwd=root)
+        P.autograde(root, name, f"{DEMO_PREFIX}*")
+        P.generate_feedback(root, name, f"{DEMO_PREFIX}*")
         graded = P.results(root, name)
         for student, what in described.items():
             result = graded[student]

@@ -89,6 +89,17 @@ def notebook_name(assignment: str, root: Path = REPO) -> str:
     return names[0]
 
 
+def notebook_path(root: Path, folder: str, assignment: str, student: str | None = None,
+                  suffix: str = ".ipynb") -> Path:
+    """``<root>/<folder>/[<student>/]<assignment>/<notebook><suffix>``.
+
+    ``folder`` is ``source`` or ``release`` (no student), or ``submitted``, ``autograded`` or
+    ``feedback`` (with one; feedback takes ``suffix=".html"``).
+    """
+    parts = [folder, student, assignment] if student else [folder, assignment]
+    return root.joinpath(*parts, notebook_name(assignment, root) + suffix)
+
+
 def sync(assignment: str, root: Path = REPO) -> list[Path]:
     """Bring every pair of ``source/<assignment>`` in sync with ``jupytext --sync``.
 
@@ -127,6 +138,12 @@ def solution_answers(source_nb: nbformat.NotebookNode) -> dict[str, str]:
             lines = [line for line in cell.source.splitlines() if not SOLUTION_MARKERS.match(line)]
             answers[meta["grade_id"]] = "\n".join(lines)
     return answers
+
+
+def release_and_answers(root: Path, assignment: str) -> tuple[nbformat.NotebookNode, dict[str, str]]:
+    """The released notebook and the solution answers: what every simulated student starts from."""
+    release_nb = read_nb(notebook_path(root, "release", assignment))
+    return release_nb, solution_answers(read_nb(notebook_path(root, "source", assignment)))
 
 
 def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
@@ -176,8 +193,8 @@ def release(assignment: str, root: Path = REPO) -> Path:
 
 def submit(root: Path, assignment: str, student: str, nb: nbformat.NotebookNode, name: str | None = None) -> Path:
     """Place a notebook as ``submitted/<student>/<assignment>/<name>.ipynb``."""
-    name = name or notebook_name(assignment, root)
-    path = root / "submitted" / student / assignment / f"{name}.ipynb"
+    path = (root / "submitted" / student / assignment / f"{name}.ipynb" if name
+            else notebook_path(root, "submitted", assignment, student))
     write_nb(nb, path)
     return path
 
@@ -247,7 +264,7 @@ def results(root: Path, assignment: str) -> dict[str, Result]:
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for submission in gb.assignment_submissions(assignment):
             student = submission.student.id
-            nb_path = root / "autograded" / student / assignment / f"{name}.ipynb"
+            nb_path = notebook_path(root, "autograded", assignment, student)
             errors = {}
             if nb_path.exists():
                 errors = {grade_id(c): cell_error(c) for c in read_nb(nb_path).cells if grade_id(c)}

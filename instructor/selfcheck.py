@@ -41,11 +41,10 @@ def infer_assignment(notebook: Path, repo: Path = P.REPO) -> str:
 def _course_root(assignment: str, repo: Path) -> Path:
     """A released private course for one assignment, rebuilt only when source/ changed."""
     root = repo / ".build" / "selfcheck" / assignment
-    name = P.notebook_name(assignment, repo)
-    current = repo / "source" / assignment / f"{name}.ipynb"
-    copied = root / "source" / assignment / f"{name}.ipynb"
+    current = P.notebook_path(repo, "source", assignment)
+    copied = root / "source" / assignment / current.name
     fresh = copied.exists() and filecmp.cmp(current, copied, shallow=False) \
-        and (root / "release" / assignment / f"{name}.ipynb").exists() \
+        and (root / "release" / assignment / current.name).exists() \
         and filecmp.cmp(repo / "nbgrader_config.py", root / "nbgrader_config.py", shallow=False)
     if not fresh:
         if root.exists():
@@ -82,6 +81,6 @@ def self_check(notebook: Path, assignment: str | None = None, repo: Path = P.REP
     print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     for problem in report.problems:
         print(f"note: {problem}")
-    feedback = root / "feedback" / LEARNER / assignment / f"{P.notebook_name(assignment, repo)}.html"
+    feedback = P.notebook_path(root, "feedback", assignment, LEARNER, suffix=".html")
     print(f"feedback: {feedback}")
     return 0

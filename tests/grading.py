@@ -23,9 +23,7 @@ class GradedChapter:
 
 
 def grade_chapter(root: Path, assignment: str) -> GradedChapter:
-    name = P.notebook_name(assignment, root)
-    release_nb = P.read_nb(root / "release" / assignment / f"{name}.ipynb")
-    answers = P.solution_answers(P.read_nb(root / "source" / assignment / f"{name}.ipynb"))
+    release_nb, answers = P.release_and_answers(root, assignment)
     P.submit(root, assignment, SOLUTION, P.fill(release_nb, answers))
     P.submit(root, assignment, STUB, release_nb)
     variants = {v.name: v for v in variants_for(assignment)}
@@ -35,7 +33,7 @@ def grade_chapter(root: Path, assignment: str) -> GradedChapter:
         P.submit(root, assignment, variant.student_id(), P.fill(release_nb, {**answers, **variant.replace}))
     P.autograde(root, assignment)
     expected = {SOLUTION, STUB} | {v.student_id() for v in variants.values()}
-    for student in sorted(s for s in expected if not (root / "autograded" / s / assignment / f"{name}.ipynb").exists()):
+    for student in sorted(s for s in expected if not P.notebook_path(root, "autograded", assignment, s).exists()):
         # nbgrader gives up on a notebook whose kernel did not start (a loaded machine):
         # try that student once more on its own before judging anything
         P.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", cwd=root, check=False)

@@ -44,40 +44,41 @@ def graded(scratch_root, assignment):
 
 
 def source_nb(assignment):
-    return P.read_nb(P.REPO / "source" / assignment / f"{P.notebook_name(assignment)}.ipynb")
+    return P.read_nb(P.notebook_path(P.REPO, "source", assignment))
+
+
+def split_regions(nb, begin, end, skip=lambda cell: False):
+    """Stripped lines inside ``begin``..``end`` regions, and the set of all other lines."""
+    inside, outside = [], set()
+    for cell in nb.cells:
+        if skip(cell):
+            continue
+        within = False
+        for line in cell.source.splitlines():
+            if begin in line:
+                within = True
+            elif end in line:
+                within = False
+            else:
+                (inside.append if within else outside.add)(line.strip())
+    return inside, outside
 
 
 def hidden_lines(nb):
     """Distinctive lines of the hidden test regions that appear nowhere else in the notebook."""
-    hidden, outside = [], set()
-    for cell in nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            else:
-                (hidden.append if inside else outside.add)(line.strip())
+    hidden, outside = split_regions(nb, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
     return [line for line in hidden if len(line) >= 30 and line not in outside]
 
 
 def solution_lines(nb):
-    """Distinctive lines of solution regions that appear nowhere else in the notebook."""
-    inside_lines, outside = [], []
-    for cell in nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN SOLUTION" in line:
-                inside = True
-            elif "END SOLUTION" in line:
-                inside = False
-            else:
-                (inside_lines if inside else outside).append(line.strip())
-        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "markdown":
-            inside_lines += [line.strip() for line in cell.source.splitlines()]
-    outside = set(outside)
-    return [line for line in inside_lines if len(line) >= 20 and line not in outside]
+    """Distinctive lines of the solutions (code regions and written model answers) found
+    nowhere else in the notebook."""
+    def written_answer(cell):
+        return cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution")
+
+    inside, outside = split_regions(nb, "BEGIN SOLUTION", "END SOLUTION", skip=written_answer)
+    inside += [line.strip() for cell in nb.cells if written_answer(cell) for line in cell.source.splitlines()]
+    return [line for line in inside if len(line) >= 20 and line not in outside]
 
 
 # ---------------------------------------------------------------- source and pairs
