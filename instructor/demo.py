@@ -27,7 +27,7 @@ def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
     variants = variants_for(assignment)
     if variants:
         bug = variants[0]
-        handed_in["demo-buggy"] = (f"a bug: {bug.why}", P.fill(release_nb, {**answers, **bug.replace}))
+        handed_in["demo-buggy"] = (f"a bug: {bug.why}", P.fill(release_nb, bug.answers(answers)))
     for student, (_, nb) in handed_in.items():
         P.submit(root, assignment, student, nb)
     return {student: what for student, (what, _) in handed_in.items()}

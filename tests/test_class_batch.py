@@ -37,7 +37,7 @@ def build_class(root):
     release = P.read_nb(root / "release" / A / f"{NB}.ipynb")
     answers = P.solution_answers(P.read_nb(root / "source" / A / f"{NB}.ipynb"))
     zoo = {v.name: v for v in variants_for(A)}
-    axis0 = {**answers, **zoo["softmax_axis0"].replace}
+    axis0 = zoo["softmax_axis0"].answers(answers)
 
     def with_(cells, edit=None):
         nb = P.fill(release, cells)
@@ -59,7 +59,7 @@ def build_class(root):
     hand = answers["hand_answers"]
     cls = {f"correct-{i}": with_(answers) for i in range(3)}
     cls.update({f"empty-{i}": release for i in range(2)})
-    cls.update({f"bug-{name}": with_({**answers, **zoo[name].replace})
+    cls.update({f"bug-{name}": with_(zoo[name].answers(answers))
                 for name in ("softmax_axis0", "attention_no_scale", "attention_hardcoded_two_keys")})
     cls.update({
         "adv-blanked-tests": with_(axis0, blank_tests),

@@ -16,7 +16,7 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
     release_nb, answers = P.release_and_answers(P.REPO, A)
     bug = next(v for v in variants_for(A) if v.name == "attention_no_scale")
     buggy = tmp_path / "my_attempt.ipynb"
-    P.write_nb(P.fill(release_nb, {**answers, **bug.replace}), buggy)
+    P.write_nb(P.fill(release_nb, bug.answers(answers)), buggy)
     before = buggy.read_bytes()
 
     assert self_check(buggy, A) == 0

@@ -2,10 +2,13 @@
 
 Each chapter has a module ``instructor/zoo/<assignment>.py`` (dots for the leading digits are
 not allowed in module names, so the file is ``ch<NN>_<name>.py``) with ``ASSIGNMENT`` and
-``VARIANTS``. A :class:`Variant` replaces the content of some solution cells and names the
-test cells that must then lose points, each with a fragment of the message it should show.
-The test suite fills every variant into the released notebook, autogrades them all in one
-nbgrader run and checks both the lost points and the messages.
+``VARIANTS``. A :class:`Variant` is "the solution with this one change": ``edits`` names, per
+solution cell, ``(old, new)`` replacements applied to the *current* solution text (each ``old``
+must occur exactly once), so a change to a solution is tested by its zoo at once. ``replace``
+gives a whole cell's text instead, for answers that are not a small edit (a hard-coded answer).
+``expect`` names the test cells that must then lose points, each with a fragment of the message
+it should show. The test suite fills every variant into the released notebook, autogrades them
+all in one nbgrader run and checks both the lost points and the messages.
 """
 
 from __future__ import annotations
@@ -14,16 +17,43 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 
+Edit = tuple[str, str]
+
+
+class ZooError(ValueError):
+    """A variant no longer applies to the current solution (an edit or a grade_id is stale)."""
+
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     why: str  # the mistake, in one sentence
-    replace: dict[str, str]  # grade_id of a solution cell -> what the student typed
+    replace: dict[str, str] = field(default_factory=dict)  # solution grade_id -> the whole cell typed
     expect: dict[str, str] = field(default_factory=dict)  # failing test grade_id -> message fragment
+    edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)  # solution grade_id -> (old, new)...
 
     def student_id(self) -> str:
         return "zoo-" + self.name.replace("_", "-")
+
+    def answers(self, solutions: dict[str, str]) -> dict[str, str]:
+        """Every solution cell as this student typed it: the solutions with this variant's changes."""
+        unknown = (set(self.replace) | set(self.edits)) - set(solutions)
+        if unknown:
+            raise ZooError(f"variant {self.name} names unknown solution cells {sorted(unknown)}")
+        out = {**solutions, **self.replace}
+        for gid, edits in self.edits.items():
+            out[gid] = apply_edits(out[gid], edits, f"variant {self.name}, cell {gid}")
+        return out
+
+
+def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = "") -> str:
+    """``text`` with each ``(old, new)`` applied in order; each ``old`` must occur exactly once."""
+    for old, new in edits:
+        count = text.count(old)
+        if count != 1:
+            raise ZooError(f"{where}: {old!r} occurs {count} times in the current solution, expected once")
+        text = text.replace(old, new)
+    return text
 
 
 def chapter_modules():

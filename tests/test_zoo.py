@@ -1,0 +1,32 @@
+"""Fast checks of the bug zoo against the current source (no nbgrader): every variant still
+applies to today's solutions and names test cells that exist and are graded."""
+
+from __future__ import annotations
+
+import pytest
+
+from instructor import pipeline as P
+from instructor.zoo import chapter_modules, variants_for
+
+
+def _params():
+    return [pytest.param(a, id=a) for a in sorted(chapter_modules())]
+
+
+@pytest.mark.parametrize("assignment", _params())
+def test_zoo_applies_to_the_current_source(assignment):
+    assert assignment in P.assignments(), f"zoo module for {assignment}, which is not under source/"
+    nb = P.read_nb(P.notebook_path(P.REPO, "source", assignment))
+    solutions = P.solution_answers(nb)
+    graded_tests = {P.grade_id(c) for c in nb.cells
+                    if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
+    variants = variants_for(assignment)
+    assert variants, f"{assignment} has an empty bug zoo"
+    names = [v.name for v in variants]
+    assert len(names) == len(set(names)), f"{assignment}: duplicate variant names"
+    for variant in variants:
+        answers = variant.answers(solutions)  # raises ZooError if an edit or a cell is stale
+        assert answers != solutions, f"{variant.name} changes nothing"
+        assert variant.expect, f"{variant.name} names no failing test"
+        stale = set(variant.expect) - graded_tests
+        assert not stale, f"{variant.name} expects failures in cells that are not graded tests: {sorted(stale)}"
