@@ -56,16 +56,16 @@ def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = ""
     return text
 
 
-def chapter_modules():
-    """Every zoo module, keyed by its assignment id."""
-    found = {}
+def chapter_modules() -> dict[str, list]:
+    """Every zoo module, grouped by its assignment id (a chapter may have several modules,
+    e.g. one per exercise added later)."""
+    found: dict[str, list] = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "ASSIGNMENT"):
-            found[module.ASSIGNMENT] = module
+            found.setdefault(module.ASSIGNMENT, []).append(module)
     return found
 
 
 def variants_for(assignment: str) -> list[Variant]:
-    module = chapter_modules().get(assignment)
-    return list(module.VARIANTS) if module else []
+    return [v for module in chapter_modules().get(assignment, []) for v in module.VARIANTS]
