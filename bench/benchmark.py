@@ -3,7 +3,8 @@
     python bench/benchmark.py                 # everything
     python bench/benchmark.py --only notebooks
 
-1. notebooks: each source notebook executed top to bottom (nbclient), against its budget;
+1. notebooks: each source notebook executed top to bottom (nbclient), against its budget
+   (``source/budgets.txt``);
 2. autograde: one student's autograde over plain nbclient execution of the same notebook;
 3. class: throughput of the class batch with --jobs 1 versus --jobs 2;
 4. startup: a bare nbgrader start, and what rfc3987_syntax would add to it.
@@ -29,12 +30,9 @@ from nbclient import NotebookClient  # noqa: E402
 
 from instructor import batch  # noqa: E402
 from instructor import pipeline as P  # noqa: E402
+from instructor.course_root import REPOSITORY, CourseRoot  # noqa: E402
 
-BUDGET_S = {  # from the chapter issues: source notebook execution on a 2-core machine
-    "01_two_keys": 15, "02_scaling": 15, "03_masks": 15, "04_encoder_block": 20,
-    "05_positional_encoding": 15, "06_multihead_attention": 25, "07_seq2seq_beam_search": 40,
-    "08_attention_cost": 25,
-}
+A = "01_two_keys"
 
 
 def timed(fn, repeat: int) -> float:
@@ -54,18 +52,19 @@ def execute(nb_path: Path, cwd: Path) -> None:
 def bench_notebooks(repeat: int) -> None:
     print("\n## 1. source notebooks, executed top to bottom (median of", repeat, "runs)")
     print(f"{'assignment':<26}{'seconds':>9}{'budget':>8}{'time/budget':>13}")
-    for name in P.assignments():
-        nb = P.notebook_path(P.REPO, "source", name)
+    budgets = REPOSITORY.budgets()
+    for name in REPOSITORY.assignments():
+        nb = REPOSITORY.notebook("source", name)
         seconds = timed(lambda nb=nb: execute(nb, nb.parent), repeat)
-        budget = BUDGET_S.get(name, 15)
-        print(f"{name:<26}{seconds:>9.1f}{budget:>8}{seconds / budget:>13.2f}")
+        budget = budgets.get(name, float("nan"))
+        print(f"{name:<26}{seconds:>9.1f}{budget:>8g}{seconds / budget:>13.2f}")
 
 
-def _class_root(workdir: Path, n_students: int, assignment: str = "01_two_keys") -> Path:
-    root = P.make_scratch_course(workdir, [assignment])
-    release, answers = P.release_and_answers(root, assignment)
+def _class_root(workdir: Path, n_students: int, assignment: str = A) -> CourseRoot:
+    root = REPOSITORY.scratch_copy(workdir, [assignment])
+    release, answers = root.release_and_answers(assignment)
     for i in range(n_students):
-        P.submit(root, assignment, f"student-{i:02d}", P.fill(release, answers) if i % 2 == 0 else release)
+        root.submit(assignment, f"student-{i:02d}", P.fill(release, answers) if i % 2 == 0 else release)
     return root
 
 
@@ -73,20 +72,20 @@ def bench_autograde(repeat: int) -> None:
     print("\n## 2. one student's notebook: nbgrader autograde over plain nbclient execution")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), 1)
-        nb = root / "submitted" / "student-00" / "01_two_keys" / "two_keys.ipynb"
+        nb = root.notebook("submitted", A, "student-00")
         plain = timed(lambda: execute(nb, nb.parent), repeat)
-        graded = timed(lambda: P.autograde(root, "01_two_keys", "student-00"), repeat)
+        graded = timed(lambda: root.autograde(A, "student-00"), repeat)
     print(f"plain execution {plain:6.1f} s | autograde {graded:6.1f} s | ratio autograde/plain {graded / plain:5.2f}")
 
 
 def bench_class(n_students: int) -> None:
-    print(f"\n## 3. class batch throughput, {n_students} students of 01_two_keys")
+    print(f"\n## 3. class batch throughput, {n_students} students of {A}")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), n_students)
         rows = {}
         for jobs in (1, 2):
             start = time.perf_counter()
-            reports = batch.grade_class(root, "01_two_keys", jobs=jobs, regrade=True, progress=False)
+            reports = batch.grade_class(root.path, A, jobs=jobs, regrade=True, progress=False)
             rows[jobs] = time.perf_counter() - start
             assert all(r.status == "graded" for r in reports.values())
     for jobs, seconds in rows.items():

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 
 from . import pipeline as P
+from .course_root import CourseRoot
 from .zoo import variants_for
 
 DEMO_PREFIX = "demo-"
 
 
-def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
+def make_demo_submissions(root: CourseRoot, assignment: str) -> dict[str, str]:
     """Write the three demo students' notebooks; return {student: what they handed in}."""
-    release_nb, answers = P.release_and_answers(root, assignment)
+    release_nb, answers = root.release_and_answers(assignment)
     handed_in = {
         "demo-correct": ("the instructor's solution", P.fill(release_nb, answers)),
         "demo-empty": ("the released notebook, untouched", release_nb),
@@ -29,34 +29,34 @@ def make_demo_submissions(root: Path, assignment: str) -> dict[str, str]:
         bug = variants[0]
         handed_in["demo-buggy"] = (f"a bug: {bug.why}", P.fill(release_nb, bug.answers(answers)))
     for student, (_, nb) in handed_in.items():
-        P.submit(root, assignment, student, nb)
+        root.submit(assignment, student, nb)
     return {student: what for student, (what, _) in handed_in.items()}
 
 
-def run_demo(repo: Path, names: list[str]) -> int:
-    """Grade the demo students in a course root of their own, ``.build/demo/``.
+def run_demo(root: CourseRoot, names: list[str]) -> int:
+    """Grade the demo students in a course root of their own, ``.build/demo/`` under ``root``.
 
     The instructor's own gradebook, ``submitted/`` and ``feedback/`` are never touched.
     """
     start = time.time()
-    root = repo / ".build" / "demo"
-    print(f"== build {len(names)} assignment(s) and release them into {root}")
+    demo_path = root.path / ".build" / "demo"
+    print(f"== build {len(names)} assignment(s) and release them into {demo_path}")
     for name in names:
-        P.sync(name, repo)
-    if root.exists():
-        shutil.rmtree(root)
-    P.make_scratch_course(root, names, repo)
+        root.sync(name)
+    if demo_path.exists():
+        shutil.rmtree(demo_path)
+    demo = root.scratch_copy(demo_path, names)
     rows = []
     for name in names:
-        described = make_demo_submissions(root, name)
+        described = make_demo_submissions(demo, name)
         print(f"== autograde {name} ({len(described)} demo students)")
-        P.autograde(root, name, f"{DEMO_PREFIX}*")
-        P.generate_feedback(root, name, f"{DEMO_PREFIX}*")
-        graded = P.results(root, name)
+        demo.autograde(name, f"{DEMO_PREFIX}*")
+        demo.feedback(name, f"{DEMO_PREFIX}*")
+        graded = demo.results(name)
         for student, what in described.items():
             result = graded[student]
             rows.append((name, student, result.auto_score, result.auto_max, what, result))
-    csv = P.export_grades(root, root / "grades.csv")
+    csv = demo.export(demo.path / "grades.csv")
 
     print("\n== grade table (automatic points)")
     print(f"{'assignment':<26}{'student':<15}{'score':>9}  handed in")
@@ -67,7 +67,7 @@ def run_demo(repo: Path, names: list[str]) -> int:
             print(f"\n== what demo-buggy reads in its feedback for {name}")
             for gid in result.failed():
                 print(f"  {gid}: {result.cells[gid].error}")
-    print(f"\nfeedback HTML: {root / 'feedback'}/<student>/<assignment>/")
+    print(f"\nfeedback HTML: {demo.path / 'feedback'}/<student>/<assignment>/")
     print(f"grades CSV:    {csv}")
     print(f"done in {time.time() - start:.0f} s")
     return 0

@@ -14,6 +14,7 @@ import nbformat
 
 from . import batch
 from . import pipeline as P
+from .course_root import REPOSITORY, CourseRoot
 
 LEARNER = "me"
 
@@ -27,35 +28,37 @@ def explain(error: str) -> str:
     return error or "the test failed without an error message"
 
 
-def infer_assignment(notebook: Path, repo: Path = P.REPO) -> str:
-    known = P.assignments(repo)
+def infer_assignment(root: CourseRoot, notebook: Path) -> str:
+    """The assignment a notebook belongs to, from its folder or its file name."""
+    known = root.assignments()
     if notebook.parent.name in known:
         return notebook.parent.name
-    by_stem = [a for a in known if P.notebook_name(a, repo) == notebook.stem]
+    by_stem = [a for a in known if root.notebook_name(a) == notebook.stem]
     if len(by_stem) == 1:
         return by_stem[0]
     raise P.PipelineError(
         f"cannot tell which assignment {notebook.name} belongs to; pass --assignment, one of: {', '.join(known)}")
 
 
-def _course_root(assignment: str, repo: Path) -> Path:
-    """A released private course for one assignment, rebuilt only when source/ changed."""
-    root = repo / ".build" / "selfcheck" / assignment
-    current = P.notebook_path(repo, "source", assignment)
-    copied = root / "source" / assignment / current.name
+def private_root(root: CourseRoot, assignment: str) -> CourseRoot:
+    """A released private copy of ``root`` for one assignment, rebuilt only when its source changed."""
+    private = CourseRoot(root.path / ".build" / "selfcheck" / assignment)
+    current = root.notebook("source", assignment)
+    copied = private.path / "source" / assignment / current.name
     fresh = copied.exists() and filecmp.cmp(current, copied, shallow=False) \
-        and (root / "release" / assignment / current.name).exists() \
-        and filecmp.cmp(repo / "nbgrader_config.py", root / "nbgrader_config.py", shallow=False)
+        and private.notebook("release", assignment).exists() \
+        and filecmp.cmp(root.config, private.config, shallow=False)
     if not fresh:
-        if root.exists():
-            shutil.rmtree(root)
-        P.make_scratch_course(root, [assignment], repo)
+        if private.path.exists():
+            shutil.rmtree(private.path)
+        root.scratch_copy(private.path, [assignment])
     for folder in ("submitted", "autograded", "feedback"):
-        shutil.rmtree(root / folder / LEARNER, ignore_errors=True)
-    return root
+        shutil.rmtree(private.folder(folder, assignment, LEARNER).parent, ignore_errors=True)
+    return private
 
 
-def self_check(notebook: Path, assignment: str | None = None, repo: Path = P.REPO) -> int:
+def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY) -> int:
+    """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
     notebook = notebook.expanduser().resolve()
     if not notebook.is_file():
         raise P.PipelineError(f"no notebook at {notebook}")
@@ -63,15 +66,15 @@ def self_check(notebook: Path, assignment: str | None = None, repo: Path = P.REP
         nb = nbformat.read(str(notebook), as_version=4)
     except Exception as err:
         raise P.PipelineError(f"{notebook} is not a readable notebook: {err}") from err
-    assignment = P.check_assignment(assignment, repo) if assignment else infer_assignment(notebook, repo)
+    assignment = root.check_assignment(assignment) if assignment else infer_assignment(root, notebook)
     print(f"checking {notebook} as {assignment} (hidden tests built from source/) ...", flush=True)
-    root = _course_root(assignment, repo)
-    P.submit(root, assignment, LEARNER, nb)
-    report = batch.grade_student(root, assignment, LEARNER)
+    private = private_root(root, assignment)
+    private.submit(assignment, LEARNER, nb)
+    report = batch.grade_student(private.path, assignment, LEARNER)
     if report.status != "graded":
         print(f"could not grade it: {'; '.join(report.problems)}")
         return 3
-    result = P.results(root, assignment)[LEARNER]
+    result = private.results(assignment)[LEARNER]
     print(f"\n{'test cell':<34}{'points':>8}")
     for gid, cell in result.cells.items():
         mark = "ok " if cell.score >= cell.max_score else "FAIL"
@@ -81,6 +84,6 @@ def self_check(notebook: Path, assignment: str | None = None, repo: Path = P.REP
     print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     for problem in report.problems:
         print(f"note: {problem}")
-    feedback = P.notebook_path(root, "feedback", assignment, LEARNER, suffix=".html")
+    feedback = private.notebook("feedback", assignment, LEARNER)
     print(f"feedback: {feedback}")
     return 0

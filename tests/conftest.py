@@ -1,4 +1,4 @@
-"""Shared fixtures: one scratch course per assignment, graded once and reused by its tests."""
+"""Fixtures and the xdist scheduler; the helpers the test modules share are in support.py."""
 
 from __future__ import annotations
 
@@ -10,27 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from instructor import pipeline as P
-
 os.environ.setdefault("MPLBACKEND", "Agg")
-
-_SCRATCH: dict[str, Path] = {}
 
 
 @pytest.fixture(scope="session")
 def scratch_root():
+    """A temporary folder for the scratch course roots of one test process."""
     path = Path(tempfile.mkdtemp(prefix="course-tests-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
 
-def scratch_course(scratch_root: Path, assignment: str) -> Path:
-    """A released scratch copy of one assignment (made once per test process)."""
-    if assignment not in _SCRATCH:
-        _SCRATCH[assignment] = P.make_scratch_course(scratch_root / assignment, [assignment])
-    return _SCRATCH[assignment]
-
-
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown when it is not loaded
 def pytest_xdist_make_scheduler(config, log):
     """Send every test of one chapter to the same worker, so a chapter is graded once.
 

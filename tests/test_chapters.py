@@ -15,14 +15,22 @@ import re
 import jupytext
 import nbformat
 import pytest
-from conftest import scratch_course
-from grading import SOLUTION, STUB, grade_chapter
 from nbclient import NotebookClient
+from support import (
+    ASSIGNMENTS,
+    SOLUTION,
+    STUB,
+    grade_chapter,
+    hidden_lines,
+    scratch_course,
+    solution_lines,
+    source_nb,
+)
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.zoo import variants_for
 
-ASSIGNMENTS = P.assignments()
 _GRADED = {}
 
 
@@ -43,53 +51,13 @@ def graded(scratch_root, assignment):
     return _GRADED[assignment]
 
 
-def source_nb(assignment):
-    return P.read_nb(P.notebook_path(P.REPO, "source", assignment))
-
-
-def split_regions(nb, begin, end, skip=lambda cell: False):
-    """Stripped lines inside ``begin``..``end`` regions, and the set of all other lines."""
-    inside, outside = [], set()
-    for cell in nb.cells:
-        if skip(cell):
-            continue
-        within = False
-        for line in cell.source.splitlines():
-            if begin in line:
-                within = True
-            elif end in line:
-                within = False
-            else:
-                (inside.append if within else outside.add)(line.strip())
-    return inside, outside
-
-
-def hidden_lines(nb):
-    """Distinctive lines of the hidden test regions that appear nowhere else in the notebook."""
-    hidden, outside = split_regions(nb, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-    return [line for line in hidden if len(line) >= 30 and line not in outside]
-
-
-def solution_lines(nb):
-    """Distinctive lines of the solutions (code regions and written model answers) found
-    nowhere else in the notebook."""
-    def written_answer(cell):
-        return cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution")
-
-    inside, outside = split_regions(nb, "BEGIN SOLUTION", "END SOLUTION", skip=written_answer)
-    inside += [line.strip() for cell in nb.cells if written_answer(cell) for line in cell.source.splitlines()]
-    return [line for line in inside if len(line) >= 20 and line not in outside]
-
-
 # ---------------------------------------------------------------- source and pairs
 
 
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_pair_in_sync(assignment):
     """The .py is what people edit; the .ipynb must carry exactly the same cells."""
-    folder = P.REPO / "source" / assignment
-    name = P.notebook_name(assignment)
-    script, notebook = folder / f"{name}.py", folder / f"{name}.ipynb"
+    script, notebook = REPOSITORY.script(assignment), REPOSITORY.notebook("source", assignment)
     assert script.exists() and notebook.exists(), f"{assignment}: need both {script.name} and {notebook.name}"
     from_py = jupytext.read(script)
     from_nb = nbformat.read(notebook, as_version=4)
@@ -142,8 +110,8 @@ def test_source_notebook_executes(assignment, tmp_path):
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_release_is_current(assignment, scratch_root):
     """release/ is exactly what nbgrader generates from source/ now (run `make release`)."""
-    fresh = scratch_course(scratch_root, assignment) / "release" / assignment
-    committed = P.REPO / "release" / assignment
+    fresh = scratch_course(scratch_root, assignment).folder("release", assignment)
+    committed = REPOSITORY.folder("release", assignment)
     assert committed.is_dir(), f"release/{assignment} is missing: run `make release`"
     fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
     committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
@@ -157,7 +125,7 @@ def test_release_is_current(assignment, scratch_root):
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_release_leaks_nothing(assignment):
     """No solution code, hidden test, .py twin, gradebook or jupytext pairing in release/."""
-    folder = P.REPO / "release" / assignment
+    folder = REPOSITORY.folder("release", assignment)
     files = [p for p in folder.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix == ".py"], "a .py in release/ hands out the solutions"
     assert not [p for p in files if p.name.startswith("gradebook")], "the gradebook stores hidden tests"
@@ -223,7 +191,7 @@ def test_every_graded_test_is_caught_by_some_bug(assignment, scratch_root):
 def test_feedback_and_messages_hide_hidden_tests(assignment, scratch_root):
     chapter = graded(scratch_root, assignment)
     secret = hidden_lines(source_nb(assignment))
-    pages = list((chapter.root / "feedback").rglob("*.html"))
+    pages = list((chapter.root.path / "feedback").rglob("*.html"))
     assert len(pages) == len(chapter.results), "every graded student gets feedback"
     for page in pages:
         text = page.read_text()

@@ -4,20 +4,20 @@ from their own folders, the instructor collects and autogrades (docs/JUPYTERHUB.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 
-A, NB, COURSE = "01_two_keys", "two_keys", "attention-transformers"
+A, COURSE = "01_two_keys", "attention-transformers"
 pytestmark = pytest.mark.pipeline
 
 
 def as_student(home, *args):
     """Run nbgrader as a student working in their own home folder."""
     env = {**P.tool_env(), "HOME": str(home), "JUPYTER_DATA_DIR": str(home / ".local/share/jupyter")}
-    import subprocess
-
     proc = subprocess.run([str(P.BIN / "nbgrader"), *args], cwd=home, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
@@ -27,13 +27,13 @@ def test_release_fetch_submit_collect_autograde(tmp_path):
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     os.chmod(exchange, 0o777)  # nbgrader wants an exchange every user can write to
-    root = P.make_scratch_course(tmp_path / "course", [A])
-    with open(root / "nbgrader_config.py", "a") as config:
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    with open(root.config, "a") as config:
         config.write(f"\nc.Exchange.root = {str(exchange)!r}\n"
                      "c.CollectApp.check_owner = False  # both 'users' are this one OS account here\n")
-    P.nbgrader("release_assignment", A, cwd=root)
+    root.nbgrader("release_assignment", A)
 
-    answers = P.solution_answers(P.read_nb(root / "source" / A / f"{NB}.ipynb"))
+    _, answers = root.release_and_answers(A)
     flags = [f"--course={COURSE}", f"--Exchange.root={exchange}"]
     for student, solve in (("alice", True), ("bob", False)):
         home = tmp_path / "home" / student
@@ -41,14 +41,14 @@ def test_release_fetch_submit_collect_autograde(tmp_path):
         listing = as_student(home, "list", *flags)
         assert A in listing.stdout + listing.stderr
         as_student(home, "fetch_assignment", A, *flags)
-        fetched = home / A / f"{NB}.ipynb"
+        fetched = home / A / root.notebook("release", A).name
         assert fetched.exists()
         if solve:
             P.write_nb(P.fill(P.read_nb(fetched), answers), fetched)
         as_student(home, "submit", A, f"--student={student}", *flags)
 
-    P.nbgrader("collect", A, cwd=root)
-    assert sorted(p.name for p in (root / "submitted").iterdir()) == ["alice", "bob"]
-    P.autograde(root, A)
-    scores = {s: r.auto_score for s, r in P.results(root, A).items()}
+    root.nbgrader("collect", A)
+    assert root.students(A) == ["alice", "bob"]
+    root.autograde(A)
+    scores = {s: r.auto_score for s, r in root.results(A).items()}
     assert scores == {"alice": 11.0, "bob": 0.0}

@@ -6,13 +6,14 @@ import subprocess
 import sys
 
 import pytest
-from test_chapters import ASSIGNMENTS, solution_lines, source_nb
+from support import ASSIGNMENTS, solution_lines, source_nb
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY, CourseRoot
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "instructor", *args], cwd=P.REPO,
+    return subprocess.run([sys.executable, "-m", "instructor", *args], cwd=REPOSITORY.path,
                           capture_output=True, text=True, env=P.tool_env())
 
 
@@ -22,8 +23,54 @@ def test_cli_rejects_an_unknown_assignment():
     assert "no assignment '99_nope'" in proc.stderr and "01_two_keys" in proc.stderr
 
 
+def test_every_cli_command_and_option_has_help():
+    import argparse
+
+    from instructor.__main__ import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help for choice in sub._choices_actions}
+    for command, subparser in sub.choices.items():
+        assert helps.get(command), f"`{command}` has no help text"
+        for action in subparser._actions:
+            assert action.help, f"`{command} {'/'.join(action.option_strings) or action.dest}` has no help text"
+    assert "build" in run_cli("--help").stdout
+
+
+def test_course_root_layout():
+    root = CourseRoot(REPOSITORY.path)
+    assert root.notebook("source", "01_two_keys") == REPOSITORY.path / "source/01_two_keys/two_keys.ipynb"
+    assert root.notebook("feedback", "01_two_keys", "ann") == REPOSITORY.path / "feedback/ann/01_two_keys/two_keys.html"
+    assert root.script("01_two_keys").name == "two_keys.py"
+    with pytest.raises(P.PipelineError, match="one folder per student"):
+        root.folder("submitted", "01_two_keys")
+    with pytest.raises(P.PipelineError, match="shared by all students"):
+        root.folder("release", "01_two_keys", "ann")
+    with pytest.raises(P.PipelineError, match="no course folder"):
+        root.folder("graded", "01_two_keys")
+
+
+def test_every_chapter_states_its_budget():
+    """source/budgets.txt gives every assignment, and only those, a positive budget."""
+    budgets = REPOSITORY.budgets()
+    assert set(budgets) == set(ASSIGNMENTS), (
+        f"source/budgets.txt: missing {sorted(set(ASSIGNMENTS) - set(budgets))}, "
+        f"unknown {sorted(set(budgets) - set(ASSIGNMENTS))}")
+    assert all(seconds > 0 for seconds in budgets.values())
+
+
+def test_a_malformed_budget_line_is_a_clear_error(tmp_path):
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "budgets.txt").write_text("# comment\n01_two_keys 15\n02_scaling fifteen\n")
+    with pytest.raises(P.PipelineError, match="budgets.txt:3"):
+        CourseRoot(tmp_path).budgets()
+    with pytest.raises(P.PipelineError, match="no budget"):
+        CourseRoot(tmp_path / "elsewhere").budget("01_two_keys")
+
+
 def test_fill_rejects_unknown_cells():
-    nb = P.read_nb(P.REPO / "release" / "01_two_keys" / "two_keys.ipynb")
+    nb = P.read_nb(REPOSITORY.notebook("release", "01_two_keys"))
     with pytest.raises(P.PipelineError, match="no cells with grade_id"):
         P.fill(nb, {"not_a_cell": "x = 1"})
 
@@ -43,7 +90,7 @@ def test_a_broken_config_is_an_error_not_a_warning(tmp_path):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_course_package_contains_no_solution(assignment):
     """course/ ships to students: no line of any solution may appear in it."""
-    package = "\n".join(p.read_text() for p in (P.REPO / "course").rglob("*.py"))
+    package = "\n".join(p.read_text() for p in (REPOSITORY.path / "course").rglob("*.py"))
     shipped = {line.strip() for line in package.splitlines()}
     leaked = [line for line in solution_lines(source_nb(assignment)) if line in shipped]
     assert not leaked, f"course/ contains solution lines of {assignment}: {leaked[:3]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.selfcheck import self_check
 from instructor.zoo import variants_for
 
@@ -13,7 +14,7 @@ A = "01_two_keys"
 
 
 def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
-    release_nb, answers = P.release_and_answers(P.REPO, A)
+    release_nb, answers = REPOSITORY.release_and_answers(A)
     bug = next(v for v in variants_for(A) if v.name == "attention_no_scale")
     buggy = tmp_path / "my_attempt.ipynb"
     P.write_nb(P.fill(release_nb, bug.answers(answers)), buggy)
@@ -37,5 +38,5 @@ def test_self_check_rejects_what_it_cannot_grade(tmp_path):
     with pytest.raises(P.PipelineError, match="not a readable notebook"):
         self_check(broken)
     with pytest.raises(P.PipelineError, match="cannot tell which assignment"):
-        P.write_nb(P.read_nb(P.notebook_path(P.REPO, "release", A)), tmp_path / "mystery.ipynb")
+        P.write_nb(P.read_nb(REPOSITORY.notebook("release", A)), tmp_path / "mystery.ipynb")
         self_check(tmp_path / "mystery.ipynb")

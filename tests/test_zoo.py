@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.zoo import chapter_modules, variants_for
 
 
@@ -15,8 +16,8 @@ def _params():
 
 @pytest.mark.parametrize("assignment", _params())
 def test_zoo_applies_to_the_current_source(assignment):
-    assert assignment in P.assignments(), f"zoo module for {assignment}, which is not under source/"
-    nb = P.read_nb(P.notebook_path(P.REPO, "source", assignment))
+    assert assignment in REPOSITORY.assignments(), f"zoo module for {assignment}, which is not under source/"
+    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
     solutions = P.solution_answers(nb)
     graded_tests = {P.grade_id(c) for c in nb.cells
                     if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
