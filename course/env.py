@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+__all__ = ["grading_mode", "under_nbgrader"]
+
 
 def grading_mode() -> str | None:
     """Return ``"autograde"`` or ``"validate"`` under nbgrader, else ``None``.

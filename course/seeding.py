@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 
+__all__ = ["seed_everything"]
+
 
 def seed_everything(seed: int = 0) -> np.random.Generator:
     """Seed Python, NumPy's global state and torch (if installed); return a fresh NumPy Generator."""

@@ -104,3 +104,16 @@ def test_plots_label_their_axes():
         plot_attention(np.zeros((2, 2, 2)))
     ax = plot_curves([1, 2], {"raw": [1, 2]}, xlabel="d_k", ylabel="top weight", logx=True)
     assert ax.get_xlabel() == "d_k" and ax.get_xscale() == "log"
+
+
+def test_the_student_api_is_declared_once():
+    """Each student module lists its public functions in ``__all__``; ``course`` offers their union."""
+    from course import env, seeding
+
+    for module in (checks, env, seeding):
+        public = {name for name, value in vars(module).items() if callable(value) and not name.startswith("_")
+                  and getattr(value, "__module__", None) == module.__name__}
+        assert public <= set(module.__all__), f"{module.__name__}: public but not in __all__: {public - set(module.__all__)}"
+        for name in module.__all__:
+            assert getattr(course, name) is getattr(module, name), f"course.{name}"
+    assert len(course.__all__) == len(set(course.__all__)), "a name is declared by two modules"
