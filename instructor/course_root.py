@@ -6,6 +6,7 @@ A course root is a folder holding ``nbgrader_config.py`` and nbgrader's layout::
     source/<assignment>/<notebook>.ipynb      its twin, with solutions and hidden tests
     source/budgets.txt                        seconds each source notebook may take to run
     release/<assignment>/<notebook>.ipynb     what students get
+    downloaded/<assignment>/archive/          a class's folders or zips, for nbgrader zip_collect
     submitted/<student>/<assignment>/<notebook>.ipynb
     autograded/<student>/<assignment>/<notebook>.ipynb
     feedback/<student>/<assignment>/<notebook>.html
@@ -72,6 +73,10 @@ class CourseRoot:
         """The assignment's notebook in ``folder`` (``.html`` in ``feedback``)."""
         suffix = ".html" if folder == "feedback" else ".ipynb"
         return self.folder(folder, assignment, student) / (self.notebook_name(assignment) + suffix)
+
+    def archive(self, assignment: str) -> Path:
+        """``downloaded/<assignment>/archive``: where ``nbgrader zip_collect`` looks for submissions."""
+        return self.path / "downloaded" / assignment / "archive"
 
     def script(self, assignment: str) -> Path:
         """The percent-format ``.py`` of the assignment's source notebook."""

@@ -2,8 +2,8 @@
 filling notebooks, and the shape of a grading result.
 
 The steps themselves run in a course root: :class:`instructor.course_root.CourseRoot` owns
-every path and nbgrader step. The functions at the end of this module take a root path and
-call it; they keep the older ``(root, assignment)`` callers working.
+every path and nbgrader step. The functions at the end of this module take the root's path
+and delegate to it, for callers that hold a path (``instructor/batch.py``).
 """
 
 from __future__ import annotations
