@@ -94,3 +94,14 @@ def test_course_package_contains_no_solution(assignment):
     shipped = {line.strip() for line in package.splitlines()}
     leaked = [line for line in solution_lines(source_nb(assignment)) if line in shipped]
     assert not leaked, f"course/ contains solution lines of {assignment}: {leaked[:3]}"
+
+
+def test_test_modules_share_helpers_only_through_support():
+    """A test module imports shared helpers from support.py, never from another test module."""
+    tests = REPOSITORY.path / "tests"
+    local = {p.stem for p in tests.glob("*.py")} - {"support"}
+    for module in sorted(tests.glob("test_*.py")):
+        for line in module.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] in ("import", "from"):
+                assert words[1].split(".")[0] not in local, f"{module.name}: {line.strip()}"
