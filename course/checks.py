@@ -1,8 +1,8 @@
 """Checks that fail with a message a student can act on.
 
-Every check raises ``AssertionError`` (so nbgrader scores the cell zero) and says what is
-wrong in terms of the student's own output: its shape, how far it is off and where, which
-rows do not sum to one, where a NaN appeared. None of them print the expected values.
+Every check raises :class:`CheckFailed`, an ``AssertionError`` (so nbgrader scores the cell
+zero), and says what is wrong in terms of the student's own output: its shape, how far it is
+off and where, which rows do not sum to one, where a NaN appeared. None of them print the expected values.
 
 ``likely_causes`` lets a test name a typical mistake: pass ``{"scores were not divided by
 sqrt(d_k)": array_you_would_get_then}``; if the student's output matches one of them the
@@ -12,11 +12,16 @@ never contains a reference solution.
 
 from __future__ import annotations
 
+import linecache
+import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .env import under_nbgrader
+
 __all__ = [
+    "CheckFailed",
     "as_numpy",
     "check_shape",
     "check_close",
@@ -43,8 +48,47 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+_COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class CheckFailed(AssertionError):
+    """A check failed: shown to the student as its message, not as a traceback into ``course/``.
+
+    IPython asks an exception for ``_render_traceback_()`` before it formats one itself (in
+    Lab, in nbgrader's Validate and in autograded notebooks and their feedback alike). Ours
+    returns the line of the student's cell that called the check, then the message. While
+    nbgrader grades, the notebook holds hidden tests, so only the message is shown.
+    """
+
+    def _caller(self) -> str | None:
+        """``Cell In[3], line 4: check_close(...)`` for the innermost frame outside course/."""
+        tb, found = self.__traceback__, None
+        while tb is not None:
+            filename = tb.tb_frame.f_code.co_filename
+            if not os.path.abspath(filename).startswith(_COURSE_DIR + os.sep):
+                found = (filename, tb.tb_lineno)
+            tb = tb.tb_next
+        if found is None:
+            return None
+        filename, lineno = found
+        line = linecache.getline(filename, lineno).strip()
+        if not line:
+            return None
+        try:  # IPython names cell files after their execution count: "Cell In[3]"
+            count = get_ipython().compile._filename_map[filename]  # noqa: F821
+            where = f"Cell In[{count}], line {lineno}"
+        except Exception:
+            where = f"{os.path.basename(filename)}, line {lineno}"
+        return f"{where}: {line}"
+
+    def _render_traceback_(self) -> list[str]:
+        header = f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"
+        caller = None if under_nbgrader() else self._caller()
+        return [f"\x1b[0;32m{caller}\x1b[0m", header] if caller else [header]
+
+
 def _fail(message: str, hint: str | None = None) -> None:
-    raise AssertionError(f"{message}: {hint}" if hint else message)
+    raise CheckFailed(f"{message}: {hint}" if hint else message)
 
 
 def check_type(name: str, value: Any, expected: type | tuple[type, ...], hint: str | None = None) -> None:
@@ -167,4 +211,4 @@ def check_dtype(name: str, value: Any, expected: Any, hint: str | None = None) -
 def check_true(condition: Any, message: str) -> None:
     """Fail with ``message`` unless ``condition`` is truthy (an ``assert`` that survives ``-O``)."""
     if not bool(condition):
-        raise AssertionError(message)
+        raise CheckFailed(message)
