@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-export MPLBACKEND := Agg
+# No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
+# headless tools (grading, tests, bench) set Agg themselves (instructor.pipeline.tool_env).
 
-.PHONY: setup demo test lab build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-browser lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -21,12 +22,18 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 demo: setup            ## build, release, grade three sample students, print the grade table
 	$(PY) -m instructor demo
 
-test: setup            ## lint, then the whole test suite on 2 workers
+test: setup            ## lint, then the whole test suite on 2 workers (the browser suite: make test-browser)
 	$(PY) -m ruff check course instructor tests bench
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --ignore=tests/browser
 
-lab: setup             ## open the student notebooks in JupyterLab
+test-browser: setup    ## the real-browser suite (headless Chromium against make lab / make formgrader)
+	$(PY) -m pytest -n 0 -p no:cacheprovider tests/browser -v -rs
+
+lab: setup             ## your workspace (copies of the released notebooks) in JupyterLab
 	$(PY) -m instructor lab
+
+formgrader: setup      ## the course root in JupyterLab with nbgrader's formgrader (instructors)
+	$(PY) -m instructor formgrader
 
 build: setup           ## sync every jupytext pair under source/
 	$(PY) -m instructor build
@@ -43,9 +50,8 @@ feedback: setup        ## feedback HTML for autograded submissions
 export: setup          ## grades to grades.csv
 	$(PY) -m instructor export --to grades.csv
 
-check: setup           ## grade your own notebook: make check NB=path/to/two_keys.ipynb
-	@test -n "$(NB)" || { echo "usage: make check NB=path/to/notebook.ipynb"; exit 2; }
-	$(PY) -m instructor check "$(NB)"
+check: setup           ## grade your workspace (one line per started chapter), or one file: make check NB=path/to/two_keys.ipynb
+	$(PY) -m instructor check $(if $(NB),"$(NB)")
 
 grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2
 	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2]"; exit 2; }
@@ -58,4 +64,4 @@ lint: setup
 	$(PY) -m ruff check course instructor tests bench
 
 clean:                 ## remove generated grading state (never source/ or release/)
-	rm -rf autograded/*/ feedback/ gradebook.db grades.csv .pytest_cache
+	rm -rf autograded/*/ feedback/ gradebook.db grades.csv .pytest_cache .exchange/

@@ -65,3 +65,32 @@ c.Autograde.autograde_preprocessors = (
     + [LimitOutputSize]
     + _autograde_steps[_autograde_steps.index(LimitOutput) + 1:]
 )
+
+# The exchange (Assignments panel, release_assignment/fetch/submit/collect). On one machine it
+# is `.exchange/` inside this course (git-ignored; `make lab` and `make formgrader` create it).
+# On JupyterHub a shared exchange is named in a system-wide nbgrader_config.py
+# (docs/JUPYTERHUB.md): when one of the other config files on Jupyter's path names an
+# exchange, that one is kept.
+import os as _os  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+
+from jupyter_core.paths import jupyter_config_path as _config_path  # noqa: E402
+from traitlets.config.loader import PyFileConfigLoader as _Loader  # noqa: E402
+
+
+def _shared_exchange_named() -> bool:
+    here = _Path(__file__).resolve().parent
+    for folder in _config_path():
+        path = _Path(folder) / "nbgrader_config.py"
+        if not path.is_file() or path.resolve().parent == here:
+            continue
+        try:
+            if "root" in _Loader(path.name, str(path.parent)).load_config().get("Exchange", {}):
+                return True
+        except Exception:
+            continue
+    return False
+
+
+if not _shared_exchange_named():
+    c.Exchange.root = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".exchange")

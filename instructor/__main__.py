@@ -74,23 +74,53 @@ def cmd_demo(args) -> int:
 
 
 def cmd_lab(args) -> int:
-    """Open the course in JupyterLab."""
-    folder = ROOT.path / args.folder
-    argv = [str(P.BIN / "jupyter"), "lab", f"--notebook-dir={folder}"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        argv.append("--allow-root")
-    if args.no_browser:
-        argv.append("--no-browser")
-    print(" ".join(argv))
-    os.execve(argv[0], argv, P.tool_env())
-    return 0  # not reached
+    """Open your workspace (your copies of the released notebooks) in JupyterLab."""
+    from . import workspace as W
+
+    argv, env, cwd = W.student_seat(ROOT.path, Path(args.folder).resolve() if args.folder else None)
+    print(f"your workspace: {cwd} (your copies; release/ is never changed)")
+    return W.launch(argv, env, cwd, (["--no-browser"] if args.no_browser else []) + args.jupyter_args)
+
+
+def cmd_formgrader(args) -> int:
+    """Open the course root in JupyterLab with nbgrader's formgrader (Nbgrader > Formgrader)."""
+    from . import workspace as W
+
+    argv, env, cwd = W.instructor_seat(Path(args.root).resolve() if args.root else ROOT.path)
+    return W.launch(argv, env, cwd, (["--no-browser"] if args.no_browser else []) + args.jupyter_args)
 
 
 def cmd_check(args) -> int:
-    """Grade your own copy of a released notebook with the hidden tests."""
+    """Grade your own copy of a released notebook with the hidden tests (default: your workspace)."""
     from .selfcheck import self_check
 
-    return self_check(Path(args.notebook), args.assignment)
+    if args.notebook:
+        return self_check(Path(args.notebook), args.assignment)
+    from . import workspace as W
+
+    mine = W.started(ROOT.path)
+    if not mine:
+        print(f"no chapter started in {W.workspace_dir(ROOT.path)} yet: `make lab` opens it; "
+              "or check a file: make check NB=path/to/notebook.ipynb")
+        return 1
+    return check_workspace(mine)
+
+
+def check_workspace(mine) -> int:
+    """Grade every started chapter of the workspace: one line per chapter."""
+    from .selfcheck import grade_copy
+
+    for assignment, notebook in mine:
+        _, _, report, result = grade_copy(notebook, assignment, say=lambda *a, **k: None)
+        if result is None:
+            line = f"could not grade it: {'; '.join(report.problems)}"
+        else:
+            failed = result.failed()
+            line = f"{result.auto_score:g}/{result.auto_max:g} points" + (
+                f", failing: {', '.join(failed)}" if failed else ", every test passes")
+        print(f"{assignment:<26}{line}", flush=True)
+    print("details of one chapter: make check NB=workspace/<assignment>/<notebook>.ipynb")
+    return 0
 
 
 def cmd_grade_class(args) -> int:
@@ -127,12 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help=_help(cmd_export), description=cmd_export.__doc__)
     p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("lab", help=_help(cmd_lab), description=cmd_lab.__doc__)
-    p.add_argument("--folder", default="release", help="folder to open (release or source)")
+    p = sub.add_parser("lab", help=_help(cmd_lab), description=cmd_lab.__doc__ + JUPYTER_ARGS)
+    p.add_argument("--folder", help="workspace folder (default: workspace/ in the course)")
     p.add_argument("--no-browser", action="store_true", help="print the URL instead of opening a browser")
     p.set_defaults(func=cmd_lab)
+    p = sub.add_parser("formgrader", help=_help(cmd_formgrader), description=cmd_formgrader.__doc__ + JUPYTER_ARGS)
+    p.add_argument("--root", help="course root (default: this repository)")
+    p.add_argument("--no-browser", action="store_true", help="print the URL instead of opening a browser")
+    p.set_defaults(func=cmd_formgrader)
     p = sub.add_parser("check", help=_help(cmd_check), description=cmd_check.__doc__)
-    p.add_argument("notebook", help="path to your .ipynb (it is copied, never changed)")
+    p.add_argument("notebook", nargs="?", help="path to your .ipynb (it is copied, never changed); "
+                   "default: every chapter you started in workspace/, one line each")
     p.add_argument("--assignment", help="assignment id, if the file name does not tell")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("grade-class", help=_help(cmd_grade_class), description=cmd_grade_class.__doc__)
@@ -146,8 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+JUPYTER_ARGS = "\n\nOptions of `jupyter lab` (e.g. --ServerApp.port=8899) are passed on."
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in ("lab", "formgrader"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = extra  # lab, formgrader: passed on to `jupyter lab`
     try:
         return args.func(args)
     except P.PipelineError as err:

@@ -57,8 +57,8 @@ def private_root(root: CourseRoot, assignment: str) -> CourseRoot:
     return private
 
 
-def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY) -> int:
-    """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
+def grade_copy(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY, say=print):
+    """Grade a copy of ``notebook``: ``(assignment, private root, batch report, result or None)``."""
     notebook = notebook.expanduser().resolve()
     if not notebook.is_file():
         raise P.PipelineError(f"no notebook at {notebook}")
@@ -67,14 +67,20 @@ def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot =
     except Exception as err:
         raise P.PipelineError(f"{notebook} is not a readable notebook: {err}") from err
     assignment = root.check_assignment(assignment) if assignment else infer_assignment(root, notebook)
-    print(f"checking {notebook} as {assignment} (hidden tests built from source/) ...", flush=True)
+    say(f"checking {notebook} as {assignment} (hidden tests built from source/) ...", flush=True)
     private = private_root(root, assignment)
     private.submit(assignment, LEARNER, nb)
     report = batch.grade_student(private.path, assignment, LEARNER)
-    if report.status != "graded":
+    result = private.results(assignment)[LEARNER] if report.status == "graded" else None
+    return assignment, private, report, result
+
+
+def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY) -> int:
+    """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
+    assignment, private, report, result = grade_copy(notebook, assignment, root)
+    if result is None:
         print(f"could not grade it: {'; '.join(report.problems)}")
         return 3
-    result = private.results(assignment)[LEARNER]
     print(f"\n{'test cell':<34}{'points':>8}")
     for gid, cell in result.cells.items():
         mark = "ok " if cell.score >= cell.max_score else "FAIL"

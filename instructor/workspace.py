@@ -1,0 +1,153 @@
+"""The student's and the instructor's seats in JupyterLab.
+
+* ``python -m instructor lab`` (``make lab``): the student seat. The released notebooks are
+  copied into ``workspace/`` (git-ignored) the first time; later runs only add chapters
+  released since, never touching a notebook that is already there. Lab opens in that folder,
+  so ``release/`` stays exactly what nbgrader generated and ``git pull`` never conflicts with
+  a student's answers.
+* ``python -m instructor formgrader`` (``make formgrader``): the instructor seat. Lab opens at
+  the course root, where nbgrader's formgrader finds ``source/``, ``release/`` and the
+  gradebook.
+
+Both seats run Lab with plots shown inline (no ``MPLBACKEND=Agg``, which only suits the
+headless tools), the course's nbgrader configuration (Validate runs with the grading
+settings; the Assignments panel uses the local exchange ``.exchange/``), and Lab settings
+shipped in ``instructor/lab_settings/`` (no news pop-up) copied into a git-ignored folder
+where Lab may write the user's own changes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from . import pipeline as P
+
+WORKSPACE = "workspace"
+EXCHANGE = ".exchange"
+LAB_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
+
+
+def workspace_dir(repo: Path = P.REPO) -> Path:
+    return repo / WORKSPACE
+
+
+def prepare(repo: Path = P.REPO, dest: Path | None = None) -> list[Path]:
+    """Copy every released file that is not yet in the workspace; return what was added.
+
+    A file already there is the student's and is never overwritten, even if ``release/``
+    changed since.
+    """
+    dest = dest or workspace_dir(repo)
+    added = []
+    release = repo / "release"
+    for assignment in sorted(p for p in release.iterdir() if p.is_dir()) if release.is_dir() else []:
+        for src in sorted(assignment.rglob("*")):
+            if not src.is_file() or ".ipynb_checkpoints" in src.parts:
+                continue
+            target = dest / src.relative_to(release)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+            added.append(target)
+    return added
+
+
+def started(repo: Path = P.REPO, dest: Path | None = None) -> list[tuple[str, Path]]:
+    """``(assignment, notebook)`` for every workspace notebook that differs from its release."""
+    dest = dest or workspace_dir(repo)
+    out = []
+    for assignment in P.assignments(repo):
+        try:
+            mine = dest / assignment / (P.notebook_name(assignment, repo) + ".ipynb")
+        except P.PipelineError:
+            continue
+        released = P.notebook_path(repo, "release", assignment)
+        if mine.is_file() and (not released.is_file() or _answers(mine) != _answers(released)):
+            out.append((assignment, mine))
+    return out
+
+
+def _answers(path: Path) -> list[str]:
+    """The sources of a notebook's cells (what a student changes; metadata and outputs aside)."""
+    try:
+        return [cell.source for cell in P.read_nb(path).cells]
+    except Exception:
+        return ["<unreadable>"]
+
+
+def _seed_settings(settings_dir: Path) -> Path:
+    """Copy the shipped Lab settings into ``settings_dir`` unless the user has their own there."""
+    for src in LAB_SETTINGS.rglob("*.jupyterlab-settings"):
+        target = settings_dir / src.relative_to(LAB_SETTINGS)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return settings_dir
+
+
+def lab_env(state: Path, repo: Path = P.REPO) -> dict[str, str]:
+    """Environment for a Lab seat: plots inline, the course's nbgrader config, quiet settings."""
+    env = P.tool_env()
+    env.pop("MPLBACKEND", None)  # kernels inherit it: Agg would hide every plot
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(_seed_settings(state / "user-settings"))
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(state / "workspaces")
+    # nbgrader's Validate button and Assignments panel read nbgrader_config.py from the
+    # Jupyter config path: put the course's there so a student's Lab validates like the grader.
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (str(repo), env.get("JUPYTER_CONFIG_PATH", "")) if p)
+    return env
+
+
+def lab_argv(root: Path, port: int | None = None, token: str | None = None,
+             no_browser: bool = False, open_path: str | None = None) -> list[str]:
+    argv = [str(P.BIN / "jupyter"), "lab", f"--ServerApp.root_dir={root}",
+            # no "update available" request to the network
+            "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    if port:
+        argv += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    if token is not None:
+        argv.append(f"--IdentityProvider.token={token}")
+    if no_browser:
+        argv.append("--no-browser")
+    if open_path:
+        argv.append(f"--LabApp.default_url=/lab/tree/{open_path}")
+    return argv
+
+
+def ensure_exchange(repo: Path = P.REPO) -> Path:
+    """The local exchange folder named by ``nbgrader_config.py`` (one machine, git-ignored)."""
+    exchange = repo / EXCHANGE
+    exchange.mkdir(exist_ok=True)
+    return exchange
+
+
+def student_seat(repo: Path = P.REPO, dest: Path | None = None) -> tuple[list[str], dict[str, str], Path]:
+    """Prepare the workspace; return the Lab command line, its environment and its folder."""
+    dest = dest or workspace_dir(repo)
+    dest.mkdir(parents=True, exist_ok=True)
+    added = prepare(repo, dest)
+    for path in added:
+        print(f"new in your workspace: {path.relative_to(dest.parent)}")
+    ensure_exchange(repo)
+    return lab_argv(dest), lab_env(dest / ".lab", repo), dest
+
+
+def instructor_seat(root: Path = P.REPO) -> tuple[list[str], dict[str, str], Path]:
+    ensure_exchange(root)
+    return lab_argv(root), lab_env(root / ".build" / "lab", root), root
+
+
+def launch(argv: list[str], env: dict[str, str], cwd: Path, extra: list[str]) -> int:
+    """Replace this process with Lab (so Ctrl-C stops it as usual)."""
+    argv = argv + extra
+    print(" ".join(argv), flush=True)
+    os.chdir(cwd)
+    sys.stdout.flush()
+    os.execve(argv[0], argv, env)
+    return 0  # not reached
