@@ -6,7 +6,6 @@ Every command works on this repository's course root; ``COMMAND --help`` says mo
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 

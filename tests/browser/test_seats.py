@@ -1,0 +1,138 @@
+"""The student's seat (``make lab``) and the instructor's (``make formgrader``) in a real browser.
+
+Student, for chapter 01 (NumPy) and 03 (torch): the workspace opens, a partial notebook and a
+wrong one are Validated (the dialog names the failing cells with their messages), the
+solutions typed into the editors pass the visible tests after Run All and every plot cell
+shows an image, a named bug from the zoo shows its message without frames from ``course/``,
+saving writes no ``.py`` twin and leaves ``release/`` untouched.
+Instructor: formgrader lists the assignment, opens its source notebook, generates a release,
+and shows the manual-grading view of a written answer of an autograded demo submission.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import subprocess
+
+import pytest
+from lab import Lab, dump, error_text
+from seats import ARTIFACTS, REPO, seat
+
+from instructor import pipeline as P
+from instructor.zoo import variants_for
+
+PLOT_CALL = re.compile(r"^(?!\s*(import|from)\b).*(\bplot_\w+\(|\bplt\.(show|imshow|plot|subplots)\(|\.imshow\()", re.M)
+
+BUGS = {"01_two_keys": "attention_no_scale", "03_masks": "causal_mask_includes_diagonal"}
+
+
+def _bug(assignment: str):
+    """(variant, grade_id, (start, end, typed)) of the chosen zoo bug, or whole cell text."""
+    solutions = P.solution_answers(P.read_nb(P.notebook_path(REPO, "source", assignment)))
+    variants = variants_for(assignment)
+    wanted = BUGS.get(assignment)
+    variant = next((v for v in variants if v.name == wanted), variants[0])
+    answers = variant.answers(solutions)
+    changed = [g for g in solutions if answers[g] != solutions[g]]
+    gid = changed[-1]
+    ops = [o for o in difflib.SequenceMatcher(None, solutions[gid], answers[gid], autojunk=False).get_opcodes()
+           if o[0] != "equal"]
+    return variant, solutions, answers, gid, ops
+
+
+def _plot_cells(cells) -> list[int]:
+    return [c["index"] for c in cells if c["type"] == "code" and PLOT_CALL.search(c["source"])]
+
+
+WRITTEN = ("Scaling keeps the spread of the scores near one whatever d_k is, so the softmax "
+           "does not saturate and its gradients do not vanish.")
+
+
+def _fill_all(lab: Lab, answers: dict[str, str]) -> None:
+    """Every code solution cell, then every written answer (markdown), typed into its editor."""
+    for gid, text in answers.items():
+        lab.replace_cell(gid, text)
+    for cell in lab.cells():
+        if cell["type"] == "markdown" and cell["solution"]:
+            lab.replace_cell(cell["grade_id"], WRITTEN)
+
+
+def _workspace(tmp_path):
+    return tmp_path / "workspace"
+
+
+@pytest.mark.parametrize("assignment", ["01_two_keys", "03_masks"])
+def test_student_seat(driver, tmp_path, assignment):
+    name = P.notebook_name(assignment)
+    workspace = _workspace(tmp_path)
+    variant, solutions, bug_answers, bug_gid, ops = _bug(assignment)
+    first = next(iter(solutions))
+    with seat("lab", f"--folder={workspace}", log_name=f"lab-{assignment}") as server:
+        lab = Lab(driver, server, ARTIFACTS, assignment)
+        assert (workspace / assignment / f"{name}.ipynb").read_bytes() == \
+            P.notebook_path(REPO, "release", assignment).read_bytes(), "the workspace starts as the release"
+        lab.open(f"{assignment}/{name}.ipynb")
+        assert driver.execute_script("return document.querySelectorAll('.jp-Notification-Toast, .Toastify__toast').length") == 0, \
+            "a pop-up (news?) on first start"
+
+        # partial: only the first exercise done
+        lab.replace_cell(first, solutions[first])
+        lab.save()
+        partial = lab.validate("partial")
+        assert "failed" in partial.lower() or "error" in partial.lower(), partial
+        assert "NotImplementedError" in partial, partial
+
+        # the whole solution, typed into every solution cell
+        _fill_all(lab, solutions)
+        cells = lab.run_all()
+        lab.shot("solved-run-all")
+        errors = {c["index"]: error_text(c) for c in cells if error_text(c)}
+        assert not errors, dump(cells)
+        plots = _plot_cells(cells)
+        assert plots, "no plot cell found"
+        for index in plots:
+            lab.scroll_to(index)
+            lab.shot(f"plot-cell-{index}")
+        cells = lab.cells()
+        no_image = [i for i in plots if cells[i]["images"] == 0]
+        assert not no_image, f"plot cells without an <img> in their output: {no_image}"
+        lab.save()
+        full = lab.validate("full")
+        assert "success" in full.lower() and "passes all the tests" in full.lower(), full
+
+        # a named bug, typed over the solution
+        if len(ops) == 1:
+            _, i1, i2, j1, j2 = ops[0]
+            lab.retype(bug_gid, solutions[bug_gid][i1:i2], bug_answers[bug_gid][j1:j2]) \
+                if solutions[bug_gid].count(solutions[bug_gid][i1:i2]) == 1 and i2 > i1 \
+                else lab.replace_cell(bug_gid, bug_answers[bug_gid])
+        else:
+            for gid, text in bug_answers.items():
+                if text != solutions[gid]:
+                    lab.replace_cell(gid, text)
+        # the student runs the cell they changed, then the tests the zoo says this bug fails
+        lab.run_cell(lab.index_of(bug_gid))
+        shown = {}
+        for test_gid in variant.expect:
+            cell = lab.run_cell(lab.index_of(test_gid))
+            shown[test_gid] = error_text(cell)
+            lab.shot(f"bug-{variant.name}-{test_gid}")
+        failing = {gid: text for gid, text in shown.items() if text}
+        assert failing, f"{variant.name}: no visible test failed: {shown}"
+        for gid, text in failing.items():
+            assert "/course/" not in text and "checks.py" not in text and "_fail" not in text, text
+            assert text.count("\n") <= 2, f"{gid}: more than the calling line and the message:\n{text}"
+        messages = "\n".join(failing.values())
+        assert any(fragment in messages for fragment in variant.expect.values()), (variant.expect, messages)
+        lab.save()
+        wrong = lab.validate("wrong")
+        assert "failed" in wrong.lower() or "error" in wrong.lower(), wrong
+        assert any(fragment in wrong for fragment in variant.expect.values()), (variant.expect, wrong)
+        assert "/course/" not in wrong and "checks.py" not in wrong, wrong
+
+    twins = sorted(p.name for p in workspace.rglob("*.py"))
+    assert not twins, f"saving wrote {twins}"
+    status = subprocess.run(["git", "status", "--porcelain", "release/"], cwd=REPO, text=True,
+                            capture_output=True, check=True).stdout
+    assert status == "", status
