@@ -7,7 +7,9 @@
    (``source/budgets.txt``);
 2. autograde: one student's autograde over plain nbclient execution of the same notebook;
 3. class: throughput of the class batch with --jobs 1 versus --jobs 2;
-4. startup: a bare nbgrader start, and what rfc3987_syntax would add to it.
+4. startup: a bare nbgrader start, and what rfc3987_syntax would add to it;
+5. lab: ``make lab`` start-up to a usable notebook (headless Chromium: server up, notebook
+   open, kernel idle), and the first cell run.
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -109,15 +111,44 @@ def bench_startup(repeat: int) -> None:
         print("rfc3987_syntax is not installed (make setup removes it): nothing to add")
 
 
+def bench_lab(repeat: int) -> None:
+    print("\n## 5. Lab start-up: `make lab` to the first usable notebook (headless Chromium)")
+    sys.path.insert(0, str(P.REPO / "tests" / "browser"))
+    import seats  # noqa: E402 (the browser suite's helpers)
+
+    reason = seats._missing()
+    if reason:
+        print(f"skipped: {reason}")
+        return
+    from lab import Lab  # noqa: E402
+
+    rows = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp, seats.driver_session() as driver:
+            start = time.perf_counter()
+            with seats.seat("lab", f"--folder={Path(tmp) / 'workspace'}", log_name="bench-lab") as server:
+                up = time.perf_counter()
+                lab = Lab(driver, server, seats.ARTIFACTS, "bench")
+                lab.open("01_two_keys/two_keys.ipynb", what="bench-opened")
+                usable = time.perf_counter()
+                lab.run_cell(1)
+                ran = time.perf_counter()
+        rows.append((up - start, usable - start, ran - usable))
+    up, usable, first = (statistics.median(r[i] for r in rows) for i in range(3))
+    print(f"server answering {up:5.1f} s | notebook open, kernel idle {usable:5.1f} s | "
+          f"first cell (imports numpy, torch, matplotlib) {first:5.1f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup"])
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     args = parser.parse_args()
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
-             "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat)}
+             "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
+             "lab": lambda: bench_lab(args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

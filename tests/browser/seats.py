@@ -94,8 +94,9 @@ def seat(command: str, *args: str, log_name: str):
             proc.wait()
 
 
-@pytest.fixture(scope="session")
-def driver():
+@contextmanager
+def driver_session():
+    """Headless Chromium through Debian's chromedriver, in a fresh profile, quiet on the network."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -113,6 +114,12 @@ def driver():
     finally:
         browser.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def driver():
+    with driver_session() as browser:
+        yield browser
 
 
 @pytest.fixture
