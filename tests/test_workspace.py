@@ -89,3 +89,16 @@ def test_check_without_a_notebook_explains_an_empty_workspace(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "instructor", "check"], cwd=P.REPO, text=True,
                           capture_output=True)
     assert proc.returncode in (0, 1) and ("no chapter started" in proc.stdout or "points" in proc.stdout)
+
+
+def test_local_exchange_unless_a_shared_one_is_configured(tmp_path, monkeypatch):
+    from traitlets.config.loader import PyFileConfigLoader
+
+    def exchange_root():
+        return PyFileConfigLoader("nbgrader_config.py", str(P.REPO)).load_config().Exchange.get("root")
+
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    assert exchange_root() == str(P.REPO / ".exchange")
+    (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.Exchange.root = "/srv/nbgrader/exchange"\n')
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path))  # as /etc/jupyter on the hub
+    assert exchange_root() is None, "the hub's shared exchange must win"

@@ -77,6 +77,18 @@ def test_student_seat(driver, tmp_path, assignment):
         assert driver.execute_script("return document.querySelectorAll('.jp-Notification-Toast, .Toastify__toast').length") == 0, \
             "a pop-up (news?) on first start"
 
+        if assignment == "01_two_keys":  # nbgrader's panels work with the local exchange
+            for command, panel in (("nbgrader:open-assignment-list", "assignments"),
+                                   ("nbgrader:open-course-list", "courses")):
+                lab.command(command)
+                lab.wait(lambda: "loading" not in driver.execute_script(
+                    "return window.jupyterapp.shell.currentWidget.node.innerText;").lower(), 60, panel)
+                time.sleep(2)
+                text = driver.execute_script("return window.jupyterapp.shell.currentWidget.node.innerText;")
+                lab.shot(f"panel-{panel}")
+                assert "error" not in text.lower(), text
+            lab.open(f"{assignment}/{name}.ipynb", what="reopened")
+
         # partial: only the first exercise done
         lab.replace_cell(first, solutions[first])
         lab.save()
