@@ -119,10 +119,13 @@ def lab_env(state: Path, repo: Path = P.REPO) -> dict[str, str]:
 
 
 def lab_argv(root: Path, port: int | None = None, token: str | None = None,
-             no_browser: bool = False, open_path: str | None = None) -> list[str]:
+             no_browser: bool = False, open_path: str | None = None,
+             kernel_sockets: Path | None = None) -> list[str]:
     argv = [str(P.BIN / "jupyter"), "lab", f"--ServerApp.root_dir={root}",
             # no "update available" request to the network
             "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
+    if kernel_sockets:  # local sockets for the notebook kernels: no "TCP without encryption"
+        argv += ["--KernelManager.transport=ipc", f"--KernelManager.ip={kernel_sockets}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")
     if port:
@@ -134,6 +137,12 @@ def lab_argv(root: Path, port: int | None = None, token: str | None = None,
     if open_path:
         argv.append(f"--LabApp.default_url=/lab/tree/{open_path}")
     return argv
+
+
+def _sockets(state: Path) -> Path:
+    """Prefix of the kernels' ipc socket files, kept out of the folders Lab shows."""
+    (state / "kernels").mkdir(parents=True, exist_ok=True)
+    return state / "kernels" / "kernel"
 
 
 def ensure_exchange(repo: Path = P.REPO) -> Path:
@@ -151,12 +160,14 @@ def student_seat(repo: Path = P.REPO, dest: Path | None = None) -> tuple[list[st
     for path in added:
         print(f"new in your workspace: {path.relative_to(dest.parent)}")
     ensure_exchange(repo)
-    return lab_argv(dest), lab_env(dest / ".lab", repo), dest
+    state = dest / ".lab"
+    return lab_argv(dest, kernel_sockets=_sockets(state)), lab_env(state, repo), dest
 
 
 def instructor_seat(root: Path = P.REPO) -> tuple[list[str], dict[str, str], Path]:
     ensure_exchange(root)
-    return lab_argv(root), lab_env(root / ".build" / "lab", root), root
+    state = root / ".build" / "lab"
+    return lab_argv(root, kernel_sockets=_sockets(state)), lab_env(state, root), root
 
 
 def launch(argv: list[str], env: dict[str, str], cwd: Path, extra: list[str]) -> int:
