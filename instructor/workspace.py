@@ -140,9 +140,17 @@ def lab_argv(root: Path, port: int | None = None, token: str | None = None,
 
 
 def _sockets(state: Path) -> Path:
-    """Prefix of the kernels' ipc socket files, kept out of the folders Lab shows."""
-    (state / "kernels").mkdir(parents=True, exist_ok=True)
-    return state / "kernels" / "kernel"
+    """Prefix of the kernels' ipc socket files, kept out of the folders Lab shows.
+
+    A Unix socket path holds at most 107 bytes: deep folders get a short private temp folder.
+    """
+    folder = state / "kernels"
+    if len(str(folder)) > 80:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="lab-kernels-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "kernel"
 
 
 def ensure_exchange(repo: Path = P.REPO) -> Path:
