@@ -57,7 +57,8 @@ class CheckFailed(AssertionError):
     IPython asks an exception for ``_render_traceback_()`` before it formats one itself (in
     Lab, in nbgrader's Validate and in autograded notebooks and their feedback alike). Ours
     returns the line of the student's cell that called the check, then the message. While
-    nbgrader grades, the notebook holds hidden tests, so only the message is shown.
+    nbgrader grades, the notebook holds hidden tests, so only the message is shown (also in
+    any kernel started with the grader's minimal tracebacks).
     """
 
     def _caller(self) -> str | None:
@@ -83,8 +84,19 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         header = f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"
-        caller = None if under_nbgrader() else self._caller()
+        caller = None if _source_hidden() else self._caller()
         return [f"\x1b[0;32m{caller}\x1b[0m", header] if caller else [header]
+
+
+def _source_hidden() -> bool:
+    """True while grading: under nbgrader, or in a kernel started with the grader's
+    ``--InteractiveShell.xmode=Minimal`` (tracebacks there must not show test source)."""
+    if under_nbgrader():
+        return True
+    try:
+        return get_ipython().InteractiveTB.mode == "Minimal"  # noqa: F821
+    except Exception:
+        return False
 
 
 def _fail(message: str, hint: str | None = None) -> None:

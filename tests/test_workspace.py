@@ -55,13 +55,13 @@ def test_workspace_and_exchange_are_ignored_by_git():
     assert out == ["workspace/x.ipynb", ".exchange/x", ".artifacts/x"]
 
 
-def _run_cells(cells):
+def _run_cells(cells, extra_arguments=()):
     """Run cells in a fresh kernel (which inherits this process's environment); the last error."""
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    NotebookClient(nb, kernel_name="python3", allow_errors=True).execute()
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, extra_arguments=list(extra_arguments)).execute()
     return [o for o in nb.cells[-1].outputs if o.output_type == "error"][0]
 
 
@@ -83,6 +83,12 @@ def test_while_grading_a_failed_check_shows_the_message_alone(monkeypatch):
     error = _run_cells(CELLS)
     assert len(error.traceback) == 1 and "the visible test line" not in error.traceback[0]
     assert "out is off" in error.traceback[0]
+
+
+def test_with_the_graders_minimal_tracebacks_the_message_alone(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # e.g. a sandbox that drops the env
+    error = _run_cells(CELLS, ["--InteractiveShell.xmode=Minimal"])
+    assert len(error.traceback) == 1 and "out is off" in error.traceback[0]
 
 
 def test_check_without_a_notebook_explains_an_empty_workspace(tmp_path):
