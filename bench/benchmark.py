@@ -122,21 +122,36 @@ def bench_lab(repeat: int) -> None:
         return
     from lab import Lab  # noqa: E402
 
-    rows = []
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as tmp, seats.driver_session() as driver:
-            start = time.perf_counter()
-            with seats.seat("lab", f"--folder={Path(tmp) / 'workspace'}", log_name="bench-lab") as server:
-                up = time.perf_counter()
-                lab = Lab(driver, server, seats.ARTIFACTS, "bench")
-                lab.open("01_two_keys/two_keys.ipynb", what="bench-opened")
-                usable = time.perf_counter()
-                lab.run_cell(1)
-                ran = time.perf_counter()
-        rows.append((up - start, usable - start, ran - usable))
-    up, usable, first = (statistics.median(r[i] for r in rows) for i in range(3))
-    print(f"server answering {up:5.1f} s | notebook open, kernel idle {usable:5.1f} s | "
-          f"first cell (imports numpy, torch, matplotlib) {first:5.1f} s")
+    def measure(start_server):
+        rows = []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as tmp, seats.driver_session() as driver:
+                start = time.perf_counter()
+                with start_server(Path(tmp)) as server:
+                    up = time.perf_counter()
+                    lab = Lab(driver, server, seats.ARTIFACTS, "bench")
+                    lab.open("01_two_keys/two_keys.ipynb", what="bench-opened")
+                    usable = time.perf_counter()
+                    lab.run_cell(1)
+                    ran = time.perf_counter()
+            rows.append((up - start, usable - start, ran - usable))
+        return [statistics.median(r[i] for r in rows) for i in range(3)]
+
+    def seat(tmp):
+        return seats.seat("lab", f"--folder={tmp / 'workspace'}", log_name="bench-lab")
+
+    def plain(tmp):  # what `make lab` did before: jupyter lab on a copy of release/
+        shutil.copytree(P.REPO / "release", tmp / "release")
+        argv = [str(P.BIN / "jupyter"), "lab", "--no-browser", f"--ServerApp.root_dir={tmp / 'release'}",
+                "--allow-root"]
+        return seats.server(argv, "bench-plain-lab", cwd=tmp)
+
+    results = {"make lab (the workspace seat)": measure(seat), "plain jupyter lab": measure(plain)}
+    print(f"{'':<32}{'server up':>10}{'usable':>9}{'1st cell':>10}   (seconds; usable = notebook open, kernel idle)")
+    for name, (up, usable, first) in results.items():
+        print(f"{name:<32}{up:>10.1f}{usable:>9.1f}{first:>10.1f}")
+    ratio = results["make lab (the workspace seat)"][1] / results["plain jupyter lab"][1]
+    print(f"time to a usable notebook, make lab over plain jupyter lab: {ratio:4.2f}")
 
 
 def main() -> int:

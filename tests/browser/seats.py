@@ -60,31 +60,38 @@ class Server:
 @contextmanager
 def seat(command: str, *args: str, log_name: str):
     """``python -m instructor <command> ARGS`` on a free port; yields a :class:`Server`."""
+    argv = [sys.executable, "-m", "instructor", command, *args, "--no-browser"]
+    with server(argv, log_name) as running:
+        yield running
+
+
+@contextmanager
+def server(argv: list[str], log_name: str, cwd: Path = REPO, env: dict | None = None):
+    """A Jupyter server from ``argv`` (port, token and test options added); yields a :class:`Server`."""
     port, token = free_port(), secrets.token_hex(16)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / f"{log_name}.log"
-    env = dict(os.environ, JUPYTER_TOKEN=token)
-    env.pop("MPLBACKEND", None)  # as a student's shell: the seat must show plots without help
-    argv = [sys.executable, "-m", "instructor", command, *args, "--no-browser",
-            f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
-            "--LabApp.expose_app_in_browser=True"]
+    if env is None:  # as a student's shell: a seat must show plots without help
+        env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env = dict(env, JUPYTER_TOKEN=token)
+    argv = [*argv, f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", "--LabApp.expose_app_in_browser=True"]
     with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    server = Server(f"http://127.0.0.1:{port}", token, REPO, log, proc)
+    running = Server(f"http://127.0.0.1:{port}", token, cwd, log, proc)
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{command} exited: {log.read_text()[-3000:]}")
+                raise RuntimeError(f"{argv[:4]} exited: {log.read_text()[-3000:]}")
             try:
-                server.api("/api/status")
+                running.api("/api/status")
                 break
             except OSError as err:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{command} did not answer in 90 s: {log.read_text()[-3000:]}") from err
+                    raise RuntimeError(f"{argv[:4]} did not answer in 90 s: {log.read_text()[-3000:]}") from err
                 time.sleep(0.3)
-        yield server
+        yield running
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
