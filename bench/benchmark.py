@@ -17,6 +17,7 @@ The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -26,6 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# headless figures for the notebooks executed here (the Makefile no longer exports it: Lab
+# would hand it to every kernel); the Lab seats measured in section 5 drop it again
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
