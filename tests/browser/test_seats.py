@@ -74,8 +74,8 @@ def test_student_seat(driver, tmp_path, assignment):
         assert (workspace / assignment / f"{name}.ipynb").read_bytes() == \
             P.notebook_path(REPO, "release", assignment).read_bytes(), "the workspace starts as the release"
         lab.open(f"{assignment}/{name}.ipynb")
-        assert driver.execute_script("return document.querySelectorAll('.jp-Notification-Toast, .Toastify__toast').length") == 0, \
-            "a pop-up (news?) on first start"
+        toasts = "return document.querySelectorAll('.jp-Notification-Toast, .Toastify__toast').length"
+        assert driver.execute_script(toasts) == 0, "a pop-up (news?) on first start"
 
         if assignment == "01_two_keys":  # nbgrader's panels work with the local exchange
             for command, panel in (("nbgrader:open-assignment-list", "assignments"),
@@ -138,6 +138,7 @@ def test_student_seat(driver, tmp_path, assignment):
             assert text.count("\n") <= 2, f"{gid}: more than the calling line and the message:\n{text}"
         messages = "\n".join(failing.values())
         assert any(fragment in messages for fragment in variant.expect.values()), (variant.expect, messages)
+        assert driver.execute_script(toasts) == 0, "a pop-up (news?) while working"
         lab.save()
         wrong = lab.validate("wrong")
         assert "failed" in wrong.lower() or "error" in wrong.lower(), wrong
