@@ -224,6 +224,8 @@ def test_instructor_seat(driver, tmp_path):
             "const w = window.jupyterapp.shell.currentWidget;"
             "return !!(w && w.context && w.context.isReady && w.context.path === arguments[0]);",
             f"source/{assignment}/{name}.ipynb"), 60, "the source notebook to open")
+        lab.wait(lambda: lab.kernel_status() == "idle", 120, "the source notebook's kernel")
+        time.sleep(1)
         sources = "\n".join(c["source"] for c in lab.cells())
         assert "### BEGIN SOLUTION" in sources and "### BEGIN HIDDEN TESTS" in sources
         lab.shot("source-notebook")
