@@ -5,9 +5,15 @@ Every line here answers a pitfall we measured; see README "Grading pipeline".
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades, LimitOutput
+from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
 
-from instructor.nbgrader_ext import LimitOutputSize, StripJupytextMetadata
+from instructor.nbgrader_ext import (
+    GuardedExecute,
+    LimitOutputSize,
+    ReviewCsvExport,
+    ReviewFlags,
+    StripJupytextMetadata,
+)
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -44,8 +50,11 @@ c.Execute.timeout = 120
 c.Execute.startup_timeout = 180
 # Minimal tracebacks: a failing hidden test shows its AssertionError message, not its source.
 # course.integrity.install() runs before any student code: it remembers the genuine
-# np.allclose, torch.testing.assert_close, course checks, ... and puts them back before every
-# cell if student code replaced them (saying so in that cell's output).
+# np.allclose, torch.testing.assert_close, course checks, builtins, sys hooks and IPython's
+# execution machinery (transformers, events, exception handlers, showtraceback, ...) and puts
+# them back after every cell if student code changed them (saying so in that cell's output).
+# GuardedExecute (below, in place of nbgrader's Execute) checks that guard from outside after
+# every cell; its settings are the Execute ones (c.Execute.* applies to the subclass).
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--InteractiveShell.xmode=Minimal",
@@ -59,12 +68,19 @@ c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
 c.LimitOutputSize.max_chars = 20_000
-_autograde_steps = list(Autograde.autograde_preprocessors.default())
+_autograde_steps = [GuardedExecute if step is Execute else step
+                    for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (
     _autograde_steps[: _autograde_steps.index(LimitOutput) + 1]
     + [LimitOutputSize]
     + _autograde_steps[_autograde_steps.index(LimitOutput) + 1:]
+    # last: mark the submission for review (guard reports, static scan of the student's cells,
+    # sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
+    + [ReviewFlags]
 )
+# `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
+# review_reasons to nbgrader's CSV.
+c.ExportApp.plugin_class = ReviewCsvExport
 
 # The exchange (Assignments panel, release_assignment/fetch/submit/collect). On one machine it
 # is `.exchange/` inside this course (git-ignored; `make lab` and `make formgrader` create it).

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.plugins import CsvExportPlugin
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
 
@@ -47,3 +48,257 @@ class LimitOutputSize(NbGraderPreprocessor):
             if "traceback" in output:
                 output.traceback = [self._cut(line) for line in output.traceback]
         return cell, resources
+
+
+# ---------------------------------------------------------------- the guarded grading kernel
+
+GUARD_KEY = "grader-guard"
+REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded notebook: {"reasons": [...]}
+INTEGRITY_ERROR = "GraderIntegrityError"
+
+
+def _is_test_cell(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+class GuardedExecute(Execute):
+    """nbgrader's Execute, checking the kernel's integrity guard after every cell from outside.
+
+    ``course.integrity.install()`` runs in the kernel before any student code. Before the
+    first cell this preprocessor asks the guard for a key (a silent request: no student code
+    has run yet). Every cell's execute request then carries a ``user_expressions`` entry that
+    calls the guard after the cell and all its callbacks: the guard puts back whatever the
+    cell changed and answers with its log, authenticated with the key and a fresh nonce. When
+    the cell ended in an error the kernel evaluates no user_expressions, so a silent request
+    asks again.
+
+    * Anything the guard had to put back, or an answer that is missing or not genuine, is a
+      reason for review (``resources["grader_review"]``, read by :class:`ReviewFlags`).
+    * A graded test cell counts as failed when the guard had to put something back after it,
+      or could not vouch for it, or its execute reply is not "ok" (even when the kernel
+      displayed no error): an error output is put first among its outputs, where nbgrader
+      looks when it scores the cell.
+    """
+
+    guard_timeout = Integer(30, help="seconds to wait for the guard's answer after a cell").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._guard_kc = None
+        self._guard_key = None
+        self._guard_length = 0
+        self._guard_reasons: list[tuple[int, str]] = []
+        nb, resources = super().preprocess(nb, resources, km)
+        resources.setdefault(REVIEW_METADATA, []).extend(self._guard_reasons)
+        return nb, resources
+
+    def on_cell_executed(self, **kwargs):
+        self._last_reply = kwargs.get("execute_reply")
+        return super().on_cell_executed(**kwargs)
+
+    # -- talking to the guard
+
+    async def _async_guard_call(self, expression: str):
+        from queue import Empty
+        from time import monotonic
+
+        from nbclient.util import ensure_async
+
+        msg_id = self.kc.execute("", silent=True, store_history=False, stop_on_error=False,
+                                 user_expressions={GUARD_KEY: expression})
+        deadline = monotonic() + self.guard_timeout
+        while True:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=remaining))
+            except Empty:
+                return None
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def _guard_call(self, expression: str):
+        from jupyter_core.utils import run_sync
+
+        return run_sync(self._async_guard_call)(expression)
+
+    @staticmethod
+    def _answer(reply) -> str | None:
+        import ast
+
+        try:
+            value = reply["content"]["user_expressions"][GUARD_KEY]
+            if value.get("status") != "ok":
+                return None
+            text = ast.literal_eval(value["data"]["text/plain"])
+        except (KeyError, TypeError, ValueError, SyntaxError):
+            return None
+        return text if isinstance(text, str) else None
+
+    def _handshake(self) -> None:
+        from course.integrity import ENTRY
+
+        self._guard_kc = self.kc
+        answer = self._answer(self._guard_call(f"{ENTRY}('handshake')"))
+        if answer and answer.startswith("key:"):
+            self._guard_key = answer[4:]
+        else:
+            self._guard_key = None
+            self._guard_reasons.append((0, "the grading kernel's integrity guard did not start "
+                                           "(course.integrity.install() missing from Execute.extra_arguments?)"))
+
+    def _report(self, reply, nonce: str):
+        from course.integrity import verify_report
+
+        answer = self._answer(reply) if reply is not None else None
+        return verify_report(answer, self._guard_key, nonce) if answer else None
+
+    # -- every cell
+
+    def preprocess_cell(self, cell, resources, index):
+        import functools
+        import secrets
+
+        from course.integrity import ENTRY
+
+        if self.kc is not None and self._guard_kc is not self.kc:
+            self._handshake()
+        if cell.cell_type != "code" or not cell.source.strip() or self._guard_key is None:
+            return super().preprocess_cell(cell, resources, index)
+        nonce = secrets.token_hex(16)
+        expression = f"{ENTRY}({nonce!r}, {self._guard_length})"
+        kc = self.kc
+        kc.execute = functools.partial(type(kc).execute, kc, user_expressions={GUARD_KEY: expression})
+        self._last_reply = None
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        finally:
+            kc.__dict__.pop("execute", None)
+        reply = self._last_reply
+        report = self._report(reply, nonce)
+        if report is None:  # an error reply carries no user_expressions: ask once more
+            nonce = secrets.token_hex(16)
+            report = self._report(self._guard_call(f"{ENTRY}({nonce!r}, {self._guard_length})"), nonce)
+        self._judge(cell, index, reply, report)
+        return cell, resources
+
+    def _judge(self, cell, index: int, reply, report) -> None:
+        label = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
+        problem = None
+        if report is None:
+            problem = ("the grader could not get a genuine answer from the kernel's integrity guard "
+                       "(it was disabled, or its answer forged)")
+        else:
+            length, entries = report
+            self._guard_length = length
+            if entries:
+                problem = "the grader had to put back " + ", ".join(entries)
+        if problem:
+            self._guard_reasons.append((index, f"cell {index} ({label}): {problem}"))
+        if not _is_test_cell(cell):
+            return
+        status = (reply or {}).get("content", {}).get("status")
+        if problem:
+            message = f"{problem}; this test counts as failed and the submission is flagged for review"
+            self._fail_first(cell, INTEGRITY_ERROR, message)
+        elif status != "ok":
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            if errors:
+                cell.outputs.remove(errors[0])
+                cell.outputs.insert(0, errors[0])
+            else:
+                content = (reply or {}).get("content", {})
+                self._fail_first(cell, content.get("ename") or "ExecutionError",
+                                 content.get("evalue") or f"the cell's execute reply was {status!r}")
+
+    @staticmethod
+    def _fail_first(cell, ename: str, evalue: str) -> None:
+        from nbformat.notebooknode import NotebookNode
+
+        error = NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+        cell.outputs.insert(0, error)
+
+
+class ReviewFlags(NbGraderPreprocessor):
+    """Mark a submission for review: guard reports, a static scan, sandbox refusals.
+
+    Runs last in autograde. The reasons go to the autograded notebook's metadata
+    (``grader_review.reasons``, read by the class batch and :class:`ReviewCsvExport`) and
+    nbgrader's own ``needs_manual_grade`` is set on every graded cell from the first flagged
+    cell on, so the formgrader lists the submission as needing a manual grade.
+    """
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        from .scan import refusals, scan_notebook
+
+        found = list(resources.get(REVIEW_METADATA, [])) + scan_notebook(nb) + refusals(nb)
+        reasons = []
+        for _, reason in sorted(found, key=lambda item: item[0]):
+            if reason not in reasons:
+                reasons.append(reason)
+        nb.metadata.pop(REVIEW_METADATA, None)
+        if not reasons:
+            return nb, resources
+        nb.metadata[REVIEW_METADATA] = {"reasons": reasons}
+        first = min(index for index, _ in found)
+        grade_ids = [c.metadata.nbgrader["grade_id"] for i, c in enumerate(nb.cells)
+                     if c.get("metadata", {}).get("nbgrader", {}).get("grade") and i >= first]
+        if not grade_ids:
+            grade_ids = [c.metadata.nbgrader["grade_id"] for c in nb.cells
+                         if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            for grade_id in grade_ids:
+                try:
+                    grade = gb.find_grade(grade_id, info["notebook"], info["assignment"], info["student"])
+                except MissingEntry:
+                    continue
+                grade.needs_manual_grade = True
+            gb.db.commit()
+        self.log.warning("flagged for review: %s", "; ".join(reasons))
+        return nb, resources
+
+
+def review_reasons(nb) -> list[str]:
+    """The review reasons recorded in an autograded notebook (empty: nothing to review)."""
+    return list(nb.get("metadata", {}).get(REVIEW_METADATA, {}).get("reasons", []))
+
+
+class ReviewCsvExport(CsvExportPlugin):
+    """nbgrader's CSV export plus two columns: ``needs_review`` and ``review_reasons``.
+
+    ``needs_review`` is ``yes`` when any notebook of that student's submission was flagged by
+    :class:`ReviewFlags`; ``review_reasons`` joins the reasons with `` | ``.
+    """
+
+    def export(self, gradebook):
+        import csv
+        import glob
+        import os
+
+        import nbformat
+
+        super().export(gradebook)
+        dest = self.to or "grades.csv"
+        with open(dest, newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            fields = [*(reader.fieldnames or []), "needs_review", "review_reasons"]
+        coursedir = self.parent.coursedir
+        for row in rows:
+            folder = coursedir.format_path(coursedir.autograded_directory, row["student_id"], row["assignment"])
+            reasons = []
+            for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
+                try:
+                    reasons += review_reasons(nbformat.read(path, as_version=4))
+                except Exception:  # an unreadable autograded notebook is itself worth a look
+                    reasons.append(f"{os.path.basename(path)} could not be read")
+            row["needs_review"] = "yes" if reasons else ""
+            row["review_reasons"] = " | ".join(reasons)
+        with open(dest, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
