@@ -10,6 +10,9 @@
 4. startup: a bare nbgrader start, and what rfc3987_syntax would add to it;
 5. lab: ``make lab`` start-up to a usable notebook (headless Chromium: server up, notebook
    open, kernel idle), and the first cell run.
+6. batch: per student in a class batch (--jobs 1), the batch (autograde and feedback in
+   long-lived workers) over plain nbclient execution of the same notebooks, and the old way
+   (one `nbgrader autograde` and one `nbgrader generate_feedback` process per student).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -99,6 +102,30 @@ def bench_class(n_students: int) -> None:
     print(f"speed-up --jobs 2 over --jobs 1: {rows[1] / rows[2]:4.2f}x")
 
 
+def bench_batch(n_students: int) -> None:
+    print(f"\n## 6. per student in a class batch of {n_students} (01_two_keys, --jobs 1): batch over plain execution")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _class_root(Path(tmp), n_students)
+        names = batch.students(root, "01_two_keys")
+        notebooks = [P.notebook_path(root, "submitted", "01_two_keys", s) for s in names]
+        start = time.perf_counter()
+        for nb in notebooks:
+            execute(nb, nb.parent)
+        plain = (time.perf_counter() - start) / n_students
+        start = time.perf_counter()
+        reports = batch.grade_class(root, "01_two_keys", jobs=1, regrade=True, progress=False)
+        workers = (time.perf_counter() - start) / n_students
+        assert all(r.status == "graded" for r in reports.values())
+        start = time.perf_counter()
+        for student in names:
+            assert batch.grade_student(root, "01_two_keys", student).status == "graded"
+        per_process = (time.perf_counter() - start) / n_students
+    print(f"plain execution {plain:5.2f} s/student | batch with workers {workers:5.2f} s/student | "
+          f"one nbgrader process per step {per_process:5.2f} s/student")
+    print(f"ratio batch/plain {workers / plain:5.2f} (target <= 1.3) | "
+          f"before (a process per step)/plain {per_process / plain:5.2f}")
+
+
 def bench_startup(repeat: int) -> None:
     print("\n## 4. tool start-up")
     python = sys.executable
@@ -160,14 +187,14 @@ def bench_lab(repeat: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab"])
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     args = parser.parse_args()
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
-             "lab": lambda: bench_lab(args.repeat)}
+             "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

@@ -8,29 +8,43 @@ Class batch (``python -m instructor grade-class ASSIGNMENT --from FOLDER_OR_ZIP 
    either as folders or inside a zip (``class.zip: alice/two_keys.ipynb, bob/two_keys.ipynb``).
 2. **inspect** every student folder: a missing or renamed notebook, or one that is not valid
    JSON, is reported and skipped.
-3. **grade** the rest with ``--jobs`` worker processes, one student per ``nbgrader autograde``
-   process at a time, all writing to the one sqlite gradebook (retrying when it is busy);
-   a student whose autograde fails (a kernel that died from ``os._exit``, ...) is reported and
+3. **grade** the rest with ``--jobs`` long-lived worker processes: each loads nbgrader and the
+   course configuration once (``nbgrader.apps.NbGraderAPI``) and then autogrades and writes
+   feedback for one student after another (one grading kernel per student, as always), all
+   writing to the one sqlite gradebook (retrying when it is busy). Starting nbgrader once per
+   worker instead of twice per student is what keeps autograde close to plain execution.
+   A student whose autograde fails (a kernel that died from ``os._exit``, ...) is reported and
    the batch goes on. Unchanged submissions that are already graded are skipped, so re-running
    is idempotent; manual grades are never touched (nbgrader keeps them on re-autograde too).
 4. **feedback** HTML per graded student, a summary table, ``grades.csv`` and a report.
+
+**Review**: a submission that tampered with the grading kernel, or whose code touches the
+kernel's machinery, the gradebook, other processes, the network or paths outside its folder
+(``instructor.scan``), or that the OS sandbox refused something, is graded as usual and marked
+*for review* (``instructor.nbgrader_ext.ReviewFlags``): the ``review`` column of the summary,
+``review:`` lines in the report, ``needs_review``/``review_reasons`` in ``grades.csv`` and
+nbgrader's "needs manual grade" in the formgrader. When the grading kernels run without the
+OS sandbox (``instructor.sandbox``), the summary and the report start with a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import shutil
 import subprocess
 import time
 import zipfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from . import pipeline as P
+from .nbgrader_ext import review_reasons
 
 STUDENT_FOLDER_REGEXP = r".*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9_.@+\-]*)/(?P<file_id>[^/]+\.ipynb)$"
 TAMPER_MARK = "grader: this notebook had replaced"
@@ -45,6 +59,7 @@ class StudentReport:
     max_score: float = 0.0
     problems: list[str] = field(default_factory=list)
     failed_cells: dict[str, str] = field(default_factory=dict)
+    review: list[str] = field(default_factory=list)  # why a person should look at it (empty: nothing)
 
 
 # ---------------------------------------------------------------- collect
@@ -127,6 +142,7 @@ def _failure_reason(stderr: str) -> str:
 
 
 def grade_student(root: Path, assignment: str, student: str) -> StudentReport:
+    """Autograde and give feedback to one student with the nbgrader command line."""
     report = StudentReport(student)
     proc = _nbgrader_retrying(["autograde", assignment, "--force", "--create", f"--student={student}"], root)
     graded_nb = P.notebook_path(root, "autograded", assignment, student)
@@ -136,9 +152,83 @@ def grade_student(root: Path, assignment: str, student: str) -> StudentReport:
         return report
     _nbgrader_retrying(["generate_feedback", assignment, "--force", f"--student={student}"], root)
     report.status = "graded"
-    if TAMPER_MARK in graded_nb.read_text(errors="replace"):
-        report.problems.append("replaced the grader's check functions (restored before the tests ran)")
+    _read_review(graded_nb, report)
     return report
+
+
+# ---------------------------------------------------------------- worker processes
+
+_WORKER: dict = {}
+
+
+def _worker_start(root: str) -> None:
+    """Run once per worker process: nbgrader and the course root's configuration, loaded once."""
+    os.environ.update(P.tool_env())
+    os.chdir(root)
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.apps.baseapp import NbGrader
+    from nbgrader.coursedir import CourseDirectory
+
+    app = NbGrader()  # loads nbgrader_config.py from the course root and Jupyter's config dirs
+    app.load_config_file()
+    config = app.config
+    config.CourseDirectory.root = root
+    _WORKER["api"] = NbGraderAPI(CourseDirectory(config=config), config=config)
+    _WORKER["root"] = Path(root)
+
+
+def _api_retrying(call, *args, attempts: int = 5, **kwargs) -> dict:
+    for attempt in range(attempts):
+        result = call(*args, **kwargs)
+        result["text"] = result.get("log", "") + "\n" + result.get("error", "")
+        if "database is locked" not in result["text"]:
+            return result
+        time.sleep(0.5 * (attempt + 1))
+    return result
+
+
+def _worker_grade(assignment: str, student: str) -> StudentReport:
+    """In a worker: autograde and give feedback to one student, as :func:`grade_student` does."""
+    api, root = _WORKER["api"], _WORKER["root"]
+    report = StudentReport(student)
+    result = _api_retrying(api.autograde, assignment, student, force=True, create=True)
+    graded_nb = P.notebook_path(root, "autograded", assignment, student)
+    if not result.get("success") or not graded_nb.exists():
+        report.status = "failed"
+        report.problems.append(_failure_reason(result["text"]))
+        return report
+    _api_retrying(api.generate_feedback, assignment, student, force=True)
+    report.status = "graded"
+    _read_review(graded_nb, report)
+    return report
+
+
+def _read_review(graded_nb: Path, report: StudentReport) -> None:
+    text = graded_nb.read_text(errors="replace")
+    if TAMPER_MARK in text:
+        report.problems.append("replaced the grader's check functions (restored before the tests ran)")
+    try:
+        report.review = review_reasons(nbformat.reads(text, as_version=4))
+    except Exception as err:  # an autograded notebook we cannot read is itself worth a look
+        report.review = [f"the autograded notebook could not be read ({type(err).__name__})"]
+
+
+def sandbox_warning() -> str | None:
+    """A loud line when grading kernels run without the OS sandbox, else None."""
+    try:
+        from . import sandbox
+    except ImportError:
+        ok, reason = False, "instructor.sandbox is not installed"
+    else:
+        try:
+            ok, reason = sandbox.sandbox_status()
+        except Exception as err:  # a broken probe is no sandbox
+            ok, reason = False, f"the sandbox check failed ({type(err).__name__}: {err})"
+    if ok:
+        return None
+    return ("WARNING: the grading kernels ran WITHOUT the OS sandbox (" + reason + "): student code could "
+            "read and write everything this account can, including gradebook.db. In-kernel guards and "
+            "review flags still ran; see README \"Students cannot buy points\".")
 
 
 def _fill_scores(root: Path, assignment: str, reports: dict[str, StudentReport]) -> None:
@@ -148,6 +238,9 @@ def _fill_scores(root: Path, assignment: str, reports: dict[str, StudentReport])
             result = results[student]
             report.score, report.max_score = result.auto_score, result.auto_max
             report.failed_cells = {g: result.cells[g].error for g in result.failed()}
+            graded_nb = P.notebook_path(root, "autograded", assignment, student)
+            if report.status == "unchanged" and graded_nb.exists():
+                _read_review(graded_nb, report)
 
 
 def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = False,
@@ -178,8 +271,10 @@ def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = Fals
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="student", desc=f"autograde {assignment}")
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_student, root, assignment, s): s for s in todo}
+    workers = max(1, min(jobs, len(todo)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_start, initargs=(str(root.resolve()),)) as pool:
+        futures = {pool.submit(_worker_grade, assignment, s): s for s in todo}
         for future in as_completed(futures):
             student = futures[future]
             reports[student] = future.result()
@@ -198,14 +293,22 @@ def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = Fals
     return reports
 
 
+REVIEW_MARK = "REVIEW"  # the summary table's review column for a flagged submission
+
+
 def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
-    lines = [f"{'student':<24}{'status':<11}{'score':>9}  notes"]
+    warning = sandbox_warning()
+    lines = [warning, ""] if warning else []
+    lines.append(f"{'student':<24}{'status':<11}{'score':>9}  {'review':<7}notes")
     for student in sorted(reports):
         r = reports[student]
         score = f"{r.score:g}/{r.max_score:g}" if r.status in ("graded", "unchanged") else "-"
-        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {'; '.join(r.problems)}")
+        review = REVIEW_MARK if r.review else ""
+        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(r.problems)}")
     counts = {s: sum(r.status == s for r in reports.values()) for s in ("graded", "unchanged", "skipped", "failed")}
-    lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    flagged = sum(bool(r.review) for r in reports.values())
+    lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+                 + f"; {flagged} for review")
     return "\n".join(lines)
 
 
@@ -214,8 +317,9 @@ def write_report(path: Path, assignment: str, reports: dict[str, StudentReport])
     out = [format_table(assignment, reports), ""]
     for student in sorted(reports):
         r = reports[student]
-        if r.problems or r.failed_cells:
-            out.append(f"## {student} ({r.status})")
+        if r.problems or r.failed_cells or r.review:
+            out.append(f"## {student} ({r.status})" + (" FOR REVIEW" if r.review else ""))
+            out += [f"  review: {p}" for p in r.review]
             out += [f"  problem: {p}" for p in r.problems]
             out += [f"  {g}: {msg}" for g, msg in r.failed_cells.items()]
     path.write_text("\n".join(out) + "\n")

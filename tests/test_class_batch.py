@@ -1,8 +1,9 @@
 """A class of honest, lazy, buggy and adversarial students, graded by the batch command.
 
 Every student gets exactly what they earned (tampering earns the same as the bug it hides),
-broken submissions are reported and skipped, and the batch never stops. Then the batch is run
-again: nothing changes, manual grades survive.
+broken submissions are reported and skipped, and the batch never stops. Every attack on the
+grading kernel's machinery is flagged for review with a reason; no honest student is. Then
+the batch is run again: nothing changes, manual grades survive.
 """
 
 from __future__ import annotations
@@ -30,6 +31,90 @@ for _name in ["check_close", "check_shape", "check_rows_sum_to_one", "check_fini
     setattr(course, _name, lambda *a, **k: None)
     globals()[_name] = lambda *a, **k: None
 '''
+
+
+# Attacks on the kernel's execution machinery: each is added to the softmax cell of a student
+# whose softmax normalises the wrong axis (zoo variant softmax_axis0), so every later test runs
+# after the attack. Each must earn exactly what that wrong code earns, and be flagged.
+SKIP_TESTS = "lambda lines: ['pass\\n'] if any('check' in l or 'assert' in l for l in lines) else lines"
+ATTACKS = {
+    "input-transformer": f"""
+_ip = get_ipython()
+_ip.input_transformers_cleanup.append({SKIP_TESTS})
+_ip.input_transformer_manager.line_transforms.append({SKIP_TESTS})
+_ip.input_transformers_post.append({SKIP_TESTS})
+""",
+    "ast-transformer": """
+import ast
+class _SwallowErrors(ast.NodeTransformer):
+    def visit_Module(self, node):
+        handler = ast.ExceptHandler(type=None, name=None, body=[ast.Pass()])
+        node.body = [ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])]
+        return node
+get_ipython().ast_transformers.append(_SwallowErrors())
+""",
+    "custom-exc": """
+get_ipython().set_custom_exc((Exception,), lambda shell, etype, value, tb, tb_offset=None: None)
+""",
+    "showtraceback": """
+_ip = get_ipython()
+_ip.showtraceback = lambda *a, **k: None
+type(_ip).showtraceback = lambda *a, **k: None
+type(_ip)._showtraceback = lambda *a, **k: None
+""",
+    "cleared-events": PATCH_CHECKS + """
+for _callbacks in get_ipython().events.callbacks.values():
+    _callbacks.clear()
+""",
+    "course-noop": """
+import sys
+for _name, _module in list(sys.modules.items()):
+    if _name == "course" or _name.startswith("course."):
+        for _attr, _value in list(vars(_module).items()):
+            if callable(_value) and not isinstance(_value, type(sys)):
+                setattr(_module, _attr, lambda *a, **k: None)
+for _name in list(globals()):
+    if _name.startswith("check_"):
+        globals()[_name] = lambda *a, **k: None
+""",
+    "settrace": """
+import sys, linecache
+def _skip_checks(frame, event, arg):
+    if event == "line":
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        if "check" in line or "assert" in line:
+            try:
+                frame.f_lineno = frame.f_lineno + 1
+            except ValueError:
+                pass
+    return _skip_checks
+sys.settrace(lambda frame, event, arg: _skip_checks if frame.f_code.co_name == "<module>" else None)
+""",
+    "excepthook": """
+import sys
+sys.excepthook = lambda *a: None
+sys.displayhook = lambda value: None
+""",
+    "builtins": """
+import builtins
+class _Never(Exception):
+    pass
+builtins.AssertionError = _Never
+builtins.isinstance = lambda *a: True
+builtins.abs = lambda x: 0
+builtins.all = lambda *a: True
+builtins.bool = lambda *a: True
+builtins.max = lambda *a, **k: 0
+""",
+}
+# the same trick played from inside the student's own function, while a test cell runs: the
+# guard notices after that test cell, which then counts as failed
+IN_CALL = """
+def softmax(scores, axis=-1, _wrong=softmax):
+    import sys
+    sys.settrace(lambda *a: None)
+    return _wrong(scores, axis)
+"""
 
 
 def build_class(root):
@@ -73,6 +158,8 @@ def build_class(root):
         "adv-duplicate-ids": with_(answers, duplicate_ids),
         "adv-not-json": "{ this is not a notebook",
     })
+    cls.update({f"atk-{name}": with_({**axis0, "softmax": axis0["softmax"] + code}) for name, code in ATTACKS.items()})
+    cls["atk-in-call"] = with_({**axis0, "softmax": axis0["softmax"] + IN_CALL})
     return cls
 
 
@@ -96,7 +183,7 @@ def graded_class(tmp_path_factory):
 
 def test_every_student_is_accounted_for(graded_class):
     root, reports = graded_class
-    assert len(reports) == 20
+    assert len(reports) == 20 + len(ATTACKS) + 1
     assert {s for s, r in reports.items() if r.status == "skipped"} == {"adv-not-json", "adv-renamed", "adv-missing"}
     assert {s for s, r in reports.items() if r.status == "failed"} == {"adv-os-exit"}
 
@@ -119,6 +206,65 @@ def test_tampering_earns_nothing_more_than_the_bug_it_hides(graded_class):
         assert reports[student].max_score == 11, f"{student}: deleted tests must not shrink the maximum"
         assert reports[student].score == honest_bug, student
     assert "replaced the grader's check functions" in "; ".join(reports["adv-patched-checks"].problems)
+
+
+HONEST = ["correct-0", "correct-1", "correct-2", "empty-0", "empty-1", "bug-softmax_axis0",
+          "bug-attention_no_scale", "bug-attention_hardcoded_two_keys"]
+
+
+def test_attacks_on_the_kernel_earn_what_the_wrong_code_earns_and_are_flagged(graded_class):
+    _, reports = graded_class
+    honest_bug = reports["bug-softmax_axis0"].score
+    assert 0 < honest_bug < 11
+    for name in ATTACKS:
+        report = reports[f"atk-{name}"]
+        assert report.status == "graded", (name, report.problems)
+        assert (report.score, report.max_score) == (honest_bug, 11), (name, report.failed_cells)
+        assert report.review, f"atk-{name} is not flagged for review"
+    in_call = reports["atk-in-call"]
+    assert in_call.score <= honest_bug and in_call.review
+    assert any("sys.settrace" in reason for reason in in_call.review), in_call.review
+    assert any("GraderIntegrityError" in error for error in in_call.failed_cells.values())
+    reasons = {name: " ".join(reports[f"atk-{name}"].review) for name in ATTACKS}
+    assert "input transformers" in reasons["input-transformer"] and "get_ipython" in reasons["input-transformer"]
+    assert "AST transformers" in reasons["ast-transformer"]
+    assert "custom_exceptions" in reasons["custom-exc"] or "CustomTB" in reasons["custom-exc"]
+    assert "showtraceback" in reasons["showtraceback"]
+    assert "event callbacks" in reasons["cleared-events"] and "numpy.allclose" in reasons["cleared-events"]
+    assert "course.checks.check_close" in reasons["course-noop"]
+    assert "sys.settrace" in reasons["settrace"]
+    assert "sys.excepthook" in reasons["excepthook"]
+    assert "builtins.isinstance" in reasons["builtins"] and "builtins.AssertionError" in reasons["builtins"]
+
+
+def test_no_honest_student_is_flagged(graded_class):
+    _, reports = graded_class
+    for student in HONEST:
+        assert reports[student].review == [], (student, reports[student].review)
+    flagged = {s for s, r in reports.items() if r.review}
+    assert flagged >= {"adv-patched-checks"} | {f"atk-{name}" for name in ATTACKS}
+
+
+def test_review_reaches_csv_report_and_formgrader(graded_class):
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    root, reports = graded_class
+    report = batch.write_report(root / "report.txt", A, reports).read_text()
+    assert "## atk-settrace (graded) FOR REVIEW" in report and "  review: " in report
+    table = batch.format_table(A, reports)
+    assert f"{batch.REVIEW_MARK}" in [line.split()[3] for line in table.splitlines() if line.startswith("atk-builtins")][0]
+    assert "for review" in table.splitlines()[-1]
+    rows = {r["student_id"]: r for r in csv.DictReader(P.export_grades(root, root / "review.csv").open())}
+    assert rows["atk-settrace"]["needs_review"] == "yes" and "sys.settrace" in rows["atk-settrace"]["review_reasons"]
+    assert rows["correct-0"]["needs_review"] == "" and rows["correct-0"]["score"] == "11.0"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert gb.find_submission(A, "atk-settrace").needs_manual_grade
+        flagged = gb.find_submission_notebook(NB, A, "atk-settrace")
+        assert any(g.needs_manual_grade for g in flagged.grades if g.name.startswith("test_"))
+        honest = gb.find_submission_notebook(NB, A, "correct-1")
+        assert not any(g.needs_manual_grade for g in honest.grades if g.name.startswith("test_"))
 
 
 def test_exits_loops_and_floods_cost_only_their_own_cells(graded_class):
