@@ -163,14 +163,18 @@ _WORKER: dict = {}
 
 def _worker_start(root: str) -> None:
     """Run once per worker process: nbgrader and the course root's configuration, loaded once."""
+    import warnings
+
     os.environ.update(P.tool_env())
     os.chdir(root)
+    # nbgrader's own session warnings on re-autograde (the command line hides them in its log)
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     from nbgrader.apps import NbGraderAPI
     from nbgrader.apps.baseapp import NbGrader
     from nbgrader.coursedir import CourseDirectory
 
     app = NbGrader()  # loads nbgrader_config.py from the course root and Jupyter's config dirs
-    app.load_config_file()
+    app.load_config_file(suppress_errors=False)  # a broken config stops the batch, loudly
     config = app.config
     config.CourseDirectory.root = root
     _WORKER["api"] = NbGraderAPI(CourseDirectory(config=config), config=config)

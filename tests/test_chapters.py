@@ -157,6 +157,21 @@ def test_solution_scores_full_marks(assignment, scratch_root):
 
 @pytest.mark.pipeline
 @pytest.mark.parametrize("assignment", by_chapter())
+def test_honest_work_is_never_flagged_for_review(assignment, scratch_root):
+    """The solution, the stub and every bug-zoo variant: wrong, but honest (instructor.scan, the guard)."""
+    from instructor.nbgrader_ext import review_reasons
+
+    chapter = graded(scratch_root, assignment)
+    flagged = {}
+    for student in chapter.results:
+        nb = P.read_nb(P.notebook_path(chapter.root, "autograded", assignment, student))
+        if review_reasons(nb):
+            flagged[student] = review_reasons(nb)
+    assert not flagged, flagged
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
 def test_stub_scores_zero(assignment, scratch_root):
     result = graded(scratch_root, assignment).results[STUB]
     earned = {g: c.score for g, c in result.cells.items() if c.score > 0}

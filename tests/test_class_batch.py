@@ -305,11 +305,16 @@ def test_rerun_is_idempotent_and_keeps_manual_grades(graded_class):
         grade = gb.find_grade("equal_keys_answer", NB, A, "correct-0")
         grade.manual_score = 2.0
         gb.db.commit()
+    # correct-0 hands in again (the same answers, saved once more): only that student is regraded
+    resubmitted = P.notebook_path(root, "submitted", A, "correct-0")
+    nb = P.read_nb(resubmitted)
+    nb.metadata["saved_again"] = True
+    P.write_nb(nb, resubmitted)
     again = batch.grade_class(root, A, jobs=2, progress=False)
-    assert {s for s, r in again.items() if r.status == "graded"} == set(), "unchanged work is not regraded"
+    assert {s for s, r in again.items() if r.status == "graded"} == {"correct-0"}, "unchanged work is not regraded"
     assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in first.items()}
-    regraded = batch.grade_class(root, A, jobs=2, regrade=True, progress=False)
-    assert regraded["correct-0"].score == 11
+    assert {s: r.review for s, r in again.items()} == {s: r.review for s, r in first.items()}
+    assert again["correct-0"].score == 11
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         assert gb.find_grade("equal_keys_answer", NB, A, "correct-0").manual_score == 2.0
     state = json.loads((root / "autograded" / batch.STATE_FILE).read_text())
