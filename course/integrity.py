@@ -85,7 +85,7 @@ def _build_guard(shell: Any):
     _getattr, _setattr, _delattr, _hasattr = getattr, setattr, delattr, hasattr
     _id, _len, _isinstance, _type, _vars, _print = id, len, isinstance, type, vars, print
     _list, _dict, _set, _str, _sorted, _repr, _tuple = list, dict, set, str, sorted, repr, tuple
-    _callable, _Exception, _any = callable, Exception, any
+    _callable, _Exception, _any, _enumerate = callable, Exception, any, enumerate
     _FunctionType, _MethodType = types.FunctionType, types.MethodType
     _sys, _threading = sys, threading
     _settrace, _setprofile, _gettrace, _getprofile = sys.settrace, sys.setprofile, sys.gettrace, sys.getprofile
@@ -203,6 +203,27 @@ def _build_guard(shell: Any):
         return _any((module == name or module.startswith(name + ".")) and filename.startswith(folder)
                     for name, folder in packages)
 
+    library_folders = {}
+    for name in ("numpy", "torch"):
+        module = modules.get(name)
+        if module is not None and _getattr(module, "__file__", None):
+            library_folders[name] = os.path.dirname(module.__file__) + os.sep
+
+    def library_update(module_name: str, current: Any, previous: Any) -> bool:
+        """A library rebinding its own function to a wrapper of it (torch does on lazy imports)."""
+        folder = library_folders.get(module_name.split(".")[0])
+        code = _getattr(current, "__code__", None)
+        if folder is None or code is None or not code.co_filename.startswith(folder):
+            return False
+        wrapped = current
+        for _ in range(5):
+            wrapped = _getattr(wrapped, "__wrapped__", None)
+            if wrapped is previous:
+                return True
+            if wrapped is None:
+                return False
+        return False
+
     def genuine_thread(thread: Any) -> bool:
         target = _getattr(thread, "_target", None)
         if target is not None:
@@ -226,10 +247,16 @@ def _build_guard(shell: Any):
             if _modules_dict.get(name) is not module:
                 _modules_dict[name] = module
                 found.append(f"the module {name}")
-        for name, module, attribute, value in originals:
-            if _vars(module).get(attribute, None) is not value:
-                _setattr(module, attribute, value)
-                found.append(f"{name}.{attribute}")
+        for position, (name, module, attribute, value) in _list(_enumerate(originals)):
+            current = _vars(module).get(attribute, None)
+            if current is value:
+                continue
+            if library_update(name, current, value):  # e.g. torch._dynamo wrapping torch.manual_seed
+                originals[position] = (name, module, attribute, current)
+                genuine_ids[_id(current)] = current
+                continue
+            _setattr(module, attribute, value)
+            found.append(f"{name}.{attribute}")
         namespace = _user_ns
         for name, value in bindings.items():
             if namespace.get(name, None) is not value:
