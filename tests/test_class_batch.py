@@ -265,6 +265,12 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
         assert any(g.needs_manual_grade for g in flagged.grades if g.name.startswith("test_"))
         honest = gb.find_submission_notebook(NB, A, "correct-1")
         assert not any(g.needs_manual_grade for g in honest.grades if g.name.startswith("test_"))
+    # what the formgrader's submission list reads
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    api = NbGraderAPI(CourseDirectory(root=str(root)))
+    assert api.get_submission(A, "atk-settrace")["needs_manual_grade"] is True
 
 
 def test_exits_loops_and_floods_cost_only_their_own_cells(graded_class):
