@@ -90,6 +90,8 @@ def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot =
     print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     for problem in report.problems:
         print(f"note: {problem}")
+    for reason in report.review:  # what an instructor's grader would flag for a person to look at
+        print(f"would be flagged for review: {reason}")
     feedback = private.notebook("feedback", assignment, LEARNER)
     print(f"feedback: {feedback}")
     return 0
