@@ -138,6 +138,15 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _under_private_tmp(path: Path) -> Path | None:
+    """The top folder under ``/tmp`` that holds ``path`` (``/tmp/a`` for ``/tmp/a/b/c``), if any."""
+    try:
+        parts = path.relative_to(PRIVATE_TMP).parts
+    except ValueError:
+        return None
+    return Path(PRIVATE_TMP, parts[0]) if parts else None
+
+
 def _mpl_cache() -> Path | None:
     """The grader's matplotlib cache (its font list), copied into each sandbox."""
     if os.environ.get("MPLCONFIGDIR"):
@@ -335,8 +344,8 @@ def _base_args(bwrap: str) -> list[str]:
             "--cap-drop", "ALL", *_system_binds()]
     for root in _python_roots():
         args += ["--ro-bind", str(root), str(root)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", PRIVATE_TMP,
-             "--dir", HOME]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm",
+             "--size", str(TMPFS_BYTES), "--tmpfs", PRIVATE_TMP, "--dir", HOME]
     return args
 
 
@@ -476,7 +485,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         package = _course_package()
         if package is not None:
             args += ["--ro-bind", str(package), str(package)]
-        args += ["--bind", str(copy), str(cwd), "--bind", str(ipc), str(ipc), "--chdir", str(cwd),
+        top = _under_private_tmp(cwd)
+        if top is not None:
+            # a notebook folder under /tmp (tests, scratch courses): its parents must not be a
+            # writable part of the private /tmp, or the course root would look writable inside
+            args += ["--size", str(2**20), "--tmpfs", str(top), "--dir", str(cwd)]
+        args += ["--bind", str(copy), str(cwd), "--bind", str(ipc), str(ipc), "--chdir", str(cwd)]
+        if top is not None:
+            args += ["--remount-ro", str(top)]
+        args += ["--remount-ro", "/",  # the sandbox's own root: nothing new can appear in it
                  # jupyter_client's launcher sets it; ipykernel would poll that parent, but inside
                  # the PID namespace its parent is bwrap's init (pid 1), which it reads as "the
                  # grader exited" (1 means: no polling). --die-with-parent does that job instead.
