@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_chapters import hidden_lines, source_nb
+from support import hidden_lines, source_nb
 
 from instructor import pipeline as P
 from instructor import sandbox
