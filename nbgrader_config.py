@@ -110,3 +110,12 @@ def _shared_exchange_named() -> bool:
 
 if not _shared_exchange_named():
     c.Exchange.root = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".exchange")
+
+# Every grading kernel runs in an OS sandbox (bubblewrap; see instructor/sandbox.py and the
+# README "What is protected where"): no gradebook, no other students, no network, capped memory
+# and processes. COURSE_SANDBOX=on|auto|off (the CLI's --no-sandbox sets off). nbgrader's Execute
+# hard-codes its kernel manager, so c.Execute.kernel_manager_class would be ignored: the Execute
+# step is swapped for a subclass that uses instructor.sandbox.SandboxedKernelManager.
+from instructor.sandbox import sandboxed_steps  # noqa: E402
+
+c.Autograde.autograde_preprocessors = sandboxed_steps(c.Autograde.autograde_preprocessors)

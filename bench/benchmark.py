@@ -13,6 +13,8 @@
 6. batch: per student in a class batch (--jobs 1), the batch (autograde and feedback in
    long-lived workers) over plain nbclient execution of the same notebooks, and the old way
    (one `nbgrader autograde` and one `nbgrader generate_feedback` process per student).
+7. sandbox: nbgrader autograde per student and a bare kernel start, inside the OS sandbox
+   (instructor/sandbox.py) over without it, interleaved on the same students.
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -37,7 +39,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from instructor import batch  # noqa: E402
+from instructor import batch, sandbox  # noqa: E402
 from instructor import pipeline as P  # noqa: E402
 from instructor.course_root import REPOSITORY, CourseRoot  # noqa: E402
 
@@ -186,16 +188,61 @@ def bench_lab(repeat: int) -> None:
     print(f"time to a usable notebook, make lab over plain jupyter lab: {ratio:4.2f}")
 
 
+def _kernel_start(manager: type) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import course, torch")])
+    with tempfile.TemporaryDirectory() as tmp:
+        NotebookClient(nb, timeout=600, kernel_name="python3", kernel_manager_class=manager,
+                       resources={"metadata": {"path": tmp}}).execute()
+
+
+def bench_sandbox(n_students: int, repeat: int) -> None:
+    print(f"\n## 7. OS sandbox: sandboxed over unsandboxed, {n_students} students of {A}, interleaved")
+    ok, reason = sandbox.sandbox_status()
+    print(("sandbox: " if ok else "SKIPPED, no sandbox here: ") + reason)
+    if not ok:
+        return
+    from jupyter_client.manager import AsyncKernelManager
+
+    saved = os.environ.get(sandbox.ENV)
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    starts: dict[str, list[float]] = {"on": [], "off": []}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = _class_root(Path(tmp), n_students)
+            for r in range(repeat):
+                for i in range(n_students):
+                    for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
+                        os.environ[sandbox.ENV] = mode
+                        start = time.perf_counter()
+                        root.autograde(A, f"student-{i:02d}")
+                        times[mode].append(time.perf_counter() - start)
+                for mode, manager in (("on", sandbox.SandboxedKernelManager), ("off", AsyncKernelManager)):
+                    os.environ[sandbox.ENV] = mode
+                    starts[mode].append(timed(lambda m=manager: _kernel_start(m), 1))
+    finally:
+        if saved is None:
+            os.environ.pop(sandbox.ENV, None)
+        else:
+            os.environ[sandbox.ENV] = saved
+    on, off = statistics.median(times["on"]), statistics.median(times["off"])
+    print(f"autograde per student (median of {len(times['on'])}): sandboxed {on:5.2f} s | unsandboxed "
+          f"{off:5.2f} s | ratio sandboxed/unsandboxed {on / off:5.2f} (target <= 1.10)")
+    k_on, k_off = statistics.median(starts["on"]), statistics.median(starts["off"])
+    print(f"kernel start + import course, torch (median of {len(starts['on'])}): sandboxed {k_on:5.2f} s | "
+          f"unsandboxed {k_off:5.2f} s | ratio {k_on / k_off:5.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch"])
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     args = parser.parse_args()
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
-             "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students)}
+             "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students),
+             "sandbox": lambda: bench_sandbox(args.students, args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

@@ -6,6 +6,7 @@ Every command works on this repository's course root; ``COMMAND --help`` says mo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -143,6 +144,33 @@ def _help(func) -> str:
     return func.__doc__.strip().splitlines()[0].rstrip(".")
 
 
+GRADING = {"autograde", "grade-class", "check", "demo"}
+# A learner's self-check and the demo run the user's own or the course's code: sandboxed where
+# possible, else with a note. Grading students' work requires the sandbox unless --no-sandbox.
+OWN_CODE = {"check", "demo"}
+
+
+def _sandbox_gate(args) -> int | None:
+    """Refuse (exit 2) or warn before grading when the OS sandbox cannot run (README: sandbox)."""
+    from . import sandbox
+
+    if getattr(args, "no_sandbox", False):
+        os.environ[sandbox.ENV] = "off"
+    elif args.command in OWN_CODE:
+        os.environ.setdefault(sandbox.ENV, "auto")
+    try:
+        warning = sandbox.require_or_warn()
+    except sandbox.SandboxUnavailable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if warning and args.command in OWN_CODE and sandbox.mode() == "auto":
+        print(f"note: {sandbox.sandbox_status()[1]}: notebooks run unsandboxed, with your own "
+              "permissions, as they do in Jupyter.", file=sys.stderr)
+    elif warning:
+        print("\n".join(["!" * 78, warning, "!" * 78]), file=sys.stderr)
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per workflow, each with its help."""
     parser = argparse.ArgumentParser(prog="python -m instructor", description=__doc__,
@@ -177,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regrade", action="store_true", help="regrade unchanged submissions too")
     p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
     p.set_defaults(func=cmd_grade_class)
+    for name in GRADING:
+        sub.choices[name].add_argument(
+            "--no-sandbox", action="store_true",
+            help="grade without the OS sandbox around the kernels (student code gets your files and "
+                 "network); only where it cannot run, e.g. macOS")
     return parser
 
 
@@ -189,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command not in ("lab", "formgrader"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra  # lab, formgrader: passed on to `jupyter lab`
+    if args.command in GRADING:
+        refused = _sandbox_gate(args)
+        if refused is not None:
+            return refused
     try:
         return args.func(args)
     except P.PipelineError as err:

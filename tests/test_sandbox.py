@@ -1,0 +1,441 @@
+"""The OS sandbox around grading kernels, attacked through the real nbgrader CLI (chapter 01).
+
+Phase 1 grades two students who play fair: ``honest`` (the solution) and ``bug-axis0`` (the
+zoo's wrong softmax axis). Their grades, files and the course files are then snapshotted.
+Phase 2 grades, in ONE ``nbgrader autograde`` run, one student per OS-level attack: each hands
+in the same wrong code as ``bug-axis0`` plus one extra cell with the attack. Each must score
+exactly what ``bug-axis0`` scores, and afterwards everything but the attacker's own rows and
+files must be byte-for-byte as before, with no hidden test text in any feedback page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+from support import hidden_lines, source_nb
+
+from instructor import pipeline as P
+from instructor import sandbox
+from instructor.zoo import variants_for
+
+A, NB = "01_two_keys", "two_keys"
+HONEST, CONTROL = "honest", "bug-axis0"
+pytestmark = pytest.mark.pipeline
+
+ATTEMPT = '''
+def attempt(what, action):
+    try:
+        result = action()
+        print(f"ATTACK SUCCEEDED {what}: {str(result)[:2000]}")
+    except BaseException as err:
+        print(f"denied {what}: {type(err).__name__}: {err}")
+'''
+
+# Each attack: the code of its extra cell. ROOT, PORT and MARKER are filled in by the test; the
+# kernel's working directory is <ROOT>/autograded/<student>/01_two_keys, so ../../.. is ROOT.
+ATTACKS = {
+    "adv-read-gradebook": ATTEMPT + '''
+import sqlite3
+def hidden_tests(path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return "\\n".join(source for (source,) in db.execute("select source from source_cell"))
+attempt("read the gradebook (relative)", lambda: hidden_tests("../../../gradebook.db"))
+attempt("read the gradebook (absolute)", lambda: hidden_tests("ROOT/gradebook.db"))
+attempt("read source/", lambda: open("ROOT/source/01_two_keys/two_keys.ipynb").read())
+print(open("ROOT/source/01_two_keys/two_keys.py").read())
+''',
+    "adv-write-own-grades": ATTEMPT + '''
+import sqlite3
+def top_marks(path):
+    db = sqlite3.connect(path)
+    db.execute("""update grade set manual_score = 99 where notebook_id in (
+        select sn.id from submitted_notebook sn join submitted_assignment sa on sn.assignment_id = sa.id
+        where sa.student_id = 'adv-write-own-grades')""")
+    db.execute("update grade_cells set max_score = 0")
+    db.commit()
+    return "written"
+attempt("write own grades (relative)", lambda: top_marks("../../../gradebook.db"))
+top_marks("ROOT/gradebook.db")
+''',
+    "adv-write-other-grades": ATTEMPT + '''
+import sqlite3
+def zero(path):
+    db = sqlite3.connect(path)
+    db.execute("""update grade set manual_score = 0 where notebook_id in (
+        select sn.id from submitted_notebook sn join submitted_assignment sa on sn.assignment_id = sa.id
+        where sa.student_id = 'honest')""")
+    db.execute("delete from comment")
+    db.commit()
+    return "written"
+attempt("zero another student (relative)", lambda: zero("../../../gradebook.db"))
+zero("ROOT/gradebook.db")
+''',
+    "adv-edit-source": ATTEMPT + '''
+def append(path, text="\\nassert False  # sabotage\\n"):
+    with open(path, "a") as f:
+        f.write(text)
+    return "written"
+attempt("edit source .py (relative)", lambda: append("../../../source/01_two_keys/two_keys.py"))
+attempt("edit source .ipynb", lambda: append("ROOT/source/01_two_keys/two_keys.ipynb", " "))
+attempt("edit release", lambda: append("ROOT/release/01_two_keys/two_keys.ipynb", " "))
+attempt("edit the config", lambda: append("ROOT/nbgrader_config.py", "\\nc.Execute.timeout = 1\\n"))
+append("ROOT/source/01_two_keys/two_keys.py")
+''',
+    "adv-write-outside": ATTEMPT + '''
+import os, shutil
+def put(path):
+    with open(path, "w") as f:
+        f.write("escaped")
+    return "written"
+attempt("write ../..", lambda: put("../../escape.txt"))
+attempt("write ../../..", lambda: put("../../../escape.txt"))
+attempt("write the course root", lambda: put("ROOT/escape.txt"))
+attempt("write /root", lambda: put("/root/escape.txt"))
+put("/tmp/escape-MARKER.txt")  # the sandbox's own /tmp: allowed, and thrown away
+attempt("overwrite another student", lambda: put("ROOT/autograded/honest/01_two_keys/two_keys.ipynb"))
+attempt("overwrite a feedback page", lambda: put("ROOT/feedback/honest/01_two_keys/two_keys.html"))
+attempt("delete a submission", lambda: shutil.rmtree("ROOT/submitted/honest"))
+put("ROOT/submitted/honest/01_two_keys/two_keys.ipynb")
+''',
+    "adv-network": ATTEMPT + '''
+import socket
+attempt("connect to the host's loopback", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
+def route_out():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("192.0.2.1", 53))  # UDP connect: a route lookup, no packet is sent
+    return s.getsockname()
+attempt("route to an outside address", route_out)
+route_out()
+''',
+    "adv-memory": '''
+import time
+started = time.time()
+try:
+    x = bytearray(30 * 2**30)  # 30 GB at once
+except MemoryError:
+    print("30 GB at once: MemoryError")
+chunks = []
+try:
+    for i in range(8):  # 1 GB at a time, touched
+        chunks.append(bytearray(2**30))
+finally:
+    print(f"held {len(chunks)} GB before the cap, {time.time() - started:.1f} s")
+    chunks.clear()
+''',
+    "adv-fork-loop": '''
+import os, sys, time
+print("KERNEL", " ".join(sys.argv))
+children = []
+try:
+    for i in range(400):  # bounded: a real fork bomb does not stop
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(2)
+            os._exit(0)
+        children.append(pid)
+finally:
+    print(f"forked {len(children)} processes before the cap")
+    for pid in children:
+        os.waitpid(pid, 0)
+''',
+    "adv-background": '''
+import os, sys, subprocess
+print("KERNEL", " ".join(sys.argv))
+LATER = """
+import sqlite3, time
+time.sleep(4)  # the grader has finished by now
+for path in ["ROOT/gradebook.db", "../../../gradebook.db"]:
+    try:
+        db = sqlite3.connect(path)
+        db.execute("update grade set manual_score = 99")
+        db.commit()
+    except Exception:
+        pass
+try:
+    open("ROOT/late-MARKER.txt", "w").write("still here")
+except Exception:
+    pass
+time.sleep(60)
+"""
+if os.fork() == 0:  # double fork + setsid: a daemon the kernel does not wait for
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", LATER, "MARKER"])
+    os._exit(0)
+os.wait()
+print("daemon started")
+''',
+    "adv-look-around": '''
+import json, os, sys
+print("KERNEL", " ".join(sys.argv))
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as err:
+        return f"{type(err).__name__}: {err}"
+seen = {p: listing(p) for p in ["/", "ROOT", "ROOT/autograded", "..", "../..", "../../..",
+                                os.path.expanduser("~"), "/root", "/tmp", "/home", "/etc"]}
+print("SEEN " + json.dumps(seen))
+''',
+}
+
+
+def attack_nb(release, answers, code):
+    """The released notebook with the given answers and ``code`` as a new cell after the first answer."""
+    nb = P.fill(release, answers)
+    first = next(i for i, c in enumerate(nb.cells) if (c.metadata.get("nbgrader") or {}).get("solution"))
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def tree_hashes(root: Path, skip: set[str]) -> dict[str, str]:
+    """sha256 of every file under ``root`` except in folders of students in ``skip``."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.name.startswith(".nbgrader"):  # nbgrader's own log
+            continue
+        if path.is_file() and not (len(rel.parts) > 1 and rel.parts[1] in skip
+                                   and rel.parts[0] in ("submitted", "autograded", "feedback")):
+            if rel.parts[0] in ("submitted", "autograded", "feedback", "source", "release") \
+                    or len(rel.parts) == 1:
+                out[str(rel)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    out.pop("gradebook.db", None)
+    return out
+
+
+def gradebook_rows(db: Path, skip: set[str]) -> dict[str, list[str]]:
+    """Every row of every table, except rows that belong to students in ``skip``."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    own = set(skip)
+    own |= {r[0] for r in con.execute(
+        f"select id from submitted_assignment where student_id in ({','.join('?' * len(skip))})", list(skip))}
+    own |= {r[0] for r in con.execute(
+        f"select id from submitted_notebook where assignment_id in ({','.join('?' * len(own))})", list(own))}
+    tables = [r[0] for r in con.execute("select name from sqlite_master where type = 'table'")]
+    rows = {t: sorted(repr(r) for r in con.execute(f"select * from {t}") if not own & set(r)) for t in tables}
+    con.close()
+    return rows
+
+
+def processes_mentioning(needles: list[str]) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if any(n in cmdline for n in needles):
+                found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    ok, reason = sandbox.sandbox_status()
+    if not ok:  # the attacks below are bounded, but run them only where they are contained
+        pytest.fail(f"the grading sandbox cannot start here: {reason}")
+    root = P.make_scratch_course(tmp_path_factory.mktemp("sandbox"), [A])
+    release, answers = P.release_and_answers(root, A)
+    axis0 = {v.name: v for v in variants_for(A)}["softmax_axis0"].answers(answers)
+    P.submit(root, A, HONEST, P.fill(release, answers))
+    P.submit(root, A, CONTROL, P.fill(release, axis0))
+    P.autograde(root, A)
+    P.generate_feedback(root, A)
+    attackers = set(ATTACKS)
+    before = tree_hashes(root, attackers), gradebook_rows(root / "gradebook.db", attackers)
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    marker = f"i13-{uuid.uuid4().hex}"
+    fill = {"ROOT": str(root), "PORT": str(listener.getsockname()[1]), "MARKER": marker}
+    for student, code in ATTACKS.items():
+        code = re.sub("|".join(fill), lambda m: fill[m.group(0)], code)
+        P.submit(root, A, student, attack_nb(release, axis0, code))
+    started = time.time()
+    P.autograde(root, A, "adv-*")
+    P.generate_feedback(root, A, "adv-*")
+    graded_in = time.time() - started
+    yield {"root": root, "before": before, "listener": listener, "marker": marker, "graded_in": graded_in,
+           "results": P.results(root, A), "attackers": attackers}
+    listener.close()
+
+
+def attack_output(root: Path, student: str) -> str:
+    nb = P.read_nb(P.notebook_path(root, "autograded", A, student))
+    cell = next(c for c in nb.cells if c.cell_type == "code" and ("attempt(" in c.source or "KERNEL" in c.source
+                                                                  or "bytearray" in c.source))
+    parts = []
+    for out in cell.outputs:
+        parts.append(out.get("text", "") if out.output_type == "stream"
+                     else f"{out.get('ename', '')}: {out.get('evalue', '')}" if out.output_type == "error" else "")
+    return "\n".join(parts)
+
+
+def test_an_honest_solution_keeps_full_marks_in_the_sandbox(attacked):
+    results = attacked["results"]
+    assert results[HONEST].auto_score == results[HONEST].auto_max == 11
+    assert 0 < results[CONTROL].auto_score < 11
+
+
+def test_every_attack_scores_exactly_what_its_wrong_code_earns(attacked):
+    results, control = attacked["results"], attacked["results"][CONTROL]
+    for student in ATTACKS:
+        assert student in results, f"{student} was not graded"
+        got = results[student]
+        assert (got.auto_score, got.auto_max) == (control.auto_score, control.auto_max), student
+        assert sorted(got.failed()) == sorted(control.failed()), student
+
+
+def test_no_attack_succeeded_and_each_refusal_is_visible(attacked):
+    root = attacked["root"]
+    # what the sandbox answered, as the autograded notebook shows it (for review): the gradebook
+    # path does not exist inside (sqlite reports an empty database or none), nor do source/ and
+    # the other students; the root is read-only; no route out; the caps
+    no_db = ("unable to open database file", "no such table")
+    expected = {
+        "adv-read-gradebook": [no_db, ("No such file or directory",)],
+        "adv-write-own-grades": [no_db],
+        "adv-write-other-grades": [no_db],
+        "adv-edit-source": [("No such file or directory",)],
+        "adv-write-outside": [("Read-only file system",), ("No such file or directory",)],
+        "adv-network": [("Connection refused",), ("Network is unreachable",)],
+        "adv-memory": [("30 GB at once: MemoryError",), ("MemoryError: ",)],
+        "adv-fork-loop": [("Resource temporarily unavailable",)],
+    }
+    for student, needles in expected.items():
+        text = attack_output(root, student)
+        assert "ATTACK SUCCEEDED" not in text, f"{student}: {text[:1500]}"
+        for alternatives in needles:
+            assert any(n in text for n in alternatives), f"{student}: {alternatives} not in {text[:1500]}"
+    held = re.search(r"held (\d+) GB before the cap", attack_output(root, "adv-memory"))
+    assert held and int(held.group(1)) <= 4, "the memory cap is about 4 GB per kernel"
+    forked = re.search(r"forked (\d+) processes", attack_output(root, "adv-fork-loop"))
+    assert forked and int(forked.group(1)) < 400, "the process cap stops a fork loop"
+    assert "daemon started" in attack_output(root, "adv-background")
+
+
+def test_the_host_loopback_was_not_reached(attacked):
+    with pytest.raises(BlockingIOError):
+        attacked["listener"].accept()
+
+
+def test_the_kernel_sees_none_of_the_course_root(attacked):
+    root = attacked["root"]
+    seen = json.loads(attack_output(root, "adv-look-around").split("SEEN ", 1)[1].splitlines()[0])
+    assert seen[str(root)] == ["autograded"], "only the path to the notebook's own folder exists"
+    assert seen[f"{root}/autograded"] == ["adv-look-around"] == seen["../.."]
+    assert seen["../../.."] == ["autograded"]
+    assert seen["/root"] in ([], [".pyenv"]) or "Error" in str(seen["/root"]), "no home directory"
+    flat = json.dumps(seen)
+    for secret in ("gradebook.db", "source", "release", "submitted", "feedback", HONEST, CONTROL, ".git",
+                   "nbgrader_config.py", ".pyenv/shims"):
+        assert f'"{secret}"' not in flat, f"the kernel can see {secret}"
+    allowed = {"home", *(root.relative_to("/tmp").parts[:1] if root.is_relative_to("/tmp") else [])}
+    assert {n for n in seen["/tmp"] if not n.startswith(sandbox.PREFIX)} <= allowed, "a private /tmp"
+
+
+def test_nothing_outside_the_attackers_own_rows_and_files_changed(attacked):
+    root, attackers = attacked["root"], attacked["attackers"]
+    time.sleep(max(0.0, 6 - attacked["graded_in"]))  # the daemon would have written after 4 s
+    files_before, rows_before = attacked["before"]
+    assert tree_hashes(root, attackers) == files_before
+    assert gradebook_rows(root / "gradebook.db", attackers) == rows_before
+    assert not list(root.glob("*escape*")) and not list(root.glob("late-*"))
+    assert not list((root / "autograded").glob("*escape*"))
+    assert not Path(f"/tmp/escape-{attacked['marker']}.txt").exists()
+    assert not Path("/root/escape.txt").exists()
+
+
+def test_no_feedback_page_contains_hidden_tests(attacked):
+    root = attacked["root"]
+    secret = hidden_lines(source_nb(A))
+    pages = list((root / "feedback").rglob("*.html"))
+    assert len(pages) == len(ATTACKS) + 2
+    for page in pages:
+        text = html.unescape(page.read_text())
+        leaked = [line for line in secret if line in text]
+        assert not leaked, f"{page} shows hidden test lines: {leaked[:3]}"
+    for student in ATTACKS:
+        assert not [line for line in secret if line in attack_output(root, student)], student
+
+
+def test_kernels_and_their_children_are_gone_after_grading(attacked):
+    root = attacked["root"]
+    files = []
+    for student in ("adv-fork-loop", "adv-background", "adv-look-around"):
+        files += re.findall(r"-f (\S+\.json)", attack_output(root, student))
+    assert len(files) == 3, "each kernel printed its connection file"
+    assert not processes_mentioning([*files, attacked["marker"]]), "a sandboxed process outlived grading"
+    for connection_file in files:  # the sandbox's private folder (sockets, scratch copy) is removed
+        assert not Path(connection_file).parents[1].exists()
+    leftovers = [p for parent in sandbox._cgroup_parents().values() for f in files
+                 for p in parent.glob(f"{Path(f).parents[1].name}*")]
+    assert not leftovers, f"cgroups left behind: {leftovers}"
+
+
+# ---------------------------------------------------------------- without a sandbox
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "instructor", *args], capture_output=True, text=True,
+                          env={**P.tool_env(), **env}, cwd=P.REPO, timeout=300)
+
+
+def test_an_unavailable_sandbox_refuses_to_grade_students():
+    for command in (["autograde", "01_two_keys"], ["grade-class", "01_two_keys"]):
+        proc = _cli(*command, COURSE_SANDBOX_BWRAP="/nonexistent/bwrap")
+        assert proc.returncode == 2, proc.stderr
+        assert "refusing to grade: the grading sandbox cannot start" in proc.stderr
+        assert "--no-sandbox" in proc.stderr
+
+
+def test_no_sandbox_warns_loudly():
+    # an unknown assignment: the warning comes first, then the command stops before grading
+    proc = _cli("autograde", "--no-sandbox", "no_such_assignment")
+    assert "WITHOUT the OS sandbox" in proc.stderr and "switched off" in proc.stderr
+    assert "no assignment 'no_such_assignment'" in proc.stderr
+
+
+def test_plain_nbgrader_refuses_without_sandbox_and_off_really_is_off(tmp_path):
+    root = P.make_scratch_course(tmp_path / "course", [A])
+    release, answers = P.release_and_answers(root, A)
+    P.submit(root, A, "peek", attack_nb(release, answers, ATTACKS["adv-look-around"].replace("ROOT", str(root))))
+    refused = subprocess.run([str(P.BIN / "nbgrader"), "autograde", A, "--create"], cwd=root, text=True,
+                             capture_output=True, env={**P.tool_env(), "COURSE_SANDBOX_BWRAP": "/nonexistent"})
+    assert "refusing to grade: the grading sandbox cannot start" in refused.stderr
+    assert not P.notebook_path(root, "autograded", A, "peek").exists()
+    off = subprocess.run([str(P.BIN / "nbgrader"), "autograde", A, "--create", "--force"], cwd=root, text=True,
+                         capture_output=True, env={**P.tool_env(), "COURSE_SANDBOX": "off"})
+    assert off.returncode == 0, off.stderr[-2000:]
+    seen = json.loads(attack_output(root, "peek").split("SEEN ", 1)[1].splitlines()[0])
+    assert "gradebook.db" in seen[str(root)], "without the sandbox the kernel sees the gradebook"
+    assert P.results(root, A)["peek"].auto_score == 11
+
+
+def test_sandbox_status_reports_why():
+    ok, reason = sandbox.sandbox_status()
+    assert ok and "bubblewrap" in reason
+    env = {**os.environ, "COURSE_SANDBOX_BWRAP": "/nonexistent"}
+    code = "from instructor import sandbox; print(sandbox.sandbox_status())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
+    assert "(False, \"bwrap not found ('/nonexistent' is not executable)\")" in out
+    off = subprocess.run([sys.executable, "-c", code], env={**env, "COURSE_SANDBOX": "off"},
+                         capture_output=True, text=True).stdout
+    assert "switched off" in off
