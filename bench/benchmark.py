@@ -97,7 +97,7 @@ def bench_class(n_students: int) -> None:
         rows = {}
         for jobs in (1, 2):
             start = time.perf_counter()
-            reports = batch.grade_class(root.path, A, jobs=jobs, regrade=True, progress=False)
+            reports = batch.grade_class(root, A, jobs=jobs, regrade=True, progress=False)
             rows[jobs] = time.perf_counter() - start
             assert all(r.status == "graded" for r in reports.values())
     for jobs, seconds in rows.items():
@@ -109,19 +109,19 @@ def bench_batch(n_students: int) -> None:
     print(f"\n## 6. per student in a class batch of {n_students} ({A}, --jobs 1): batch over plain execution")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), n_students)
-        names = batch.students(root.path, A)
+        names = root.students(A)
         start = time.perf_counter()
         for student in names:
             nb = root.notebook("submitted", A, student)
             execute(nb, nb.parent)
         plain = (time.perf_counter() - start) / n_students
         start = time.perf_counter()
-        reports = batch.grade_class(root.path, A, jobs=1, regrade=True, progress=False)
+        reports = batch.grade_class(root, A, jobs=1, regrade=True, progress=False)
         workers = (time.perf_counter() - start) / n_students
         assert all(r.status == "graded" for r in reports.values())
         start = time.perf_counter()
         for student in names:
-            assert batch.grade_student(root.path, A, student).status == "graded"
+            assert batch.grade_student(root, A, student).status == "graded"
         per_process = (time.perf_counter() - start) / n_students
     print(f"plain execution {plain:5.2f} s/student | batch with workers {workers:5.2f} s/student | "
           f"one nbgrader process per step {per_process:5.2f} s/student")

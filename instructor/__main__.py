@@ -129,9 +129,9 @@ def cmd_grade_class(args) -> int:
 
     name = ROOT.check_assignment(args.assignment)
     if args.source:
-        found = batch.collect(ROOT.path, name, Path(args.source))
+        found = batch.collect(ROOT, name, Path(args.source))
         print(f"collected {len(found)} student folder(s) into submitted/")
-    reports = batch.grade_class(ROOT.path, name, jobs=args.jobs, regrade=args.regrade)
+    reports = batch.grade_class(ROOT, name, jobs=args.jobs, regrade=args.regrade)
     print(batch.format_table(name, reports))
     csv = ROOT.export(Path(args.to).resolve())
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)

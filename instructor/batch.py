@@ -44,6 +44,7 @@ from pathlib import Path
 import nbformat
 
 from . import pipeline as P
+from .course_root import CourseRoot
 from .nbgrader_ext import review_reasons
 
 STUDENT_FOLDER_REGEXP = r".*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9_.@+\-]*)/(?P<file_id>[^/]+\.ipynb)$"
@@ -65,14 +66,14 @@ class StudentReport:
 # ---------------------------------------------------------------- collect
 
 
-def collect(root: Path, assignment: str, source: Path) -> list[str]:
+def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
     """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``."""
     source = source.resolve()
     if not source.exists():
         raise P.PipelineError(f"no submissions at {source}")
     if source.is_file() and not zipfile.is_zipfile(source):
         raise P.PipelineError(f"{source} is neither a folder nor a zip file")
-    archive = root / "downloaded" / assignment / "archive"
+    archive = root.archive(assignment)
     if archive.exists():
         shutil.rmtree(archive)
     archive.mkdir(parents=True)
@@ -80,22 +81,18 @@ def collect(root: Path, assignment: str, source: Path) -> list[str]:
         shutil.copytree(source, archive / source.name, dirs_exist_ok=True)
     else:
         shutil.copy2(source, archive / source.name)
-    P.nbgrader("zip_collect", assignment, "--force",
-               f"--FileNameCollectorPlugin.named_regexp={STUDENT_FOLDER_REGEXP}", cwd=root)
-    return students(root, assignment)
-
-
-def students(root: Path, assignment: str) -> list[str]:
-    return sorted(p.parent.name for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
+    root.nbgrader("zip_collect", assignment, "--force",
+                  f"--FileNameCollectorPlugin.named_regexp={STUDENT_FOLDER_REGEXP}")
+    return root.students(assignment)
 
 
 # ---------------------------------------------------------------- inspect
 
 
-def inspect(root: Path, assignment: str, student: str) -> list[str]:
+def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
     """Problems that make a submission ungradable: missing, renamed or broken notebooks."""
-    folder = root / "submitted" / student / assignment
-    expected = sorted(p.name for p in (root / "release" / assignment).glob("*.ipynb"))
+    folder = root.folder("submitted", assignment, student)
+    expected = sorted(p.name for p in root.folder("release", assignment).glob("*.ipynb"))
     found = sorted(p.name for p in folder.glob("*.ipynb"))
     problems = []
     for name in expected:
@@ -110,9 +107,9 @@ def inspect(root: Path, assignment: str, student: str) -> list[str]:
     return problems
 
 
-def fingerprint(root: Path, assignment: str, student: str) -> str:
+def fingerprint(root: CourseRoot, assignment: str, student: str) -> str:
     digest = hashlib.sha256()
-    for path in sorted((root / "submitted" / student / assignment).rglob("*")):
+    for path in sorted(root.folder("submitted", assignment, student).rglob("*")):
         if path.is_file():
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
@@ -122,10 +119,10 @@ def fingerprint(root: Path, assignment: str, student: str) -> str:
 # ---------------------------------------------------------------- grade
 
 
-def _nbgrader_retrying(args: list[str], root: Path, attempts: int = 5) -> subprocess.CompletedProcess:
+def _nbgrader_retrying(root: CourseRoot, args: list[str], attempts: int = 5) -> subprocess.CompletedProcess:
     """Run nbgrader; retry while the shared sqlite gradebook is locked by another worker."""
     for attempt in range(attempts):
-        proc = P.nbgrader(*args, cwd=root, check=False)
+        proc = root.nbgrader(*args, check=False)
         if "database is locked" not in proc.stderr:
             return proc
         time.sleep(0.5 * (attempt + 1))
@@ -141,16 +138,16 @@ def _failure_reason(stderr: str) -> str:
     return lines[-1].strip()[:200] if lines else "nbgrader autograde failed (see nbgrader.log)"
 
 
-def grade_student(root: Path, assignment: str, student: str) -> StudentReport:
+def grade_student(root: CourseRoot, assignment: str, student: str) -> StudentReport:
     """Autograde and give feedback to one student with the nbgrader command line."""
     report = StudentReport(student)
-    proc = _nbgrader_retrying(["autograde", assignment, "--force", "--create", f"--student={student}"], root)
-    graded_nb = P.notebook_path(root, "autograded", assignment, student)
+    proc = _nbgrader_retrying(root, ["autograde", assignment, "--force", "--create", f"--student={student}"])
+    graded_nb = root.notebook("autograded", assignment, student)
     if proc.returncode != 0 or not graded_nb.exists():
         report.status = "failed"
         report.problems.append(_failure_reason(proc.stderr))
         return report
-    _nbgrader_retrying(["generate_feedback", assignment, "--force", f"--student={student}"], root)
+    _nbgrader_retrying(root, ["generate_feedback", assignment, "--force", f"--student={student}"])
     report.status = "graded"
     _read_review(graded_nb, report)
     return report
@@ -178,7 +175,7 @@ def _worker_start(root: str) -> None:
     config = app.config
     config.CourseDirectory.root = root
     _WORKER["api"] = NbGraderAPI(CourseDirectory(config=config), config=config)
-    _WORKER["root"] = Path(root)
+    _WORKER["root"] = CourseRoot(root)
 
 
 def _api_retrying(call, *args, attempts: int = 5, **kwargs) -> dict:
@@ -196,7 +193,7 @@ def _worker_grade(assignment: str, student: str) -> StudentReport:
     api, root = _WORKER["api"], _WORKER["root"]
     report = StudentReport(student)
     result = _api_retrying(api.autograde, assignment, student, force=True, create=True)
-    graded_nb = P.notebook_path(root, "autograded", assignment, student)
+    graded_nb = root.notebook("autograded", assignment, student)
     if not result.get("success") or not graded_nb.exists():
         report.status = "failed"
         report.problems.append(_failure_reason(result["text"]))
@@ -235,31 +232,31 @@ def sandbox_warning() -> str | None:
             "review flags still ran; see README \"Students cannot buy points\".")
 
 
-def _fill_scores(root: Path, assignment: str, reports: dict[str, StudentReport]) -> None:
-    results = P.results(root, assignment)
+def _fill_scores(root: CourseRoot, assignment: str, reports: dict[str, StudentReport]) -> None:
+    results = root.results(assignment)
     for student, report in reports.items():
         if student in results and report.status in ("graded", "unchanged"):
             result = results[student]
             report.score, report.max_score = result.auto_score, result.auto_max
             report.failed_cells = {g: result.cells[g].error for g in result.failed()}
-            graded_nb = P.notebook_path(root, "autograded", assignment, student)
+            graded_nb = root.notebook("autograded", assignment, student)
             if report.status == "unchanged" and graded_nb.exists():
                 _read_review(graded_nb, report)
 
 
-def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = False,
+def grade_class(root: CourseRoot, assignment: str, jobs: int = 1, regrade: bool = False,
                 progress: bool = True) -> dict[str, StudentReport]:
     """Inspect, autograde and give feedback to every student of an assignment."""
-    P.check_assignment(assignment, root)
-    if not (root / "release" / assignment).is_dir():
+    root.check_assignment(assignment)
+    if not root.folder("release", assignment).is_dir():
         raise P.PipelineError(f"release/{assignment} is missing: run `python -m instructor release {assignment}` first")
-    state_path = root / "autograded" / STATE_FILE
+    state_path = root.path / "autograded" / STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     done = state.setdefault(assignment, {})
-    graded_before = set(P.results(root, assignment)) if (root / "gradebook.db").exists() else set()
+    graded_before = set(root.results(assignment)) if root.gradebook.exists() else set()
 
     reports, todo = {}, []
-    for student in students(root, assignment):
+    for student in root.students(assignment):
         report = reports[student] = StudentReport(student)
         report.problems = inspect(root, assignment, student)
         if report.problems:
@@ -277,7 +274,7 @@ def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = Fals
         bar = tqdm(total=len(todo), unit="student", desc=f"autograde {assignment}")
     workers = max(1, min(jobs, len(todo)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_worker_start, initargs=(str(root.resolve()),)) as pool:
+                             initializer=_worker_start, initargs=(str(root.path.resolve()),)) as pool:
         futures = {pool.submit(_worker_grade, assignment, s): s for s in todo}
         for future in as_completed(futures):
             student = futures[future]

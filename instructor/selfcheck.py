@@ -70,7 +70,7 @@ def grade_copy(notebook: Path, assignment: str | None = None, root: CourseRoot =
     say(f"checking {notebook} as {assignment} (hidden tests built from source/) ...", flush=True)
     private = private_root(root, assignment)
     private.submit(assignment, LEARNER, nb)
-    report = batch.grade_student(private.path, assignment, LEARNER)
+    report = batch.grade_student(private, assignment, LEARNER)
     result = private.results(assignment)[LEARNER] if report.status == "graded" else None
     return assignment, private, report, result
 
