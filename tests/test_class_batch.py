@@ -16,9 +16,11 @@ import pytest
 
 from instructor import batch
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.zoo import variants_for
 
-A, NB = "01_two_keys", "two_keys"
+A = "01_two_keys"
+NB = REPOSITORY.notebook_name(A)
 pytestmark = pytest.mark.pipeline
 
 PATCH_CHECKS = '''
@@ -119,8 +121,7 @@ def softmax(scores, axis=-1, _wrong=softmax):
 
 def build_class(root):
     """{student: notebook or raw text}; plus what we expect of each."""
-    release = P.read_nb(root / "release" / A / f"{NB}.ipynb")
-    answers = P.solution_answers(P.read_nb(root / "source" / A / f"{NB}.ipynb"))
+    release, answers = root.release_and_answers(A)
     zoo = {v.name: v for v in variants_for(A)}
     axis0 = zoo["softmax_axis0"].answers(answers)
 
@@ -165,18 +166,18 @@ def build_class(root):
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
-    root = P.make_scratch_course(tmp_path_factory.mktemp("class"), [A])
+    root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp("class"), [A])
     # grade infinite loops quickly in the test; the course's own limit is 120 s per cell
-    with open(root / "nbgrader_config.py", "a") as config:
+    with open(root.config, "a") as config:
         config.write("\nc.Execute.timeout = 20\n")
-    archive = root.parent / "class.zip"
+    archive = root.path.parent / "class.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         for student, nb in build_class(root).items():
             text = nb if isinstance(nb, str) else nbformat.writes(nb)
             zf.writestr(f"{student}/{NB}.ipynb", text)
-        zf.writestr(f"adv-renamed/my_{NB}.ipynb", nbformat.writes(P.read_nb(root / "release" / A / f"{NB}.ipynb")))
+        zf.writestr(f"adv-renamed/my_{NB}.ipynb", nbformat.writes(P.read_nb(root.notebook("release", A))))
     batch.collect(root, A, archive)
-    (root / "submitted" / "adv-missing" / A).mkdir(parents=True)  # handed in an empty folder
+    root.folder("submitted", A, "adv-missing").mkdir(parents=True)  # handed in an empty folder
     first = batch.grade_class(root, A, jobs=2, progress=False)
     return root, first
 
@@ -251,15 +252,15 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
     from nbgrader.api import Gradebook
 
     root, reports = graded_class
-    report = batch.write_report(root / "report.txt", A, reports).read_text()
+    report = batch.write_report(root.path / "report.txt", A, reports).read_text()
     assert "## atk-settrace (graded) FOR REVIEW" in report and "  review: " in report
     table = batch.format_table(A, reports)
     assert f"{batch.REVIEW_MARK}" in [line.split()[3] for line in table.splitlines() if line.startswith("atk-builtins")][0]
     assert "for review" in table.splitlines()[-1]
-    rows = {r["student_id"]: r for r in csv.DictReader(P.export_grades(root, root / "review.csv").open())}
+    rows = {r["student_id"]: r for r in csv.DictReader(root.export(root.path / "review.csv").open())}
     assert rows["atk-settrace"]["needs_review"] == "yes" and "sys.settrace" in rows["atk-settrace"]["review_reasons"]
     assert rows["correct-0"]["needs_review"] == "" and rows["correct-0"]["score"] == "11.0"
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(root.gradebook_url) as gb:
         assert gb.find_submission(A, "atk-settrace").needs_manual_grade
         flagged = gb.find_submission_notebook(NB, A, "atk-settrace")
         assert any(g.needs_manual_grade for g in flagged.grades if g.name.startswith("test_"))
@@ -269,7 +270,7 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    api = NbGraderAPI(CourseDirectory(root=str(root)))
+    api = NbGraderAPI(CourseDirectory(root=str(root.path)))
     assert api.get_submission(A, "atk-settrace")["needs_manual_grade"] is True
 
 
@@ -279,7 +280,7 @@ def test_exits_loops_and_floods_cost_only_their_own_cells(graded_class):
         assert reports[student].score == 9, student  # everything but the 2-point hand answers
         assert list(reports[student].failed_cells) == ["test_hand_answers"], student
     assert reports["adv-megabytes"].score == 11 and reports["adv-duplicate-ids"].score == 11
-    flooded = root / "autograded" / "adv-megabytes" / A / f"{NB}.ipynb"
+    flooded = root.notebook("autograded", A, "adv-megabytes")
     assert flooded.stat().st_size < 300_000, "a 5 MB print must be cut in the autograded notebook"
     assert "kernel died" in reports["adv-os-exit"].problems[0]
 
@@ -289,7 +290,7 @@ def test_broken_submissions_are_reported_by_name(graded_class):
     assert "renamed?" in reports["adv-renamed"].problems[0] and f"my_{NB}.ipynb" in reports["adv-renamed"].problems[0]
     assert "is missing" in reports["adv-missing"].problems[0]
     assert "not a readable notebook" in reports["adv-not-json"].problems[0]
-    report = batch.write_report(root / "report.txt", A, reports).read_text()
+    report = batch.write_report(root.path / "report.txt", A, reports).read_text()
     for student in ("adv-renamed", "adv-missing", "adv-not-json", "adv-os-exit"):
         assert f"## {student}" in report
 
@@ -298,8 +299,8 @@ def test_feedback_and_csv_for_every_graded_student(graded_class):
     root, reports = graded_class
     graded = {s for s, r in reports.items() if r.status == "graded"}
     for student in graded:
-        assert (root / "feedback" / student / A / f"{NB}.html").exists(), student
-    csv = P.export_grades(root, root / "grades.csv").read_text().splitlines()
+        assert root.notebook("feedback", A, student).exists(), student
+    csv = root.export(root.path / "grades.csv").read_text().splitlines()
     assert {line.split(",")[3] for line in csv[1:]} >= graded
 
 
@@ -307,12 +308,12 @@ def test_rerun_is_idempotent_and_keeps_manual_grades(graded_class):
     from nbgrader.api import Gradebook
 
     root, first = graded_class
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(root.gradebook_url) as gb:
         grade = gb.find_grade("equal_keys_answer", NB, A, "correct-0")
         grade.manual_score = 2.0
         gb.db.commit()
     # correct-0 hands in again (the same answers, saved once more): only that student is regraded
-    resubmitted = P.notebook_path(root, "submitted", A, "correct-0")
+    resubmitted = root.notebook("submitted", A, "correct-0")
     nb = P.read_nb(resubmitted)
     nb.metadata["saved_again"] = True
     P.write_nb(nb, resubmitted)
@@ -321,7 +322,7 @@ def test_rerun_is_idempotent_and_keeps_manual_grades(graded_class):
     assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in first.items()}
     assert {s: r.review for s, r in again.items()} == {s: r.review for s, r in first.items()}
     assert again["correct-0"].score == 11
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with Gradebook(root.gradebook_url) as gb:
         assert gb.find_grade("equal_keys_answer", NB, A, "correct-0").manual_score == 2.0
-    state = json.loads((root / "autograded" / batch.STATE_FILE).read_text())
+    state = json.loads((root.path / "autograded" / batch.STATE_FILE).read_text())
     assert "adv-os-exit" not in state[A] and "correct-0" in state[A]
