@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from . import pipeline as P
+from .course_root import CourseRoot
 
 WORKSPACE = "workspace"
 EXCHANGE = ".exchange"
@@ -75,13 +76,14 @@ def _trust(notebooks: list[Path]) -> None:
 def started(repo: Path = P.REPO, dest: Path | None = None) -> list[tuple[str, Path]]:
     """``(assignment, notebook)`` for every workspace notebook that differs from its release."""
     dest = dest or workspace_dir(repo)
+    root = CourseRoot(repo)
     out = []
-    for assignment in P.assignments(repo):
+    for assignment in root.assignments():
         try:
-            mine = dest / assignment / (P.notebook_name(assignment, repo) + ".ipynb")
+            mine = dest / assignment / (root.notebook_name(assignment) + ".ipynb")
         except P.PipelineError:
             continue
-        released = P.notebook_path(repo, "release", assignment)
+        released = root.notebook("release", assignment)
         if mine.is_file() and (not released.is_file() or _answers(mine) != _answers(released)):
             out.append((assignment, mine))
     return out

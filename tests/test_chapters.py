@@ -164,7 +164,7 @@ def test_honest_work_is_never_flagged_for_review(assignment, scratch_root):
     chapter = graded(scratch_root, assignment)
     flagged = {}
     for student in chapter.results:
-        nb = P.read_nb(P.notebook_path(chapter.root.path, "autograded", assignment, student))
+        nb = P.read_nb(chapter.root.notebook("autograded", assignment, student))
         if review_reasons(nb):
             flagged[student] = review_reasons(nb)
     assert not flagged, flagged

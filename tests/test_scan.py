@@ -6,12 +6,13 @@ import nbformat
 import pytest
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.scan import refusals, scan_notebook, scan_source, student_cells
 
 
-@pytest.mark.parametrize("assignment", P.assignments())
+@pytest.mark.parametrize("assignment", REPOSITORY.assignments())
 def test_solutions_and_released_notebooks_are_never_flagged(assignment):
-    release_nb, answers = P.release_and_answers(P.REPO, assignment)
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
     assert scan_notebook(release_nb) == [], "the released notebook itself would be flagged"
     filled = P.fill(release_nb, answers)
     assert student_cells(filled), "no student cells found"

@@ -21,6 +21,7 @@ from lab import Lab, dump, error_text
 from seats import ARTIFACTS, REPO, seat
 
 from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
 from instructor.zoo import variants_for
 
 PLOT_CALL = re.compile(r"^(?!\s*(import|from)\b).*(\bplot_\w+\(|\bplt\.(show|imshow|plot|subplots)\(|\.imshow\()", re.M)
@@ -30,7 +31,7 @@ BUGS = {"01_two_keys": "attention_no_scale", "03_masks": "mask_after_softmax"}
 
 def _bug(assignment: str):
     """(variant, grade_id, (start, end, typed)) of the chosen zoo bug, or whole cell text."""
-    solutions = P.solution_answers(P.read_nb(P.notebook_path(REPO, "source", assignment)))
+    solutions = P.solution_answers(P.read_nb(REPOSITORY.notebook("source", assignment)))
     variants = variants_for(assignment)
     wanted = BUGS.get(assignment)
     variant = next((v for v in variants if v.name == wanted), variants[0])
@@ -65,14 +66,14 @@ def _workspace(tmp_path):
 
 @pytest.mark.parametrize("assignment", ["01_two_keys", "03_masks"])
 def test_student_seat(driver, tmp_path, assignment):
-    name = P.notebook_name(assignment)
+    name = REPOSITORY.notebook_name(assignment)
     workspace = _workspace(tmp_path)
     variant, solutions, bug_answers, bug_gid, ops = _bug(assignment)
     first = next(iter(solutions))
     with seat("lab", f"--folder={workspace}", log_name=f"lab-{assignment}") as server:
         lab = Lab(driver, server, ARTIFACTS, assignment)
         assert (workspace / assignment / f"{name}.ipynb").read_bytes() == \
-            P.notebook_path(REPO, "release", assignment).read_bytes(), "the workspace starts as the release"
+            REPOSITORY.notebook("release", assignment).read_bytes(), "the workspace starts as the release"
         lab.open(f"{assignment}/{name}.ipynb")
         toasts = "return document.querySelectorAll('.jp-Notification-Toast, .Toastify__toast').length"
         assert driver.execute_script(toasts) == 0, "a pop-up (news?) on first start"
@@ -152,18 +153,18 @@ def test_student_seat(driver, tmp_path, assignment):
     assert status == "", status
 
 
-def _demo_course(root):
+def _demo_course(path):
     """A scratch course with 01_two_keys released and one demo submission autograded."""
     assignment = "01_two_keys"
-    P.make_scratch_course(root, [assignment])
-    release, answers = P.release_and_answers(root, assignment)
+    root = REPOSITORY.scratch_copy(path, [assignment])
+    release, answers = root.release_and_answers(assignment)
     nb = P.fill(release, answers)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
             cell.source = WRITTEN
-    P.submit(root, assignment, "demo-student", nb)
-    P.autograde(root, assignment, "demo-student")
-    return assignment
+    root.submit(assignment, "demo-student", nb)
+    root.autograde(assignment, "demo-student")
+    return root, assignment
 
 
 def test_instructor_seat(driver, tmp_path):
@@ -171,9 +172,8 @@ def test_instructor_seat(driver, tmp_path):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    root = tmp_path / "course"
-    assignment = _demo_course(root)
-    with seat("formgrader", f"--root={root}", log_name="formgrader") as server:
+    root, assignment = _demo_course(tmp_path / "course")
+    with seat("formgrader", f"--root={root.path}", log_name="formgrader") as server:
         lab = Lab(driver, server, ARTIFACTS, "formgrader")
         driver.get(f"{server.url}/lab?token={server.token}")
         lab.wait(lambda: driver.execute_script("return !!(window.jupyterapp && window.jupyterapp.shell)"), 120, "Lab")
@@ -209,7 +209,7 @@ def test_instructor_seat(driver, tmp_path):
         # the assignment's name opens its source folder in Lab's file browser; open the notebook
         in_frame("td.name a", "the assignment list")[0].click()
         driver.switch_to.default_content()
-        name = P.notebook_name(assignment, root)
+        name = root.notebook_name(assignment)
         find_item = ("return Array.from(document.querySelectorAll('.jp-DirListing-item')).find("
                      "e => e.querySelector('.jp-DirListing-itemText').textContent.trim() === arguments[0]);")
         lab.wait(lambda: driver.execute_script(find_item, f"{name}.ipynb"), 30, "the source folder")
@@ -248,4 +248,4 @@ def test_instructor_seat(driver, tmp_path):
         driver.switch_to.default_content()
         lab.shot("manual-grading")
         assert WRITTEN[:40] in page, page[:2000]
-    assert (root / "release" / assignment / f"{name}.ipynb").exists()
+    assert root.notebook("release", assignment).exists()
