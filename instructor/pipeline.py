@@ -2,8 +2,7 @@
 filling notebooks, and the shape of a grading result.
 
 The steps themselves run in a course root: :class:`instructor.course_root.CourseRoot` owns
-every path and nbgrader step. The functions at the end of this module take the root's path
-and delegate to it, for callers that hold a path (``instructor/batch.py``).
+every path and nbgrader step.
 """
 
 from __future__ import annotations
@@ -131,69 +130,3 @@ def cell_error(cell) -> str:
         if out.get("output_type") == "error":
             return f"{out.get('ename', '')}: {out.get('evalue', '')}"
     return ""
-
-
-# ---------------------------------------------------------------- steps by root path
-
-
-def _root(root: Path):
-    from .course_root import CourseRoot
-
-    return CourseRoot(root)
-
-
-def assignments(root: Path = REPO) -> list[str]:
-    return _root(root).assignments()
-
-
-def check_assignment(name: str, root: Path = REPO) -> str:
-    return _root(root).check_assignment(name)
-
-
-def paired_scripts(assignment: str, root: Path = REPO) -> list[Path]:
-    return _root(root).scripts(assignment)
-
-
-def notebook_name(assignment: str, root: Path = REPO) -> str:
-    return _root(root).notebook_name(assignment)
-
-
-def notebook_path(root: Path, folder: str, assignment: str, student: str | None = None,
-                  suffix: str = ".ipynb") -> Path:
-    return _root(root).folder(folder, assignment, student) / (notebook_name(assignment, root) + suffix)
-
-
-def sync(assignment: str, root: Path = REPO) -> list[Path]:
-    return _root(root).sync(assignment)
-
-
-def release(assignment: str, root: Path = REPO) -> Path:
-    return _root(root).release(assignment)
-
-
-def release_and_answers(root: Path, assignment: str) -> tuple[nbformat.NotebookNode, dict[str, str]]:
-    return _root(root).release_and_answers(assignment)
-
-
-def make_scratch_course(dest: Path, names: list[str], root: Path = REPO) -> Path:
-    return _root(root).scratch_copy(dest, names).path
-
-
-def submit(root: Path, assignment: str, student: str, nb: nbformat.NotebookNode, name: str | None = None) -> Path:
-    return _root(root).submit(assignment, student, nb, name)
-
-
-def autograde(root: Path, assignment: str, student: str | None = None) -> None:
-    _root(root).autograde(assignment, student)
-
-
-def generate_feedback(root: Path, assignment: str, student: str | None = None) -> None:
-    _root(root).feedback(assignment, student)
-
-
-def export_grades(root: Path, to: Path) -> Path:
-    return _root(root).export(to)
-
-
-def results(root: Path, assignment: str) -> dict[str, Result]:
-    return _root(root).results(assignment)
