@@ -51,11 +51,10 @@ _COURSE_MODULES = ["course", "course.checks", "course.tracing", "course.plots", 
                    "course.env", "course.integrity"]
 _MODULE_NAMES = ["numpy", "numpy.testing", "torch", "torch.testing", "torch.nn.functional", "math",
                  *_COURSE_MODULES]
-# Notebook names guarded once they are bound to a genuine object (by the locked imports cell).
+# Notebook names guarded once they are bound to a genuine object (by the locked imports cell):
+# these modules, and the student API that the course modules declare in their ``__all__``.
 # Only these: a student's own variable that happens to hold, say, np.max is left alone.
-_GUARDED_NAMES = {"np", "numpy", "torch", "F", "math", "course", "checks", "as_numpy", "check_close",
-                  "check_dtype", "check_finite", "check_rows_sum_to_one", "check_shape", "check_true",
-                  "check_type", "matches", "seed_everything", "largest_tensor"}
+_GUARDED_MODULE_NAMES = {"np", "numpy", "torch", "F", "math", "course", "checks"}
 # IPython puts these into builtins only while a cell runs; ipykernel swaps input() per request
 _TRAP_BUILTINS = {"exit", "quit", "get_ipython", "input", "raw_input"}
 # callbacks and threads that the kernel's own machinery (and pyplot) may start while an
@@ -119,6 +118,9 @@ def _build_guard(shell: Any):
         for attribute, value in _list(_vars(module).items()):
             if _callable(value) and not _isinstance(value, types.ModuleType):
                 originals.append((name, module, attribute, value))
+    guarded_names = _set(_GUARDED_MODULE_NAMES)
+    for name in _COURSE_MODULES:
+        guarded_names.update(_getattr(modules.get(name), "__all__", ()))
     genuine_ids = {_id(value): value for *_, value in originals}
     genuine_ids.update({_id(module): module for module in modules.values()})
     bindings: dict[str, Any] = {}
@@ -368,7 +370,7 @@ def _build_guard(shell: Any):
 
     def remember_bindings() -> None:
         namespace = _user_ns
-        for name in _GUARDED_NAMES - _set(bindings):
+        for name in guarded_names - _set(bindings):
             value = namespace.get(name, None)
             if value is not None and genuine_ids.get(_id(value)) is value:
                 bindings[name] = value
