@@ -29,6 +29,7 @@ from support import hidden_lines, source_nb
 
 from instructor import pipeline as P
 from instructor import sandbox
+from instructor.course_root import REPOSITORY, CourseRoot
 from instructor.zoo import variants_for
 
 A, NB = "01_two_keys", "two_keys"
@@ -249,13 +250,14 @@ def attacked(tmp_path_factory):
     ok, reason = sandbox.sandbox_status()
     if not ok:  # the attacks below are bounded, but run them only where they are contained
         pytest.fail(f"the grading sandbox cannot start here: {reason}")
-    root = P.make_scratch_course(tmp_path_factory.mktemp("sandbox"), [A])
-    release, answers = P.release_and_answers(root, A)
+    course = REPOSITORY.scratch_copy(tmp_path_factory.mktemp("sandbox"), [A])
+    root = course.path
+    release, answers = course.release_and_answers(A)
     axis0 = {v.name: v for v in variants_for(A)}["softmax_axis0"].answers(answers)
-    P.submit(root, A, HONEST, P.fill(release, answers))
-    P.submit(root, A, CONTROL, P.fill(release, axis0))
-    P.autograde(root, A)
-    P.generate_feedback(root, A)
+    course.submit(A, HONEST, P.fill(release, answers))
+    course.submit(A, CONTROL, P.fill(release, axis0))
+    course.autograde(A)
+    course.feedback(A)
     attackers = set(ATTACKS)
     before = tree_hashes(root, attackers), gradebook_rows(root / "gradebook.db", attackers)
 
@@ -267,18 +269,18 @@ def attacked(tmp_path_factory):
     fill = {"ROOT": str(root), "PORT": str(listener.getsockname()[1]), "MARKER": marker}
     for student, code in ATTACKS.items():
         code = re.sub("|".join(fill), lambda m: fill[m.group(0)], code)
-        P.submit(root, A, student, attack_nb(release, axis0, code))
+        course.submit(A, student, attack_nb(release, axis0, code))
     started = time.time()
-    P.autograde(root, A, "adv-*")
-    P.generate_feedback(root, A, "adv-*")
+    course.autograde(A, "adv-*")
+    course.feedback(A, "adv-*")
     graded_in = time.time() - started
     yield {"root": root, "before": before, "listener": listener, "marker": marker, "graded_in": graded_in,
-           "results": P.results(root, A), "attackers": attackers}
+           "results": course.results(A), "attackers": attackers}
     listener.close()
 
 
 def attack_output(root: Path, student: str) -> str:
-    nb = P.read_nb(P.notebook_path(root, "autograded", A, student))
+    nb = P.read_nb(CourseRoot(root).notebook("autograded", A, student))
     cell = next(c for c in nb.cells if c.cell_type == "code" and ("attempt(" in c.source or "KERNEL" in c.source
                                                                   or "bytearray" in c.source))
     parts = []
@@ -414,19 +416,20 @@ def test_no_sandbox_warns_loudly():
 
 
 def test_plain_nbgrader_refuses_without_sandbox_and_off_really_is_off(tmp_path):
-    root = P.make_scratch_course(tmp_path / "course", [A])
-    release, answers = P.release_and_answers(root, A)
-    P.submit(root, A, "peek", attack_nb(release, answers, ATTACKS["adv-look-around"].replace("ROOT", str(root))))
+    course = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    root = course.path
+    release, answers = course.release_and_answers(A)
+    course.submit(A, "peek", attack_nb(release, answers, ATTACKS["adv-look-around"].replace("ROOT", str(root))))
     refused = subprocess.run([str(P.BIN / "nbgrader"), "autograde", A, "--create"], cwd=root, text=True,
                              capture_output=True, env={**P.tool_env(), "COURSE_SANDBOX_BWRAP": "/nonexistent"})
     assert "refusing to grade: the grading sandbox cannot start" in refused.stderr
-    assert not P.notebook_path(root, "autograded", A, "peek").exists()
+    assert not course.notebook("autograded", A, "peek").exists()
     off = subprocess.run([str(P.BIN / "nbgrader"), "autograde", A, "--create", "--force"], cwd=root, text=True,
                          capture_output=True, env={**P.tool_env(), "COURSE_SANDBOX": "off"})
     assert off.returncode == 0, off.stderr[-2000:]
     seen = json.loads(attack_output(root, "peek").split("SEEN ", 1)[1].splitlines()[0])
     assert "gradebook.db" in seen[str(root)], "without the sandbox the kernel sees the gradebook"
-    assert P.results(root, A)["peek"].auto_score == 11
+    assert course.results(A)["peek"].auto_score == 11
 
 
 def test_sandbox_status_reports_why():
