@@ -65,7 +65,9 @@ class ClusterStats:
     written: Counter = field(default_factory=Counter)  # student -> gradebook writes (must be 1)
     duplicates: int = 0
     task_seconds: dict[str, float] = field(default_factory=dict)  # student -> seconds on the worker
-    wall_seconds: float = 0.0
+    write_seconds: float = 0.0  # instructor side: placing notebooks and writing the gradebook
+    feedback_seconds: float = 0.0
+    wall_seconds: float = 0.0  # from the first task submitted to the last student written
 
 
 # ---------------------------------------------------------------- what a task carries
@@ -398,7 +400,9 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
             if stats.written[student]:
                 stats.duplicates += 1  # never written twice
                 continue
+            written_at = time.perf_counter()
             problems = write_result(root, url, course_id, assignment, result)
+            stats.write_seconds += time.perf_counter() - written_at
             stats.written[student] += 1
             stats.per_worker[result.get("worker") or result.get("host", "?")] += 1
             stats.task_seconds[student] = result.get("seconds", 0.0)
@@ -429,7 +433,9 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
             _close(client)
     stats.wall_seconds = time.perf_counter() - start
     if feedback and any(r.status == "graded" for r in reports.values()):
+        start = time.perf_counter()
         P.generate_feedback(root, assignment)
+        stats.feedback_seconds = time.perf_counter() - start
     _fill_scores(root, assignment, reports)
     return reports
 
