@@ -243,17 +243,16 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
 
     from instructor import cluster as C
 
-    A = "01_two_keys"
     print(f"\n## 8. class batch on a Dask LocalCluster ({workers} worker processes) vs --jobs {workers}, "
           f"{n_students} students of {A}")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), n_students)
         start = time.perf_counter()
-        reports = batch.grade_class(root, A, jobs=workers, regrade=True, progress=False)
+        reports = batch.grade_class(root.path, A, jobs=workers, regrade=True, progress=False)
         local = time.perf_counter() - start
         assert all(r.status == "graded" for r in reports.values())
         # one student's autograde alone, the way --jobs runs it (for the overhead below)
-        alone = timed(lambda: P.autograde(root, A, "student-00"), 3)
+        alone = timed(lambda: root.autograde(A, "student-00"), 3)
 
         start = time.perf_counter()
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -264,7 +263,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
             noop = timed(lambda: client.submit(int, 0, pure=False).result(), 20)
             stats = C.ClusterStats()
             start = time.perf_counter()
-            reports = C.grade_class_on_cluster(root, A, client, regrade=True, progress=False, stats=stats)
+            reports = C.grade_class_on_cluster(root.path, A, client, regrade=True, progress=False, stats=stats)
             on_cluster = time.perf_counter() - start
         finally:
             client.close()

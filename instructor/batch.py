@@ -256,7 +256,7 @@ def grade_class(root: Path, assignment: str, jobs: int = 1, regrade: bool = Fals
     state_path = root / "autograded" / STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     done = state.setdefault(assignment, {})
-    graded_before = set(P.results(root, assignment)) if (root / "gradebook.db").exists() else set()
+    graded_before = set(P.results(root, assignment))  # sqlite or a server (CourseRoot.gradebook_url)
 
     reports, todo = {}, []
     for student in students(root, assignment):

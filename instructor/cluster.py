@@ -196,6 +196,22 @@ def _build_gradebook(db_url: str, course_id: str, records: dict) -> None:
                                                 checksum=cell["checksum"])
 
 
+_GRADEBOOKS: dict[str, bytes] = {}  # per worker process: the assignment's empty gradebook, by content
+
+
+def _place_gradebook(path: Path, course_id: str, records: dict) -> None:
+    """Write the assignment's gradebook (sqlite) at ``path``; built once per worker process."""
+    import hashlib
+
+    key = hashlib.sha256(json.dumps([course_id, records], sort_keys=True).encode()).hexdigest()
+    if key not in _GRADEBOOKS:
+        with tempfile.TemporaryDirectory() as tmp:
+            built = Path(tmp) / "gradebook.db"
+            _build_gradebook(_sqlite_url(Path(tmp)), course_id, records)  # (nbgrader runs alembic once)
+            _GRADEBOOKS[key] = built.read_bytes()
+    path.write_bytes(_GRADEBOOKS[key])
+
+
 def read_scores(db_url: str, course_id: str, assignment: str, student: str) -> dict[str, dict[str, float | None]]:
     """{notebook: {grade id: auto score}} of one student, from a gradebook."""
     from nbgrader.api import Gradebook
@@ -224,7 +240,7 @@ def grade_on_worker(shared: dict, student: str, submitted: dict[str, str]) -> di
         _write_folder(tmp / "source" / assignment, shared["source_files"])
         _write_folder(tmp / "submitted" / student / assignment, submitted)
         url = _sqlite_url(tmp)
-        _build_gradebook(url, course_id, shared["records"])
+        _place_gradebook(tmp / "gradebook.db", course_id, shared["records"])
         env = {**P.tool_env(), "COURSE_DB_URL": url}
         proc = subprocess.run(
             [str(P.BIN / "nbgrader"), "autograde", assignment, "--force", "--create", f"--student={student}",
@@ -338,7 +354,8 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
     """Inspect, autograde (one Dask task per student) and give feedback to every student.
 
     ``cluster`` is an address (``local:N``, ``tcp://host:8786``, ``tls://...``) or a dask Client.
-    ``on_result(client, n_done)`` is called after each student is written (tests kill workers there).
+    ``on_result(client, student, n_done)`` is called after each student is written (tests kill
+    workers and schedulers there).
     """
     P.check_assignment(assignment, root)
     if not (root / "release" / assignment).is_dir():
@@ -424,7 +441,7 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
                 bar.update(1)
                 bar.set_postfix_str(" ".join(f"{w.split('//')[-1]}:{n}" for w, n in sorted(stats.per_worker.items())))
             if on_result:
-                on_result(client, n_done)
+                on_result(client, student, n_done)
     finally:
         if bar:
             bar.close()
