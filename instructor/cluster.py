@@ -392,9 +392,10 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
     try:
         from distributed import as_completed
 
-        futures = {}
+        futures, sent = {}, {}
         for student in todo:
             folder = root / "submitted" / student / assignment
+            sent[student] = batch.fingerprint(root, assignment, student)  # what this task grades
             future = client.submit(grade_on_worker, shared, student, _read_folder(folder),
                                    key=f"autograde-{assignment}-{student}-{time.time_ns()}", pure=False)
             futures[future] = student
@@ -427,7 +428,7 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
             report.problems += problems
             if result["ok"] and not problems:
                 report.status = "graded"
-                done[student] = batch.fingerprint(root, assignment, student)
+                done[student] = sent[student]
                 text = "".join(p.read_text(errors="replace") for p in
                                (root / "autograded" / student / assignment).glob("*.ipynb"))
                 if getattr(batch, "TAMPER_MARK", None) and batch.TAMPER_MARK in text:
