@@ -433,6 +433,13 @@ def grade_class_on_cluster(root: Path, assignment: str, cluster, regrade: bool =
                                (root / "autograded" / student / assignment).glob("*.ipynb"))
                 if getattr(batch, "TAMPER_MARK", None) and batch.TAMPER_MARK in text:
                     report.problems.append("replaced the grader's check functions (restored before the tests ran)")
+                try:  # review flags the worker's grader wrote into the autograded notebook
+                    from .nbgrader_ext import review_reasons
+
+                    report.review = [r for p in sorted((root / "autograded" / student / assignment).glob("*.ipynb"))
+                                     for r in review_reasons(P.read_nb(p))]
+                except ImportError:
+                    pass
             else:
                 report.status = "failed"
                 done.pop(student, None)
