@@ -221,6 +221,15 @@ def read_scores(db_url: str, course_id: str, assignment: str, student: str) -> d
         return {nb.name: {g.name: g.auto_score for g in nb.grades} for nb in submission.notebooks}
 
 
+def _flagged(db_url: str, course_id: str, assignment: str, student: str) -> dict[str, list[str]]:
+    """{notebook: [grade ids nbgrader marked as needing a manual grade]} (review flags, manual cells)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url, course_id) as gb:
+        submission = gb.find_submission(assignment, student)
+        return {nb.name: sorted(g.name for g in nb.grades if g.needs_manual_grade) for nb in submission.notebooks}
+
+
 def grade_on_worker(shared: dict, student: str, submitted: dict[str, str]) -> dict:
     """The Dask task: autograde one student in a private course root; never raises."""
     start = time.perf_counter()
@@ -255,6 +264,7 @@ def grade_on_worker(shared: dict, student: str, submitted: dict[str, str]) -> di
             return out
         out["files"] = _read_folder(graded)
         out["scores"] = read_scores(url, course_id, assignment, student)
+        out["needs_manual_grade"] = _flagged(url, course_id, assignment, student)
         out["ok"] = True
         return out
     except Exception as err:  # a broken worker environment: report it, keep the batch going
@@ -303,6 +313,12 @@ def write_result(root: Path, db_url: str, course_id: str, assignment: str, resul
                                   "student": student}}
         SaveAutoGrades(config=config).preprocess(nb, resources)
         AssignLatePenalties(config=config).preprocess(nb, resources)
+    # what the worker's grader flagged (instructor.nbgrader_ext.ReviewFlags runs after SaveAutoGrades)
+    with Gradebook(db_url, course_id) as gb:
+        for notebook, grade_ids in result.get("needs_manual_grade", {}).items():
+            for grade_id in grade_ids:
+                gb.find_grade(grade_id, notebook, assignment, student).needs_manual_grade = True
+        gb.db.commit()
     written = read_scores(db_url, course_id, assignment, student)
     if written != result["scores"]:
         return [f"the scores written ({written}) differ from the worker's ({result['scores']})"]
