@@ -53,9 +53,9 @@ export: setup          ## grades to grades.csv
 check: setup           ## grade your workspace (one line per started chapter), or one file: make check NB=path/to/two_keys.ipynb
 	$(PY) -m instructor check $(if $(NB),"$(NB)")
 
-grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2
-	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2]"; exit 2; }
-	$(PY) -m instructor grade-class "$(A)" $(if $(FROM),--from "$(FROM)") --jobs $(or $(JOBS),2)
+grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2 [CLUSTER=tcp://scheduler:8786]
+	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2] [CLUSTER=address|local:N]"; exit 2; }
+	$(PY) -m instructor grade-class "$(A)" $(if $(FROM),--from "$(FROM)") --jobs $(or $(JOBS),2) $(if $(CLUSTER),--cluster "$(CLUSTER)")
 
 bench: setup           ## speed figures, measured side by side
 	$(PY) bench/benchmark.py

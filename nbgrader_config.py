@@ -119,3 +119,10 @@ if not _shared_exchange_named():
 from instructor.sandbox import sandboxed_steps  # noqa: E402
 
 c.Autograde.autograde_preprocessors = sandboxed_steps(c.Autograde.autograde_preprocessors)
+
+# The gradebook: a sqlite file in the course root by default (one machine). A class graded by
+# several machines, or several instructors, keeps it on a server: set COURSE_DB_URL, e.g.
+# postgresql+psycopg2://grader:PASSWORD@db.example.org:5432/gradebook?sslmode=verify-full
+# (docs/CLUSTER.md). Every nbgrader command and `python -m instructor` then use it.
+if _os.environ.get("COURSE_DB_URL"):
+    c.CourseDirectory.db_url = _os.environ["COURSE_DB_URL"]

@@ -15,6 +15,9 @@
    (one `nbgrader autograde` and one `nbgrader generate_feedback` process per student).
 7. sandbox: nbgrader autograde per student and a bare kernel start, inside the OS sandbox
    (instructor/sandbox.py) over without it, interleaved on the same students.
+8. cluster: the class batch on a Dask LocalCluster of 2 worker processes versus --jobs 2
+   (``--cluster-students``, default 200, on 01_two_keys), the overhead per task, and the
+   estimate for 1,000 students x 8 chapters on 10 and 50 machines (``--only cluster``).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -232,22 +235,86 @@ def bench_sandbox(n_students: int, repeat: int) -> None:
           f"unsandboxed {k_off:5.2f} s | ratio {k_on / k_off:5.2f}")
 
 
+def bench_cluster(n_students: int, workers: int = 2) -> None:
+    """--cluster local:2 versus --jobs 2 on the same class, same run; overhead; the estimate."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from instructor import cluster as C
+
+    print(f"\n## 8. class batch on a Dask LocalCluster ({workers} worker processes) vs --jobs {workers}, "
+          f"{n_students} students of {A}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _class_root(Path(tmp), n_students)
+        start = time.perf_counter()
+        reports = batch.grade_class(root, A, jobs=workers, regrade=True, progress=False)
+        local = time.perf_counter() - start
+        assert all(r.status == "graded" for r in reports.values())
+        # one student's autograde alone, the way --jobs runs it (for the overhead below)
+        alone = timed(lambda: root.autograde(A, "student-00"), 3)
+
+        start = time.perf_counter()
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        client = Client(cluster)
+        startup = time.perf_counter() - start
+        try:
+            noop = timed(lambda: client.submit(int, 0, pure=False).result(), 20)
+            stats = C.ClusterStats()
+            start = time.perf_counter()
+            reports = C.grade_class_on_cluster(root, A, client, regrade=True, progress=False, stats=stats)
+            on_cluster = time.perf_counter() - start
+        finally:
+            client.close()
+            cluster.close()
+        assert all(r.status == "graded" for r in reports.values())
+    task = statistics.median(stats.task_seconds.values())
+    write = stats.write_seconds / n_students
+    feedback = stats.feedback_seconds / n_students
+    print(f"--jobs {workers}: {local:7.1f} s ({60 * n_students / local:5.1f} students/minute)")
+    print(f"--cluster local:{workers}: {on_cluster:7.1f} s ({60 * n_students / on_cluster:5.1f} students/minute), "
+          f"plus {startup:.1f} s to start the LocalCluster")
+    print(f"ratio cluster/--jobs: {on_cluster / local:4.2f} (below 1: the cluster is faster)")
+    print("per task: median on the worker {:.2f} s vs {:.2f} s for one `nbgrader autograde --student` alone: "
+          "+{:.2f} s (private course root, gradebook records, transfer); Dask round trip of an empty task "
+          "{:.3f} s; instructor side {:.3f} s writing + {:.3f} s feedback per student".format(
+              task, alone, task - alone, noop, write, feedback))
+    # The estimate: chapter 01 is the cheapest chapter; the course average costs more by the
+    # ratio of the source notebooks' execution times (README: 01 3.0 s, mean of 8 chapters 5.5 s).
+    per_core = on_cluster * workers / n_students  # core-seconds per student of chapter 01, on the cluster
+    chapter_factor = 5.5 / 3.0
+    serial = write + feedback  # the instructor side costs the same for every chapter
+    print(f"\nestimate for 1,000 students x 8 chapters = 8,000 autogrades, machines like this one "
+          f"({workers} worker processes each); {per_core:.1f} core-s a student for chapter 01, "
+          f"x{chapter_factor:.2f} for the average chapter:")
+    for machines in (1, 10, 50):
+        cores = machines * workers
+        grading = 8000 * per_core * chapter_factor / cores
+        instructor = 8000 * serial
+        total = max(grading, instructor)  # the instructor writes while the workers grade
+        print(f"  {machines:>3} machine(s), {cores:>3} workers: grading {grading / 3600:5.2f} h, instructor-side "
+              f"writes+feedback {instructor / 3600:5.2f} h -> about {total / 3600:5.2f} h")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox"])
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
+    parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
     args = parser.parse_args()
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
              "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students),
-             "sandbox": lambda: bench_sandbox(args.students, args.repeat)}
+             "sandbox": lambda: bench_sandbox(args.students, args.repeat),
+             "cluster": lambda: bench_cluster(args.cluster_students)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # (the guard matters: Dask's worker processes re-import this file)
     sys.exit(main())

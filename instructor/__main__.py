@@ -124,14 +124,19 @@ def check_workspace(mine) -> int:
 
 
 def cmd_grade_class(args) -> int:
-    """Collect a folder or zip of submissions and grade them all."""
+    """Collect a folder or zip of submissions and grade them all (here, or on a Dask cluster)."""
     from . import batch
 
     name = ROOT.check_assignment(args.assignment)
     if args.source:
         found = batch.collect(ROOT, name, Path(args.source))
         print(f"collected {len(found)} student folder(s) into submitted/")
-    reports = batch.grade_class(ROOT, name, jobs=args.jobs, regrade=args.regrade)
+    if args.cluster:  # one Dask task per student (docs/CLUSTER.md)
+        from .cluster import grade_class_on_cluster
+
+        reports = grade_class_on_cluster(ROOT, name, args.cluster, regrade=args.regrade)
+    else:
+        reports = batch.grade_class(ROOT, name, jobs=args.jobs, regrade=args.regrade)
     print(batch.format_table(name, reports))
     csv = ROOT.export(Path(args.to).resolve())
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)
@@ -202,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", help="folder or zip of <student>/<notebook>.ipynb "
                    "(default: what is already in submitted/)")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--cluster", metavar="ADDRESS", help="grade on a Dask cluster: tcp://scheduler:8786, "
+                   "tls://..., or local:N for N worker processes here (docs/CLUSTER.md); --jobs is then unused")
     p.add_argument("--regrade", action="store_true", help="regrade unchanged submissions too")
     p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
     p.set_defaults(func=cmd_grade_class)

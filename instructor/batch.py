@@ -253,7 +253,7 @@ def grade_class(root: CourseRoot, assignment: str, jobs: int = 1, regrade: bool 
     state_path = root.path / "autograded" / STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     done = state.setdefault(assignment, {})
-    graded_before = set(root.results(assignment)) if root.gradebook.exists() else set()
+    graded_before = set(root.results(assignment))  # sqlite or a server (CourseRoot.gradebook_url)
 
     reports, todo = {}, []
     for student in root.students(assignment):

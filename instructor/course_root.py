@@ -56,7 +56,27 @@ class CourseRoot:
 
     @property
     def gradebook_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+        """The gradebook every nbgrader command of this root uses (``CourseDirectory.db_url``).
+
+        From the config files nbgrader reads (the Jupyter config directories, then this root's
+        ``nbgrader_config.py``, which takes it from ``COURSE_DB_URL``: a PostgreSQL server for a
+        class, docs/CLUSTER.md); else the sqlite file :attr:`gradebook`.
+        """
+        from jupyter_core.paths import jupyter_config_path
+        from traitlets.config import Config
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = Config()
+        for folder in [*reversed(jupyter_config_path()), str(self.path)]:
+            if (Path(folder) / "nbgrader_config.py").is_file():
+                config.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
+        url = config.get("CourseDirectory", {}).get("db_url")
+        return str(url) if url else self.sqlite_url
+
+    @property
+    def sqlite_url(self) -> str:
+        """nbgrader's default gradebook, ``sqlite:///<root>/gradebook.db``."""
+        return f"sqlite:///{self.gradebook.resolve()}"
 
     def folder(self, folder: str, assignment: str, student: str | None = None) -> Path:
         """``<folder>/[<student>/]<assignment>``: a student's folder needs the student."""
@@ -235,10 +255,16 @@ class CourseRoot:
     # ------------------------------------------------------------ scratch copies
 
     def scratch_copy(self, dest: Path, assignments: list[str]) -> CourseRoot:
-        """A fresh course root at ``dest`` with this config and the sources of ``assignments``, released."""
+        """A fresh course root at ``dest`` with this config and the sources of ``assignments``, released.
+
+        Its gradebook is its own sqlite file, even where ``COURSE_DB_URL`` names a class's server.
+        """
         copy = CourseRoot(dest)
         copy.path.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.config, copy.config)
+        with open(copy.config, "a") as config:  # whatever COURSE_DB_URL says
+            config.write(f"\n# a scratch course never writes into a class's gradebook\n"
+                         f"c.CourseDirectory.db_url = {copy.sqlite_url!r}\n")
         for name in assignments:
             shutil.copytree(self.folder("source", name), copy.folder("source", name),
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))

@@ -13,155 +13,15 @@ import zipfile
 
 import nbformat
 import pytest
+from support import ATTACKS, build_class
+from support import CLASS_ASSIGNMENT as A
+from support import CLASS_NOTEBOOK as NB
 
 from instructor import batch
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.zoo import variants_for
 
-A = "01_two_keys"
-NB = REPOSITORY.notebook_name(A)
 pytestmark = pytest.mark.pipeline
-
-PATCH_CHECKS = '''
-import numpy, torch, torch.testing, course, course.checks
-numpy.allclose = lambda *a, **k: True
-torch.allclose = lambda *a, **k: True
-torch.testing.assert_close = lambda *a, **k: None
-for _name in ["check_close", "check_shape", "check_rows_sum_to_one", "check_finite", "check_true"]:
-    setattr(course.checks, _name, lambda *a, **k: None)
-    setattr(course, _name, lambda *a, **k: None)
-    globals()[_name] = lambda *a, **k: None
-'''
-
-
-# Attacks on the kernel's execution machinery: each is added to the softmax cell of a student
-# whose softmax normalises the wrong axis (zoo variant softmax_axis0), so every later test runs
-# after the attack. Each must earn exactly what that wrong code earns, and be flagged.
-SKIP_TESTS = "lambda lines: ['pass\\n'] if any('check' in l or 'assert' in l for l in lines) else lines"
-ATTACKS = {
-    "input-transformer": f"""
-_ip = get_ipython()
-_ip.input_transformers_cleanup.append({SKIP_TESTS})
-_ip.input_transformer_manager.line_transforms.append({SKIP_TESTS})
-_ip.input_transformers_post.append({SKIP_TESTS})
-""",
-    "ast-transformer": """
-import ast
-class _SwallowErrors(ast.NodeTransformer):
-    def visit_Module(self, node):
-        handler = ast.ExceptHandler(type=None, name=None, body=[ast.Pass()])
-        node.body = [ast.Try(body=node.body, handlers=[handler], orelse=[], finalbody=[])]
-        return node
-get_ipython().ast_transformers.append(_SwallowErrors())
-""",
-    "custom-exc": """
-get_ipython().set_custom_exc((Exception,), lambda shell, etype, value, tb, tb_offset=None: None)
-""",
-    "showtraceback": """
-_ip = get_ipython()
-_ip.showtraceback = lambda *a, **k: None
-type(_ip).showtraceback = lambda *a, **k: None
-type(_ip)._showtraceback = lambda *a, **k: None
-""",
-    "cleared-events": PATCH_CHECKS + """
-for _callbacks in get_ipython().events.callbacks.values():
-    _callbacks.clear()
-""",
-    "course-noop": """
-import sys
-for _name, _module in list(sys.modules.items()):
-    if _name == "course" or _name.startswith("course."):
-        for _attr, _value in list(vars(_module).items()):
-            if callable(_value) and not isinstance(_value, type(sys)):
-                setattr(_module, _attr, lambda *a, **k: None)
-for _name in list(globals()):
-    if _name.startswith("check_"):
-        globals()[_name] = lambda *a, **k: None
-""",
-    "settrace": """
-import sys, linecache
-def _skip_checks(frame, event, arg):
-    if event == "line":
-        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-        if "check" in line or "assert" in line:
-            try:
-                frame.f_lineno = frame.f_lineno + 1
-            except ValueError:
-                pass
-    return _skip_checks
-sys.settrace(lambda frame, event, arg: _skip_checks if frame.f_code.co_name == "<module>" else None)
-""",
-    "excepthook": """
-import sys
-sys.excepthook = lambda *a: None
-sys.displayhook = lambda value: None
-""",
-    "builtins": """
-import builtins
-class _Never(Exception):
-    pass
-builtins.AssertionError = _Never
-builtins.isinstance = lambda *a: True
-builtins.abs = lambda x: 0
-builtins.all = lambda *a: True
-builtins.bool = lambda *a: True
-builtins.max = lambda *a, **k: 0
-""",
-}
-# the same trick played from inside the student's own function, while a test cell runs: the
-# guard notices after that test cell, which then counts as failed
-IN_CALL = """
-def softmax(scores, axis=-1, _wrong=softmax):
-    import sys
-    sys.settrace(lambda *a: None)
-    return _wrong(scores, axis)
-"""
-
-
-def build_class(root):
-    """{student: notebook or raw text}; plus what we expect of each."""
-    release, answers = root.release_and_answers(A)
-    zoo = {v.name: v for v in variants_for(A)}
-    axis0 = zoo["softmax_axis0"].answers(answers)
-
-    def with_(cells, edit=None):
-        nb = P.fill(release, cells)
-        if edit:
-            edit(nb)
-        return nb
-
-    def blank_tests(nb):
-        for cell in nb.cells:
-            if (P.grade_id(cell) or "").startswith("test_"):
-                cell.source = "pass  # I trust my code"
-
-    def drop_tests(nb):
-        nb.cells = [c for c in nb.cells if not (P.grade_id(c) or "").startswith("test_softmax")]
-
-    def duplicate_ids(nb):
-        nb.cells[3].id = nb.cells[2].id
-
-    hand = answers["hand_answers"]
-    cls = {f"correct-{i}": with_(answers) for i in range(3)}
-    cls.update({f"empty-{i}": release for i in range(2)})
-    cls.update({f"bug-{name}": with_(zoo[name].answers(answers))
-                for name in ("softmax_axis0", "attention_no_scale", "attention_hardcoded_two_keys")})
-    cls.update({
-        "adv-blanked-tests": with_(axis0, blank_tests),
-        "adv-deleted-tests": with_(axis0, drop_tests),
-        "adv-patched-checks": with_({**axis0, "softmax": axis0["softmax"] + PATCH_CHECKS}),
-        "adv-sys-exit": with_({**answers, "hand_answers": "import sys\nsys.exit(0)\n" + hand}),
-        "adv-raise-systemexit": with_({**answers, "hand_answers": "raise SystemExit\n" + hand}),
-        "adv-os-exit": with_({**answers, "hand_answers": "import os\nos._exit(0)"}),
-        "adv-infinite-loop": with_({**answers, "hand_answers": "while True:\n    pass"}),
-        "adv-megabytes": with_({**answers, "hand_answers": hand + "\nprint('x' * 5_000_000)"}),
-        "adv-duplicate-ids": with_(answers, duplicate_ids),
-        "adv-not-json": "{ this is not a notebook",
-    })
-    cls.update({f"atk-{name}": with_({**axis0, "softmax": axis0["softmax"] + code}) for name, code in ATTACKS.items()})
-    cls["atk-in-call"] = with_({**axis0, "softmax": axis0["softmax"] + IN_CALL})
-    return cls
 
 
 @pytest.fixture(scope="module")

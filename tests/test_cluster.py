@@ -1,0 +1,206 @@
+"""The class batch on a Dask cluster, with a PostgreSQL gradebook (docs/CLUSTER.md).
+
+The class of tests/test_class_batch.py (honest, empty, buggy, adversarial, broken) twice over,
+40 students, is graded on a LocalCluster of 2 worker processes into a real PostgreSQL server
+started for the test; one worker is killed in the middle of the batch. Every student must get
+exactly the grades the one-machine batch (``--jobs 2``, sqlite) gives the same notebook, once.
+Then the scheduler goes away mid-batch: the batch stops with a clear message, and a re-run
+grades only what is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import zipfile
+
+import nbformat
+import pytest
+from support import CLASS_ASSIGNMENT as A
+from support import CLASS_NOTEBOOK as NB
+from support import PostgresUnavailable, build_class, start_postgres
+
+from instructor import batch
+from instructor import cluster as C
+from instructor import pipeline as P
+from instructor.course_root import REPOSITORY, CourseRoot
+
+pytestmark = pytest.mark.pipeline
+TWIN = "-twin"
+# an infinite loop is interrupted after this many seconds (the course's limit is 120 s)
+CONFIG = "\nc.Execute.timeout = 20\n"
+
+
+@pytest.fixture(scope="module")
+def pg():
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as err:
+        pytest.skip(f"no PostgreSQL server can start here ({err}); .ci/install-postgres installs one")
+    yield server
+    server.stop()
+
+
+def _class_zip(path, students: dict, copies: tuple[str, ...]):
+    with zipfile.ZipFile(path, "w") as zf:
+        for suffix in copies:
+            for student, nb in students.items():
+                text = nb if isinstance(nb, str) else nbformat.writes(nb)
+                zf.writestr(f"{student}{suffix}/{NB}.ipynb", text)
+            zf.writestr(f"adv-renamed{suffix}/my_{NB}.ipynb", nbformat.writes(students["empty-0"]))
+    return path
+
+
+def _processing_students(client) -> dict[str, list[str]]:
+    out = {}
+    for worker, keys in client.processing().items():
+        out[worker] = [str(k).split(f"autograde-{A}-", 1)[1].rsplit("-", 1)[0] for k in keys]
+    return out
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, pg):
+    from distributed import Client, LocalCluster
+
+    base = tmp_path_factory.mktemp("cluster")
+    # the one-machine batch: sqlite, each kind of student once
+    local_root = REPOSITORY.scratch_copy(base / "local", [A])
+    local = local_root.path
+    with open(local / "nbgrader_config.py", "a") as config:
+        config.write(CONFIG)
+    # the kernel-machinery attacks of the class test (atk-*) are left to it: they double its cost
+    students = {s: nb for s, nb in build_class(local_root).items() if not s.startswith("atk-")}
+    batch.collect(local_root, A, _class_zip(base / "local.zip", students, ("",)))
+    (local / "submitted" / "adv-missing" / A).mkdir(parents=True)
+    one_machine = batch.grade_class(local_root, A, jobs=2, progress=False)
+
+    # the cluster batch: PostgreSQL, released into it, each student twice
+    root = base / "course"
+    root.mkdir()
+    shutil.copy2(P.REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write(CONFIG + f"c.CourseDirectory.db_url = {pg.url!r}\n")
+    shutil.copytree(P.REPO / "source" / A, root / "source" / A)
+    CourseRoot(root).release(A)
+    batch.collect(CourseRoot(root), A, _class_zip(base / "class.zip", students, ("", TWIN)))
+    for suffix in ("", TWIN):
+        (root / "submitted" / f"adv-missing{suffix}" / A).mkdir(parents=True)
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    killed: dict = {}
+
+    def kill_a_busy_worker(client, student, n_done):
+        if n_done < 4 or killed:
+            return
+        busy = {w: s for w, s in _processing_students(client).items() if s}
+        if busy:
+            worker, in_flight = sorted(busy.items())[0]
+            pid = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(pid, signal.SIGKILL)
+            killed.update(worker=worker, students=in_flight)
+
+    stats = C.ClusterStats()
+    try:
+        reports = C.grade_class_on_cluster(root, A, client, progress=False, stats=stats,
+                                           on_result=kill_a_busy_worker)
+        yield {"root": root, "local": local, "one_machine": one_machine, "reports": reports,
+               "stats": stats, "killed": killed, "client": client, "pg": pg}
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_the_gradebook_url_comes_from_the_config(graded):
+    assert CourseRoot(graded["root"]).gradebook_url == graded["pg"].url
+    local = CourseRoot(graded["local"])
+    assert local.gradebook_url == local.sqlite_url
+    assert not (graded["root"] / "gradebook.db").exists()
+
+
+def test_cluster_gives_exactly_the_grades_of_the_one_machine_batch(graded):
+    one, reports = graded["one_machine"], graded["reports"]
+    assert len(reports) == 40
+    local_results, cluster_results = CourseRoot(graded["local"]).results(A), CourseRoot(graded["root"]).results(A)
+    for student, expected in one.items():
+        for name in (student, student + TWIN):
+            got = reports[name]
+            assert (got.status, got.score, got.max_score) == (expected.status, expected.score, expected.max_score), name
+            assert sorted(got.failed_cells) == sorted(expected.failed_cells), name
+            if student in local_results:
+                want = {g: c.score for g, c in local_results[student].cells.items()}
+                assert {g: c.score for g, c in cluster_results[name].cells.items()} == want, name
+    assert reports["correct-0"].score == 11 and reports["empty-0" + TWIN].score == 0
+    assert "kernel died" in reports["adv-os-exit" + TWIN].problems[0]
+
+
+def test_a_killed_worker_loses_and_doubles_nothing(graded):
+    from nbgrader.api import Gradebook
+
+    killed, stats, reports = graded["killed"], graded["stats"], graded["reports"]
+    assert killed.get("students"), "the test meant to kill a worker while it graded someone"
+    tried = {s for s, r in reports.items() if r.status in ("graded", "failed")}
+    assert len(tried) == 34
+    assert set(stats.written) == tried and set(stats.written.values()) == {1} and stats.duplicates == 0
+    for student in killed["students"]:
+        assert reports[student].status in ("graded", "failed"), f"{student} was lost with its worker"
+    assert killed["worker"] not in stats.per_worker or stats.per_worker[killed["worker"]] < len(tried)
+    with Gradebook(graded["pg"].url) as gb:
+        submissions = gb.assignment_submissions(A)
+        assert sorted(s.student.id for s in submissions) == sorted(tried)  # one row per student
+        cells = len(gb.find_notebook(NB, A).grade_cells)
+        for submission in submissions:
+            assert len(gb.find_submission_notebook(NB, A, submission.student.id).grades) == cells
+
+
+def test_feedback_export_and_an_idempotent_rerun(graded):
+    root, client = graded["root"], graded["client"]
+    graded_ = {s for s, r in graded["reports"].items() if r.status == "graded"}
+    for student in graded_:
+        assert (root / "feedback" / student / A / f"{NB}.html").exists(), student
+    rows = CourseRoot(root).export(root / "grades.csv").read_text().splitlines()[1:]
+    assert {line.split(",")[3] for line in rows} >= graded_
+    again = C.grade_class_on_cluster(root, A, client, progress=False, feedback=False)
+    assert {s for s, r in again.items() if r.status == "graded"} == set()
+    assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in graded["reports"].items()}
+
+
+def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded):
+    import json
+
+    from distributed import Client, LocalCluster
+
+    root = graded["root"]
+    state_path = root / "autograded" / batch.STATE_FILE
+    state = json.loads(state_path.read_text())
+    redo = ["correct-1", "bug-softmax_axis0", "empty-1" + TWIN]
+    for student in redo:
+        del state[A][student]  # as if these were never graded
+    state_path.write_text(json.dumps(state))
+    before = CourseRoot(root).results(A)
+
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.CRITICAL)
+    client = Client(cluster)
+
+    def lose_the_scheduler(client, student, n_done):
+        if student in redo:
+            cluster.sync(cluster.scheduler.close)
+
+    # to do: the three, and the two whose kernel died (a failed student is retried on every run)
+    try:
+        with pytest.raises(C.ClusterError, match=r"went away after \d of 5 students.*run the same command again"):
+            C.grade_class_on_cluster(root, A, client, progress=False, feedback=False, on_result=lose_the_scheduler)
+    finally:
+        client.close()
+        cluster.close()
+    kept = set(redo) & set(json.loads(state_path.read_text())[A])
+    assert len(kept) == 1, "the student written before the scheduler left is saved"
+    resumed = C.grade_class_on_cluster(root, A, graded["client"], progress=False, feedback=False)
+    assert {s for s, r in resumed.items() if r.status == "graded"} == set(redo) - kept
+    assert resumed[kept.pop()].status == "unchanged"
+    after = CourseRoot(root).results(A)
+    assert {s: r.auto_score for s, r in after.items()} == {s: r.auto_score for s, r in before.items()}
