@@ -182,7 +182,16 @@ def _build_guard(shell: Any):
     method_names = _set()
     for _, entries in class_snapshot.values():
         method_names.update(entries)
-    instance_snapshot = [(obj, {k: v for k, v in _vars(obj).items() if k in method_names})
+    def own_methods(obj: Any) -> set:
+        """Names of the methods of ``obj``'s own classes (an instance attribute of that name hides one)."""
+        names = _set()
+        for klass in _type(obj).__mro__:
+            names.update(class_snapshot.get(_id(klass), (None, {}))[1])
+        return names
+
+    # per instance: its attributes that shadow its own class's methods (data attributes that
+    # merely share a name with another class's method, like the display hook's ``msg``, are data)
+    instance_snapshot = [(obj, own_methods(obj), {k: v for k, v in _vars(obj).items() if k in own_methods(obj)})
                          for obj in machinery if _hasattr(obj, "__dict__")]
 
     events = shell.events
@@ -308,13 +317,13 @@ def _build_guard(shell: Any):
             for name in [n for n, v in current.items() if n in method_names and n not in entries and behaviour(v)]:
                 _delattr(klass, name)
                 found.append(f"{klass.__name__}.{name} (added)")
-        for obj, entries in instance_snapshot:
+        for obj, methods, entries in instance_snapshot:
             current = _vars(obj)
             for name, value in entries.items():
                 if current.get(name, None) is not value:
                     current[name] = value
                     found.append(f"{_type(obj).__name__}.{name} (on the instance)")
-            for name in [n for n in current if n in method_names and n not in entries]:
+            for name in [n for n in current if n in methods and n not in entries]:
                 del current[name]
                 found.append(f"{_type(obj).__name__}.{name} (on the instance)")
         # transformer lists

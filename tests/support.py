@@ -214,6 +214,7 @@ def build_class(root):
     release, answers = root.release_and_answers(A)
     zoo = {v.name: v for v in variants_for(A)}
     axis0 = zoo["softmax_axis0"].answers(answers)
+    hand = answers["hand_answers"]
 
     def with_(cells, edit=None):
         nb = P.fill(release, cells)
@@ -232,8 +233,9 @@ def build_class(root):
     def duplicate_ids(nb):
         nb.cells[3].id = nb.cells[2].id
 
-    hand = answers["hand_answers"]
-    cls = {f"correct-{i}": with_(answers) for i in range(3)}
+    cls = {f"correct-{i}": with_(answers) for i in range(2)}
+    # an honest cell may end with a value that the notebook displays: never a reason for review
+    cls["correct-2"] = with_({**answers, "hand_answers": hand + "\nHAND_WEIGHTS"})
     cls.update({f"empty-{i}": release for i in range(2)})
     cls.update({f"bug-{name}": with_(zoo[name].answers(answers))
                 for name in ("softmax_axis0", "attention_no_scale", "attention_hardcoded_two_keys")})
