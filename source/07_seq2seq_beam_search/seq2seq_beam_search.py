@@ -1178,6 +1178,32 @@ if not under_nbgrader():
     plt.show()
 
 # %% [markdown]
+# ## Two more common mistakes
+#
+# **Forgetting the shift-right.** If the decoder input and the labels are the *same* sequence,
+# the causal mask does not help: position $i$ may see position $i$, and that is exactly the
+# token $y_i$ it is asked to predict. The model learns to copy its input, the training loss
+# falls to almost nothing, and generation fails from the first token: when generating, the
+# token it learned to copy is the very one it has not produced yet. The
+# decoder input must open with `<BOS>` and the labels must close with `<EOS>`, one position
+# apart, as `make_reversal_batch` builds them (its tests check `dec_in[:, 1:] == dec_out[:, :-1]`).
+#
+# **Believing a wider beam is always better.** Beam search is an approximation of the most
+# probable output, and the raw score $\ln p$ favours short outputs: in the toy table, without a
+# length penalty, the two-word "đàn chim" beats the three-word "đàn chim bay". A wider beam
+# searches harder *for that score*, so without length normalisation it can find short, even
+# cut-off, outputs more readily, not better ones. Nor has $\alpha$ a standard value: 0.6 was
+# Vaswani et al.'s choice for their translation task; tune it on your own validation set.
+# On the toy table, widening the beam past 2 changes nothing, and the choice between the
+# two- and three-word sentences is made by $\alpha$ alone:
+
+# %%
+for alpha in (0.0, 0.6):
+    chosen = [" ".join(beam_search(toy_next_probs, width, alpha)[0]) for width in (1, 2, 3, 4)]
+    print(f"alpha={alpha}: " + ", ".join(f"B={w}: '{text}'" for w, text in zip((1, 2, 3, 4), chosen)))
+    assert chosen[2:] == ["đàn chim" if alpha == 0 else "đàn chim bay"] * 2
+
+# %% [markdown]
 # ## Other ways to set it up
 #
 # **T5** (Raffel et al., 2020) casts every task as text to text with a task prefix in the input:
@@ -1186,7 +1212,8 @@ if not under_nbgrader():
 # sentence2: ...") gives the string "3.8". One model, one loss, one decoding procedure. T5 is a
 # standard encoder-decoder trained with teacher forcing (the base model has 12 blocks on each
 # side, about 220 million parameters); in its architecture comparison, with the denoising
-# objective, the encoder-decoder beat decoder-only variants of the same compute.
+# objective, the encoder-decoder scored best on every task, ahead of decoder-only variants of
+# the same compute, although, at that same compute, it has about twice as many parameters.
 #
 # **Decoder-only** models (GPT, LLaMA) have no encoder and no cross-attention: source and target
 # sit in one sequence under one causal mask. A **prefix LM** is in between: one stack, the input

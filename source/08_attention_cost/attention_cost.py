@@ -11,7 +11,7 @@
 #
 # Attention compares every query with every key. For a sequence of $L$ tokens that is
 # $L^2$ comparisons, and the weights of all of them are stored before they are used. This
-# notebook puts numbers on that cost, measures it, and builds three ways around it.
+# notebook puts numbers on that cost, measures it, and builds several ways around it.
 #
 # By the end you will have written
 #
@@ -23,6 +23,8 @@
 #   time, with a state whose size never grows,
 # * `cached_attention_step(block, x_new, cache)`: a key/value cache for chapter 06's
 #   multi-head block, so that decoding a token stops recomputing the whole prefix,
+# * `sliding_window_mask(T, window, causal=False)` and `sliding_window_pairs(L, window, causal)`:
+#   a banded mask whose allowed pairs grow like $L \cdot w$, and their count,
 #
 # and you will have measured how the time of softmax attention grows with $L$ and how much the
 # KV cache saves. As before, each exercise has a solution cell, a cell that runs your code,
@@ -300,9 +302,12 @@ assert (in_order, bucketed, needed) == (78_416, 40_784, 37_290)
 # A vision model that attends over a feature map treats every grid cell as a token. A
 # $640 \times 640$ image at stride 32 is a $20 \times 20$ grid; at stride 8 it is $80 \times 80$.
 # Going from stride 32 to stride 8 makes the grid 4x finer along each axis, so the tokens grow
-# 16x and the pairs 256x. This is
-# why detectors such as YOLO put their attention blocks only on the coarsest (stride 32) map
-# and use convolutions, whose cost is linear in the number of positions, everywhere else.
+# 16x and the pairs 256x. Architectures place their attention accordingly. YOLO26, for
+# example, runs multi-head self-attention only on the $20 \times 20$ map at stride 32 (in the C2PSA
+# block at the end of its backbone and in one attention-carrying C3k2 block of its neck) and
+# uses convolutions, whose cost is linear in the number of positions, at every finer
+# resolution. That is one model's choice, not a rule for all detectors: DETR-style detectors,
+# for instance, use cross-attention, as the next section shows.
 
 # %%
 image_side = 640
@@ -322,6 +327,59 @@ assert grid_tokens[8] ** 2 == 256 * grid_tokens[32] ** 2
 for stride in (32, 8):
     cost = attention_cost(B=1, L=grid_tokens[stride], d=256, H=8)
     print(f"stride {stride:>2}: scores take {cost['score_bytes'] / 1e6:,.1f} MB")
+
+# %% [markdown]
+# ## Cross-attention: one modality asks, another answers
+#
+# Self-attention takes queries, keys and values from one sequence. **Cross-attention** takes
+# the queries from one sequence and the keys and values from another, often of another
+# *modality*: a translation decoder's target words read the source sentence (chapter 07); a
+# text-to-image diffusion model's image features read the tokens of the prompt; the object
+# queries of a DETR detector's decoder read the image features. The formula is unchanged,
+# only the two sides differ, and so does the cost: the scores are $L_q \times L_k$, not
+# $L^2$. A handful of object queries reading a $20 \times 20$ feature map costs
+# $L_q \cdot 400$ pairs, linear in the number of image tokens.
+#
+# `nn.MultiheadAttention` takes the two sides directly, and `kdim`/`vdim` let the answering
+# side have another width than the asking side (here prompt features of width 32 against
+# image features of width 64). Below, 400 image tokens ask 8 prompt tokens, and 5 object
+# queries ask the 400 image tokens; both are checked against the same computation written
+# out with `F.scaled_dot_product_attention`.
+
+# %%
+torch.manual_seed(6)
+image = torch.randn(1, grid_tokens[32], 64)  # (B, 20 * 20 image tokens, 64 features)
+prompt = torch.randn(1, 8, 32)  # (B, 8 text tokens, 32 features): another modality, another width
+image_reads_text = nn.MultiheadAttention(64, num_heads=4, kdim=32, vdim=32, batch_first=True)
+mixed, weights = image_reads_text(image, prompt, prompt, average_attn_weights=False)
+print("image tokens reading the prompt: output", tuple(mixed.shape), "weights", tuple(weights.shape))
+assert mixed.shape == (1, 400, 64) and weights.shape == (1, 4, 400, 8)
+assert torch.allclose(weights.sum(-1), torch.ones(1, 4, 400), atol=1e-5)  # a distribution over the prompt
+
+mha = image_reads_text  # the same computation by hand: Q from the image, K and V from the prompt
+bias_q, bias_k, bias_v = mha.in_proj_bias.chunk(3)
+split = lambda t: t.view(1, -1, 4, 16).transpose(1, 2)  # (B, L, 64) -> (B, 4 heads, L, 16)
+q = split(F.linear(image, mha.q_proj_weight, bias_q))  # (1, 4, 400, 16)
+k, v = split(F.linear(prompt, mha.k_proj_weight, bias_k)), split(F.linear(prompt, mha.v_proj_weight, bias_v))
+by_hand = mha.out_proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(1, 400, 64))
+assert torch.allclose(mixed, by_hand, atol=1e-5)
+
+# %%
+object_queries = torch.randn(1, 5, 64)  # (B, 5 learned queries, 64): "what is in the picture?"
+queries_read_image = nn.MultiheadAttention(64, num_heads=4, batch_first=True)
+found, image_weights = queries_read_image(object_queries, image, image)  # weights averaged over heads
+print("object queries reading the image: output", tuple(found.shape), "weights", tuple(image_weights.shape))
+for name, (n_q, n_k) in [("self-attention over the stride-32 map", (400, 400)),
+                         ("400 image tokens reading 8 prompt tokens", (400, 8)),
+                         ("5 object queries reading 400 image tokens", (5, 400))]:
+    print(f"{name:42}: {n_q} x {n_k} = {n_q * n_k:>7,} query-key pairs")
+assert found.shape == (1, 5, 64) and image_weights.shape == (1, 5, 400)
+
+# %% [markdown]
+# In a trained detector each object query learns to look at the image region of one object;
+# in a diffusion model each image position learns which words of the prompt concern it. Here
+# the weights are untrained and the point is the plumbing: which side asks, which side
+# answers, and that the bill is $L_q \cdot L_k$.
 
 # %% [markdown]
 # ## Why softmax needs the whole L × L matrix
@@ -1059,6 +1117,271 @@ for seed in (93, 94):
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ## Part E · Sliding-window attention (5 points)
+#
+# Linear attention changes the kernel; a KV cache removes repeated work. The third classic way
+# out of the $L^2$ keeps softmax and simply **looks less far**. In a long text most of what a
+# token needs is nearby, so a **sliding-window** (banded) mask lets query $i$ attend key $j$
+# only when $|i - j| \le w$, the window. With `causal=True` the band keeps its past half only:
+# query $i$ sees itself and the $w$ tokens before it, $i - w \le j \le i$. Long-document
+# models such as Longformer (which adds a few global tokens) and Mistral 7B use such windows,
+# and sparse-attention patterns combine a band with a few long-range links.
+#
+# A row then holds at most $2w + 1$ allowed keys ($w + 1$ when causal), so the allowed pairs
+# number about $L (2w + 1)$: **$O(L \cdot w)$ instead of $O(L^2)$**, linear in $L$ for a fixed
+# window. Nothing is lost for good: stacking layers widens the reach, because after $n$ layers
+# information can travel $n \cdot w$ positions.
+#
+# Write two functions:
+#
+# * `sliding_window_mask(T, window, causal=False)`: the `(T, T)` bool mask, **True = may attend**
+#   (the convention of chapter 03 and of `F.scaled_dot_product_attention`): True exactly when
+#   $|i - j| \le$ `window`, and also $j \le i$ when `causal`. `window` is an integer $\ge 0$;
+#   `window=0` lets each token see only itself, and a window of $T - 1$ or more gives the full
+#   (or the causal) mask.
+# * `sliding_window_pairs(L, window, causal=False)`: how many entries of that mask are True,
+#   as a whole number, **without building the mask**: it will be asked about a million tokens,
+#   and a $10^6 \times 10^6$ mask does not fit in memory. Count row by row (a Python loop over
+#   the rows is fast enough) or find the closed form; mind the rows near both ends of the
+#   sequence, which are cut short.
+
+# %% nbgrader={"grade": false, "grade_id": "sliding_window_mask", "locked": false, "schema_version": 3, "solution": true}
+def sliding_window_mask(T, window, causal=False):
+    """(T, T) bool mask, True where query i may attend key j: |i - j| <= window (and j <= i if causal)."""
+    ### BEGIN SOLUTION
+    offset = torch.arange(T)[None, :] - torch.arange(T)[:, None]  # (T, T): j - i
+    allowed = offset.abs() <= window
+    if causal:
+        allowed &= offset <= 0
+    return allowed
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "sliding_window_pairs", "locked": false, "schema_version": 3, "solution": true}
+def sliding_window_pairs(L, window, causal=False):
+    """Number of True entries of sliding_window_mask(L, window, causal), computed without building it."""
+    ### BEGIN SOLUTION
+    reach = min(window, L - 1)  # no query sees further than the sequence goes
+    if causal:  # row i holds min(i, reach) + 1 keys
+        return L * (reach + 1) - reach * (reach + 1) // 2
+    return L * (2 * reach + 1) - reach * (reach + 1)  # the first and last `reach` rows are cut short
+    ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the band, and what it costs
+#
+# Eight tokens, a window of 2. Row $i$ of the left panel is what query $i$ may read; the right
+# panel keeps the past half of the band. Count the dark cells of each and compare with
+# `sliding_window_pairs`.
+
+# %%
+band, causal_band = sliding_window_mask(8, 2), sliding_window_mask(8, 2, causal=True)
+print(band.int())
+print("allowed pairs:", int(band.sum()), "and", int(causal_band.sum()), "causal; counted:",
+      sliding_window_pairs(8, 2), "and", sliding_window_pairs(8, 2, causal=True))
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
+for ax, mask, title in zip(axes, (band, causal_band), ("window 2", "window 2, causal")):
+    ax.imshow(mask.int(), cmap="Blues", vmin=0, vmax=1.3)
+    ax.set(title=title, xlabel="key position j", ylabel="query position i", xticks=range(8), yticks=range(8))
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Now count. Full attention at $L$ = 65,536 tokens scores 4.3 billion pairs per head and layer;
+# a window of 256 keeps about 34 million. The ratio is about $(2w + 1) / L$, and it shrinks as
+# $L$ grows: double $L$ and the full count quadruples while the band's only doubles. The score
+# and mixing FLOPs follow the pairs: $2 \cdot 2 \cdot B \cdot \text{pairs} \cdot d$ (a dot
+# product of width $d$ over all the heads, for the scores and again for the mixing).
+
+# %%
+print(f"{'L':>7} {'full pairs':>15} {'window 256':>13} {'share':>7} {'score + mix GFLOP, d = 768':>28}")
+for L in (1024, 4096, 16384, 65536):
+    pairs = sliding_window_pairs(L, 256)
+    print(f"{L:>7,} {L * L:>15,} {pairs:>13,} {pairs / L ** 2:>7.1%} "
+          f"{4 * L * L * 768 / 1e9:>13.1f} -> {4 * pairs * 768 / 1e9:>8.2f}")
+assert sliding_window_pairs(2 * 65536, 256) / sliding_window_pairs(65536, 256) < 2.01
+
+# %% [markdown]
+# ### A mask alone saves nothing
+#
+# Hand the band to `F.scaled_dot_product_attention(..., attn_mask=band)` and the answer is
+# right, but the kernel still computes all $L^2$ scores and only then throws most of them
+# away. The saving needs code that never computes the scores outside the band.
+# `banded_attention` below (provided, read it) does that for one offset at a time: for offset
+# $o$ from $-w$ to $w$ it pairs every query $i$ with key $i + o$, so it holds `(..., L, 2w + 1)`
+# scores and never an $L \times L$ matrix. (Production kernels do the same with tiles, skipping
+# the blocks outside the band.) First, it must agree with the masked fused kernel, using your
+# mask:
+
+# %%
+def banded_attention(q, k, v, window, causal=False):
+    """Softmax attention restricted to j - i in [-window, window] ([-window, 0] if causal), in O(L * window)."""
+    L, offsets = q.shape[-2], list(range(-window, 1 if causal else window + 1))
+    k_pad, v_pad = (F.pad(t, (0, 0, window, window)) for t in (k, v))  # (..., L + 2w, d): w zero rows each end
+    shifted = lambda t, o: t[..., window + o: window + o + L, :]  # row i holds token i + o
+    scores = torch.stack([(q * shifted(k_pad, o)).sum(-1) for o in offsets], dim=-1)  # (..., L, n_offsets)
+    key_index = torch.arange(L)[:, None] + torch.tensor(offsets)  # (L, n_offsets)
+    outside = (key_index < 0) | (key_index >= L)  # slots that fall off either end of the sequence
+    weights = (scores / q.shape[-1] ** 0.5).masked_fill(outside, float("-inf")).softmax(-1)
+    return sum(weights[..., n, None] * shifted(v_pad, o) for n, o in enumerate(offsets))  # (..., L, d_v)
+
+
+torch.manual_seed(7)
+q, k, v = torch.randn(3, 2, 4, 50, 16, dtype=torch.float64).unbind(0)  # (B, H, L, d) each
+for window, causal in [(0, False), (3, False), (3, True), (60, True)]:
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=sliding_window_mask(50, window, causal))
+    gap = (banded_attention(q, k, v, window, causal) - fused).abs().max()
+    print(f"window {window:2d}, causal={causal!s:5}: largest difference {float(gap):.1e}")
+    assert gap < 1e-10
+
+# %% [markdown]
+# Then the clock and the memory, at $L$ = 2,048 with one head of width 32 and a window of 16:
+# full attention, the same with the band as a mask, and `banded_attention`.
+
+# %%
+torch.manual_seed(8)
+q, k, v = torch.randn(3, 1, 2048, 32).unbind(0)  # (1, L, d) each
+band_2048 = sliding_window_mask(2048, 16)
+contenders = {"full attention": lambda: F.scaled_dot_product_attention(q, k, v),
+              "full attention + band mask": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=band_2048),
+              "banded_attention": lambda: banded_attention(q, k, v, 16)}
+band_seconds = dict(zip(contenders, best_times(list(contenders.values()), passes=2)))
+for name, fn in contenders.items():
+    _, largest = largest_tensor(fn)
+    print(f"{name:27}: {1e3 * band_seconds[name]:6.1f} ms, largest tensor {largest.shape}")
+band_speedup = band_seconds["full attention + band mask"] / band_seconds["banded_attention"]
+print(f"pairs: {2048 ** 2:,} full, {sliding_window_pairs(2048, 16):,} in the band; "
+      f"banded_attention is {band_speedup:.1f}x faster than the masked full kernel")
+assert band_speedup > 2
+
+# %% nbgrader={"grade": true, "grade_id": "test_window_mask_rule", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""sliding_window_mask(T, w) is a (T, T) bool tensor, True exactly when |i - j| <= w."""
+mask = sliding_window_mask(6, 1)
+check_type("sliding_window_mask(6, 1)", mask, torch.Tensor)
+check_shape("sliding_window_mask(6, 1)", mask, (6, 6))
+check_true(mask.dtype == torch.bool, f"sliding_window_mask(6, 1) has dtype {mask.dtype}: masks are bool tensors "
+           "(True = may attend); a float mask would be *added* to the scores by F.scaled_dot_product_attention")
+check_true(bool(mask.diagonal().any()) or not bool(mask[0, 5]),
+           "sliding_window_mask(6, 1) is False on the diagonal and True far from it: that is the 'True = blocked' "
+           "convention; here True = may attend, as in chapter 03 and F.scaled_dot_product_attention")
+check_true(bool(mask.diagonal().all()), "sliding_window_mask(6, 1) hides a token from itself: |i - i| = 0 <= window, "
+           "so the diagonal is always True")
+check_true(torch.equal(mask, mask.T), "sliding_window_mask(6, 1) is not symmetric: without causal=True the band "
+           "reaches window positions on *both* sides of the diagonal")
+check_true(not bool(mask[0, 2]), "sliding_window_mask(6, 1) lets query 0 see key 2, two positions away: with "
+           "window=1 only keys with |i - j| <= 1 are allowed (off by one?)")
+check_true(bool(mask[0, 1]), "sliding_window_mask(6, 1) hides key 1 from query 0, one position away: the window "
+           "includes the distance `window` itself, |i - j| <= window (off by one?)")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(95)
+for trial in range(8):
+    T = int(torch.randint(1, 14, (), generator=gen))
+    window = int(torch.randint(0, T + 3, (), generator=gen))
+    mine = sliding_window_mask(T, window)
+    check_shape(f"sliding_window_mask({T}, {window})", mine, (T, T))
+    check_true(mine.dtype == torch.bool, f"sliding_window_mask({T}, {window}) has dtype {mine.dtype}, expected bool")
+    rule = torch.tensor([[abs(i - j) <= window for j in range(T)] for i in range(T)]).reshape(T, T)
+    likely = {"the window is one position too narrow (|i - j| < window)": lambda i, j: abs(i - j) < window,
+              "the window is one position too wide (|i - j| <= window + 1)": lambda i, j: abs(i - j) <= window + 1,
+              "True marks blocked pairs (the inverted convention)": lambda i, j: abs(i - j) > window}
+    for cause, test in likely.items():
+        candidate = torch.tensor([[test(i, j) for j in range(T)] for i in range(T)]).reshape(T, T)
+        check_true(torch.equal(rule, candidate) or not torch.equal(mine, candidate),
+                   f"sliding_window_mask({T}, {window}) is wrong: it matches what you get when {cause}")
+    wrong = int((mine != rule).sum())
+    check_true(wrong == 0, f"sliding_window_mask({T}, {window}) breaks the rule 'True exactly when |i - j| <= window' "
+                           f"at {wrong} of {T * T} entries")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_window_mask_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""With causal=True the band keeps only its past half: True exactly when i - w <= j <= i."""
+mask = sliding_window_mask(6, 2, causal=True)
+check_shape("sliding_window_mask(6, 2, causal=True)", mask, (6, 6))
+check_true(mask.dtype == torch.bool, f"sliding_window_mask(6, 2, causal=True) has dtype {mask.dtype}, expected bool")
+future = bool(mask.triu(diagonal=1).any())
+past = bool(mask.tril(diagonal=-1).any())
+check_true(not (future and not past), "sliding_window_mask(6, 2, causal=True) keeps the band on the wrong side: "
+           "query i sees keys after it (j > i) and none before; the causal band is i - window <= j <= i")
+check_true(not future, "sliding_window_mask(6, 2, causal=True) lets queries see keys in their future (j > i): "
+           "the mask is not causal when asked; with causal=True also require j <= i")
+check_true(bool(mask[3, 1]) and not bool(mask[3, 0]), "sliding_window_mask(6, 2, causal=True): query 3 must see "
+           "keys 1, 2 and 3 (the window reaches `window` positions back) and not key 0")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(96)
+for trial in range(6):
+    T = int(torch.randint(2, 14, (), generator=gen))
+    window = int(torch.randint(0, T + 2, (), generator=gen))
+    mine = sliding_window_mask(T, window, causal=True)
+    check_shape(f"sliding_window_mask({T}, {window}, causal=True)", mine, (T, T))
+    rule = torch.tensor([[0 <= i - j <= window for j in range(T)] for i in range(T)]).reshape(T, T)
+    wrong_side = torch.tensor([[0 <= j - i <= window for j in range(T)] for i in range(T)]).reshape(T, T)
+    check_true(torch.equal(rule, wrong_side) or not torch.equal(mine, wrong_side),
+               f"sliding_window_mask({T}, {window}, causal=True) keeps the future half of the band (i <= j <= i + "
+               f"window): band on the wrong side")
+    wrong = int((mine != rule).sum())
+    check_true(wrong == 0, f"sliding_window_mask({T}, {window}, causal=True) breaks the rule 'True exactly when "
+                           f"i - window <= j <= i' at {wrong} of {T * T} entries")
+    check_true(torch.equal(sliding_window_mask(T, window, causal=False),
+                           torch.tensor([[abs(i - j) <= window for j in range(T)] for i in range(T)]).reshape(T, T)),
+               f"sliding_window_mask({T}, {window}) changed when causal=False: only causal=True removes the future")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_window_pairs_small", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""sliding_window_pairs counts the True entries of the band, rows cut short at both ends included."""
+check_close("sliding_window_pairs(6, 1)", sliding_window_pairs(6, 1), 16, atol=0.5, rtol=0,
+            likely_causes={"every row is counted with 2 * window + 1 keys: the first and last rows have fewer, "
+                           "the sequence ends there": 18},
+            hint="rows 0 and 5 hold 2 keys, rows 1 to 4 hold 3")
+check_close("sliding_window_pairs(6, 1, causal=True)", sliding_window_pairs(6, 1, causal=True), 11, atol=0.5,
+            rtol=0, likely_causes={"causal=True is ignored": 16, "the first row is counted with window + 1 keys "
+                                   "(it has only itself)": 12}, hint="row 0 holds 1 key, rows 1 to 5 hold 2")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(97)
+for trial in range(8):
+    L = int(torch.randint(1, 40, (), generator=gen))
+    window = int(torch.randint(0, L + 4, (), generator=gen))
+    for causal in (False, True):
+        right = sum(min(i, window) + 1 if causal else min(i + window, L - 1) - max(i - window, 0) + 1 for i in range(L))
+        no_edges = L * (window + 1 if causal else 2 * window + 1)
+        other = sum(min(i + window, L - 1) - max(i - window, 0) + 1 for i in range(L))
+        causes = {} if right == no_edges else {"every row is counted as a full window: the rows near the ends of "
+                                               "the sequence are cut short": no_edges}
+        if causal and other != right:
+            causes["causal=True is ignored"] = other
+        check_close(f"sliding_window_pairs({L}, {window}, causal={causal})", sliding_window_pairs(L, window, causal),
+                    right, atol=0.5, rtol=0, likely_causes=causes,
+                    hint="count the allowed keys of every row: max(i - window, 0) .. min(i + window, L - 1), "
+                         "or only up to i when causal")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_window_pairs_large", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""sliding_window_pairs answers for a million tokens, which no (L, L) mask could hold."""
+def count_a_million(window, causal=False):
+    try:
+        return sliding_window_pairs(1_000_000, window, causal)
+    except NotImplementedError:
+        raise
+    except (RuntimeError, MemoryError) as error:
+        raise AssertionError(f"sliding_window_pairs(1_000_000, {window}) raised {type(error).__name__}: a (L, L) mask "
+                             "of a million tokens does not fit in memory; count row by row (or use the closed "
+                             "form) instead of building the mask") from None
+
+check_close("sliding_window_pairs(1_000_000, 0)", count_a_million(0), 1_000_000, atol=0.5, rtol=0,
+            hint="window 0: every token sees only itself")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(98)
+for trial in range(2):
+    window = int(torch.randint(1, 5000, (), generator=gen))
+    for causal in (False, True):
+        reach = min(window, 1_000_000 - 1)
+        right = (1_000_000 * (reach + 1) - reach * (reach + 1) // 2 if causal
+                 else 1_000_000 * (2 * reach + 1) - reach * (reach + 1))
+        check_close(f"sliding_window_pairs(1_000_000, {window}, causal={causal})", count_a_million(window, causal),
+                    right, atol=0.5, rtol=0, hint="count the allowed keys of every row, rows cut short at the ends")
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## Measured in this run
 #
 # Both claims of this chapter, as ratios from this notebook's own timings (expect them to move
@@ -1069,12 +1392,13 @@ doublings = list(zip(lengths, lengths[1:]))
 rows = [(f"softmax scores, L {a} -> {b}", f"{r:.2f}x", "~4x") for (a, b), r in zip(doublings, score_ratios)]
 rows += [(f"linear attention, L {a} -> {b}", f"{r:.2f}x", "~2x") for (a, b), r in zip(doublings, linear_ratios)]
 rows += [("KV cache speed-up, 400 tokens", f"{kv_speedup:.1f}x", ">> 1")]
+rows += [("banded vs masked, L 2048, w 16", f"{band_speedup:.1f}x", ">> 1")]
 print(f"{'time ratio':34}{'measured':>10}{'expected':>10}")
 for label, measured, expected in rows:
     print(f"{label:34}{measured:>10}{expected:>10}")
 
 # %% [markdown]
-# ## Part E · Quiz (4 points)
+# ## Part F · Quiz (4 points)
 #
 # Answer each question with the letter of one option, as a string (`Q1 = "a"`).
 #
@@ -1154,3 +1478,8 @@ check_true(Q4 == "a", "Q4 is not right: re-read 'Padding pays L² too: bucket by
 #   size.
 # * A KV cache keeps softmax attention exact and removes the recomputation of old keys and
 #   values: same greedy tokens, a large measured speed-up, memory that grows with the context.
+# * A sliding window keeps softmax but only $|i - j| \le w$: about $L (2w + 1)$ pairs, $O(L \cdot w)$.
+#   The mask states the band; only a kernel that skips the rest (like `banded_attention`) saves.
+# * Cross-attention takes queries from one sequence or modality and keys and values from another
+#   (target words and source words, image and prompt, object queries and image features); its
+#   scores cost $L_q \cdot L_k$.
