@@ -2,12 +2,15 @@
 
 A quiz answer is one letter as a string. Case and surrounding spaces do not matter, so
 ``"b"``, ``"B"`` and ``" b "`` are the same answer. :func:`check_choice` applies that rule and,
-for anything else, fails with a message that lists the valid letters (never the right one).
+for anything else, fails like every course check (``CheckFailed``) with a message that lists
+the valid letters, never the right one.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .checks import CheckFailed
 
 __all__ = ["check_choice"]
 
@@ -28,6 +31,6 @@ def check_choice(name: str, answer: Any, letters: str = "abcd") -> str:
         letter = answer.strip().lower()
         if len(letter) == 1 and letter in letters:
             return letter
-    raise AssertionError(
+    raise CheckFailed(
         f"{name} is {answer!r}: answer with one letter as a string, {_letters_in_words(letters)} "
         "(case and surrounding spaces do not matter)")
