@@ -23,7 +23,7 @@ demo: setup            ## build, release, grade three sample students, print the
 	$(PY) -m instructor demo
 
 test: setup            ## lint, then the whole test suite on 2 workers (the browser suite: make test-browser)
-	$(PY) -m ruff check course instructor tests bench
+	$(PY) -m ruff check course instructor tests bench source
 	$(PY) -m pytest -n 2 --ignore=tests/browser
 
 test-browser: setup    ## the real-browser suite (headless Chromium against make lab / make formgrader)
@@ -61,7 +61,7 @@ bench: setup           ## speed figures, measured side by side
 	$(PY) bench/benchmark.py
 
 lint: setup
-	$(PY) -m ruff check course instructor tests bench
+	$(PY) -m ruff check course instructor tests bench source
 
 clean:                 ## remove generated grading state (never source/ or release/)
 	rm -rf autograded/*/ feedback/ gradebook.db grades.csv .pytest_cache .exchange/

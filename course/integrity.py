@@ -48,7 +48,7 @@ _MONITORED = {
 # every callable of these is guarded (the course package ships them; student code has no
 # business replacing any of them)
 _COURSE_MODULES = ["course", "course.checks", "course.tracing", "course.plots", "course.seeding",
-                   "course.env", "course.integrity"]
+                   "course.env", "course.quiz", "course.integrity"]
 _MODULE_NAMES = ["numpy", "numpy.testing", "torch", "torch.testing", "torch.nn.functional", "math",
                  *_COURSE_MODULES]
 # Notebook names guarded once they are bound to a genuine object (by the locked imports cell):

@@ -13,17 +13,18 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY, CourseRoot
-from instructor.zoo import Variant, variants_for
+from instructor.zoo import Variant, alternatives_for, variants_for
 
 ASSIGNMENTS = REPOSITORY.assignments()
 SOLUTION, STUB = "solution", "stub"
+ALTERNATIVE = "alt"  # student-id prefix of the alternatives zoo
 
 _SCRATCH: dict[str, CourseRoot] = {}
 
@@ -48,27 +49,36 @@ class GradedChapter:
     assignment: str
     variants: dict[str, Variant]
     results: dict[str, P.Result]
+    alternatives: dict[str, Variant] = field(default_factory=dict)
 
     def variant_result(self, variant: Variant) -> P.Result:
         return self.results[variant.student_id()]
 
+    def alternative_result(self, alternative: Variant) -> P.Result:
+        return self.results[alternative.student_id(ALTERNATIVE)]
+
 
 def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
-    """Grade the solution, the stub and every bug-zoo variant of an assignment in one nbgrader run."""
+    """Grade the solution, the stub, every bug-zoo variant and every alternative of an assignment
+    in one nbgrader run."""
     release_nb, answers = root.release_and_answers(assignment)
     root.submit(assignment, SOLUTION, P.fill(release_nb, answers))
     root.submit(assignment, STUB, release_nb)
     variants = {v.name: v for v in variants_for(assignment)}
     for variant in variants.values():
         root.submit(assignment, variant.student_id(), P.fill(release_nb, variant.answers(answers)))
+    alternatives = {v.name: v for v in alternatives_for(assignment)}
+    for alternative in alternatives.values():
+        root.submit(assignment, alternative.student_id(ALTERNATIVE), P.fill(release_nb, alternative.answers(answers)))
     root.autograde(assignment)
-    expected = {SOLUTION, STUB} | {v.student_id() for v in variants.values()}
+    expected = ({SOLUTION, STUB} | {v.student_id() for v in variants.values()}
+                | {v.student_id(ALTERNATIVE) for v in alternatives.values()})
     for student in sorted(s for s in expected if not root.notebook("autograded", assignment, s).exists()):
         # nbgrader gives up on a notebook whose kernel did not start (a loaded machine):
         # try that student once more on its own before judging anything
         root.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", check=False)
     root.feedback(assignment)
-    return GradedChapter(root, assignment, variants, root.results(assignment))
+    return GradedChapter(root, assignment, variants, root.results(assignment), alternatives)
 
 
 # ---------------------------------------------------------------- secret lines

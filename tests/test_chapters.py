@@ -1,6 +1,7 @@
 """Every chapter, through the real tools: pairs in sync, source runs, release is clean and
 current, and the graded tests prove themselves (solution full marks, stub zero, every bug-zoo
-variant loses points with the message meant for it, feedback without hidden tests).
+variant loses points with the message meant for it, every correct alternative keeps full marks,
+feedback without hidden tests).
 
 Tests of one chapter share one scratch course and one autograde run; with pytest-xdist the
 scheduler in conftest.py sends all of a chapter's tests to one worker.
@@ -29,7 +30,7 @@ from support import (
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.zoo import variants_for
+from instructor.zoo import alternatives_for, variants_for
 
 _GRADED = {}
 
@@ -42,6 +43,13 @@ def zoo_params():
     return [
         pytest.param(a, v.name, marks=pytest.mark.pipeline, id=f"{a}::{v.name}")
         for a in ASSIGNMENTS for v in variants_for(a)
+    ]
+
+
+def alternative_params():
+    return [
+        pytest.param(a, v.name, marks=pytest.mark.pipeline, id=f"{a}::{v.name}")
+        for a in ASSIGNMENTS for v in alternatives_for(a)
     ]
 
 
@@ -189,6 +197,18 @@ def test_bug_zoo_variant_loses_points(assignment, variant, scratch_root):
         cell = result.cells[gid]
         assert cell.score < cell.max_score, f"{v.why}: {gid} did not fail"
         assert fragment in cell.error, f"{v.why}: {gid} says {cell.error!r}, expected it to mention {fragment!r}"
+
+
+@pytest.mark.parametrize("assignment,alternative", alternative_params())
+def test_alternative_keeps_full_marks(assignment, alternative, scratch_root):
+    """A correct answer written differently from the solution earns every point."""
+    chapter = graded(scratch_root, assignment)
+    alt = chapter.alternatives[alternative]
+    result = chapter.alternative_result(alt)
+    assert result.auto_max > 0
+    lost = {g: result.cells[g].error for g in result.failed()}
+    assert not lost, f"{alt.why}: a correct answer lost points in {lost}"
+    assert result.auto_score == result.auto_max
 
 
 @pytest.mark.pipeline

@@ -108,12 +108,26 @@ def test_plots_label_their_axes():
 
 def test_the_student_api_is_declared_once():
     """Each student module lists its public functions in ``__all__``; ``course`` offers their union."""
-    from course import env, seeding
+    from course import env, quiz, seeding
 
-    for module in (checks, env, seeding):
+    for module in (checks, env, quiz, seeding):
         public = {name for name, value in vars(module).items() if callable(value) and not name.startswith("_")
                   and getattr(value, "__module__", None) == module.__name__}
         assert public <= set(module.__all__), f"{module.__name__}: public but not in __all__: {public - set(module.__all__)}"
         for name in module.__all__:
             assert getattr(course, name) is getattr(module, name), f"course.{name}"
     assert len(course.__all__) == len(set(course.__all__)), "a name is declared by two modules"
+
+
+def test_check_choice_reads_every_quiz_answer_by_one_rule():
+    """Case and surrounding spaces do not matter; anything else fails, listing the valid letters only."""
+    from course import check_choice
+
+    assert check_choice("Q1", " B ") == "b" and check_choice("Q1", "c\n") == "c"
+    assert check_choice("Q2", "C", "abc") == "c"
+    for wrong in ("e", "ab", "", None, 2, "b)"):
+        with pytest.raises(AssertionError) as failure:
+            check_choice("Q1", wrong)
+        assert str(failure.value).startswith(f"Q1 is {wrong!r}: ") and '"a", "b", "c" or "d"' in str(failure.value)
+    with pytest.raises(AssertionError, match='"a", "b" or "c"'):
+        check_choice("Q3", "d", "abc")

@@ -1,5 +1,6 @@
 """Fast checks of the bug zoo against the current source (no nbgrader): every variant still
-applies to today's solutions and names test cells that exist and are graded."""
+applies to today's solutions and names test cells that exist and are graded; every alternative
+(a correct answer written differently) applies too and expects nothing to fail."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.zoo import chapter_modules, variants_for
+from instructor.zoo import alternatives_for, chapter_modules, variants_for
 
 
 def _params():
@@ -31,3 +32,16 @@ def test_zoo_applies_to_the_current_source(assignment):
         assert variant.expect, f"{variant.name} names no failing test"
         stale = set(variant.expect) - graded_tests
         assert not stale, f"{variant.name} expects failures in cells that are not graded tests: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("assignment", _params())
+def test_alternatives_apply_to_the_current_source(assignment):
+    solutions = P.solution_answers(P.read_nb(REPOSITORY.notebook("source", assignment)))
+    alternatives = alternatives_for(assignment)
+    assert alternatives, f"{assignment} has no alternatives zoo (correct answers written differently)"
+    names = [v.name for v in alternatives] + [v.name for v in variants_for(assignment)]
+    assert len(names) == len(set(names)), f"{assignment}: an alternative shares a name with another entry"
+    for alternative in alternatives:
+        answers = alternative.answers(solutions)  # raises ZooError if an edit or a cell is stale
+        assert answers != solutions, f"{alternative.name} changes nothing"
+        assert not alternative.expect, f"{alternative.name} is correct: it must not expect failures"

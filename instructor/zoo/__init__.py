@@ -9,6 +9,11 @@ gives a whole cell's text instead, for answers that are not a small edit (a hard
 ``expect`` names the test cells that must then lose points, each with a fragment of the message
 it should show. The test suite fills every variant into the released notebook, autogrades them
 all in one nbgrader run and checks both the lost points and the messages.
+
+A module may also list ``ALTERNATIVES``: correct answers written differently from the solution
+(einsum instead of matmul, loops, float64, another construction order, ...), built the same
+way but without ``expect``. Each must keep full marks: the tests check behaviour, not one way
+of writing it.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ class Variant:
     expect: dict[str, str] = field(default_factory=dict)  # failing test grade_id -> message fragment
     edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)  # solution grade_id -> (old, new)...
 
-    def student_id(self) -> str:
-        return "zoo-" + self.name.replace("_", "-")
+    def student_id(self, prefix: str = "zoo") -> str:
+        return f"{prefix}-" + self.name.replace("_", "-")
 
     def answers(self, solutions: dict[str, str]) -> dict[str, str]:
         """Every solution cell as this student typed it: the solutions with this variant's changes."""
@@ -69,3 +74,8 @@ def chapter_modules() -> dict[str, list]:
 
 def variants_for(assignment: str) -> list[Variant]:
     return [v for module in chapter_modules().get(assignment, []) for v in module.VARIANTS]
+
+
+def alternatives_for(assignment: str) -> list[Variant]:
+    """Correct answers written differently: each must earn full marks."""
+    return [v for module in chapter_modules().get(assignment, []) for v in getattr(module, "ALTERNATIVES", [])]

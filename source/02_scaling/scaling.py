@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from course import check_close, check_finite, check_shape, check_true
+from course import check_choice, check_close, check_finite, check_shape, check_true
 from course.plots import plot_curves
 
 np.set_printoptions(precision=4, suppress=True)
@@ -609,32 +609,32 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the spread of a raw score."""
-check_true(str(Q1).strip().lower() in {"a", "b", "c", "d"}, f"Q1 is {Q1!r}: answer with one of 'a', 'b', 'c', 'd'")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q1).strip().lower() == "c", "Q1 is not right: re-read 'The variance argument' (variances of "
+check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'The variance argument' (variances of "
            "independent terms add up; the std is the square root)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what the division by sqrt(d_k) is for."""
-check_true(str(Q2).strip().lower() in {"a", "b", "c", "d"}, f"Q2 is {Q2!r}: answer with one of 'a', 'b', 'c', 'd'")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q2).strip().lower() == "a", "Q2 is not right: re-read Part C (softmax already sums to 1, and "
+check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read Part C (softmax already sums to 1, and "
            "subtracting the row max already prevents overflow)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: sharp attention in a trained model."""
-check_true(str(Q3).strip().lower() in {"a", "b", "c", "d"}, f"Q3 is {Q3!r}: answer with one of 'a', 'b', 'c', 'd'")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q3).strip().lower() == "d", "Q3 is not right: re-read 'The argument holds at initialisation'")
+check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The argument holds at initialisation'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the limit of very large scores."""
-check_true(str(Q4).strip().lower() in {"a", "b", "c", "d"}, f"Q4 is {Q4!r}: answer with one of 'a', 'b', 'c', 'd'")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q4).strip().lower() == "b", "Q4 is not right: re-read 'What large scores do to softmax'")
+check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read 'What large scores do to softmax'")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -43,7 +43,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course import check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
+from course import check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import under_nbgrader
 from course.plots import plot_attention
 
@@ -987,30 +987,30 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: which model needs a causal mask."""
-check_true(str(Q1).strip().lower() in {"a", "b", "c", "d"}, f"Q1 must be one of 'a', 'b', 'c', 'd', got {Q1!r}")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q1).strip().lower() == "b", "Q1 is not right: re-read 'Two reasons to hide a key' (encoder vs decoder)")
+check_true(check_choice("Q1", Q1) == "b", "Q1 is not right: re-read 'Two reasons to hide a key' (encoder vs decoder)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the mask of cross-attention."""
-check_true(str(Q2).strip().lower() in {"a", "b", "c", "d"}, f"Q2 must be one of 'a', 'b', 'c', 'd', got {Q2!r}")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q2).strip().lower() == "b", "Q2 is not right: re-read 'Two reasons to hide a key' (cross-attention)")
+check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Two reasons to hide a key' (cross-attention)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a PAD query produces."""
-check_true(str(Q3).strip().lower() in {"a", "b", "c", "d"}, f"Q3 must be one of 'a', 'b', 'c', 'd', got {Q3!r}")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q3).strip().lower() == "c", "Q3 is not right: re-read 'PAD queries still produce vectors' in Part D")
+check_true(check_choice("Q3", Q3) == "c", "Q3 is not right: re-read 'PAD queries still produce vectors' in Part D")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the course's mask handed to nn.MultiheadAttention."""
-check_true(str(Q4).strip().lower() in {"a", "b", "c", "d"}, f"Q4 must be one of 'a', 'b', 'c', 'd', got {Q4!r}")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q4).strip().lower() == "b", "Q4 is not right: re-read the conventions table of Part D")
+check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read the conventions table of Part D")
 ### END HIDDEN TESTS
 
 # %% [markdown]

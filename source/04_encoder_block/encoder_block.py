@@ -44,7 +44,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from course import check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
+from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -516,17 +516,18 @@ for trial in range(4):
 """norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
 ### BEGIN HIDDEN TESTS
 def reference_layer(block, norm_first):
-    """nn.TransformerEncoderLayer with the block's parameters, renamed."""
+    """nn.TransformerEncoderLayer holding a copy of the block's parameters, module by module."""
     mha, ffn = block.attention, block.ffn
     layer = nn.TransformerEncoderLayer(mha.embed_dim, mha.num_heads, ffn.linear1.out_features, dropout=0.0,
                                        activation="relu", batch_first=True, norm_first=norm_first)
-    renames = {"attention.": "self_attn.", "ffn.linear1.": "linear1.", "ffn.linear2.": "linear2."}
-    state = {}
-    for key, value in block.state_dict().items():
-        for old, new in renames.items():
-            key = key.replace(old, new) if key.startswith(old) else key
-        state[key] = value
-    layer.load_state_dict(state)
+    for mine, theirs in ((mha, layer.self_attn), (ffn.linear1, layer.linear1), (ffn.linear2, layer.linear2),
+                         (block.norm1, layer.norm1), (block.norm2, layer.norm2)):
+        try:
+            theirs.load_state_dict(mine.state_dict())
+        except RuntimeError:
+            raise AssertionError("could not copy your block's parameters into nn.TransformerEncoderLayer: "
+                                 "attention, norm1, norm2 (nn.LayerNorm(width)), ffn.linear1 and ffn.linear2 "
+                                 "must be the modules Part C describes") from None
     return layer.train()  # dropout is 0; train mode avoids the fused fast path
 
 
@@ -595,7 +596,7 @@ check_close("std over features of each output token (post-norm, at initialisatio
             torch.ones(2, 4), atol=1e-3, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""norm_first=True is pre-norm, x = x + sublayer(norm(x)), and agrees with nn.TransformerEncoderLayer."""
+"""norm_first=True is pre-norm, x = x + sublayer(norm(x)); compared with nn.TransformerEncoderLayer by the post-norm test's helper."""
 ### BEGIN HIDDEN TESTS
 compare_with_pytorch(norm_first=True, seed=19)
 ### END HIDDEN TESTS
@@ -884,46 +885,46 @@ Q1, Q2, Q3, Q4, Q5, Q6 = "b", "c", "a", "b", "c", "a"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the family for classifying complete reviews."""
-check_true(str(Q1).strip().lower() in ("a", "b", "c"), f"Q1 is {Q1!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q1", Q1, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q1).strip().lower() == "b", "Q1 is not the best answer: re-read 'Three families built from the same blocks'")
+check_true(check_choice("Q1", Q1, "abc") == "b", "Q1 is not the best answer: re-read 'Three families built from the same blocks'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what kind of models T5 and BART are."""
-check_true(str(Q2).strip().lower() in ("a", "b", "c"), f"Q2 is {Q2!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q2", Q2, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q2).strip().lower() == "c", "Q2 is not the best answer: re-read the table of the three families")
+check_true(check_choice("Q2", Q2, "abc") == "c", "Q2 is not the best answer: re-read the table of the three families")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why bidirectional attention suits classification rather than generation."""
-check_true(str(Q3).strip().lower() in ("a", "b", "c"), f"Q3 is {Q3!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q3", Q3, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q3).strip().lower() == "a", "Q3 is not the best answer: re-read the end of 'Three families built "
+check_true(check_choice("Q3", Q3, "abc") == "a", "Q3 is not the best answer: re-read the end of 'Three families built "
            "from the same blocks', and the causal-mask check of Part C")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: which outputs of a FeedForward move when one token changes."""
-check_true(str(Q4).strip().lower() in ("a", "b", "c"), f"Q4 is {Q4!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q4", Q4, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q4).strip().lower() == "b", "Q4 is not the best answer: re-read Part A and run its check-it cell again")
+check_true(check_choice("Q4", Q4, "abc") == "b", "Q4 is not the best answer: re-read Part A and run its check-it cell again")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: what a large attention weight shows."""
-check_true(str(Q5).strip().lower() in ("a", "b", "c"), f"Q5 is {Q5!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q5", Q5, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q5).strip().lower() == "c", "Q5 is not the best answer: re-read 'Reading attention weights: mixing "
+check_true(check_choice("Q5", Q5, "abc") == "c", "Q5 is not the best answer: re-read 'Reading attention weights: mixing "
            "coefficients, not explanations'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q6", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q6: loading a post-norm checkpoint into a pre-norm block."""
-check_true(str(Q6).strip().lower() in ("a", "b", "c"), f"Q6 is {Q6!r}: answer with 'a', 'b' or 'c'")
+check_choice("Q6", Q6, "abc")
 ### BEGIN HIDDEN TESTS
-check_true(str(Q6).strip().lower() == "a", "Q6 is not the best answer: re-read the start of Part C (post-norm and "
+check_true(check_choice("Q6", Q6, "abc") == "a", "Q6 is not the best answer: re-read the start of Part C (post-norm and "
            "pre-norm have the same parameters)")
 ### END HIDDEN TESTS
 

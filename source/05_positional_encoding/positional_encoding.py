@@ -38,7 +38,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
+from course import check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -773,11 +773,11 @@ def shift_rotation(k, d):
 
 # %%
 table = sinusoidal_encoding(60, 16)  # (P, d)
-R = shift_rotation(7, 16)  # (d, d)
+R = shift_rotation(7, 16).to(table.dtype)  # (d, d); any float dtype will do, compared in the table's
 print("max |PE[p + 7] - PE[p] @ R.T|:", float((table[7:] - table[:-7] @ R.T).abs().max()))
-print("R is orthogonal:", torch.allclose(R @ R.T, torch.eye(16), atol=1e-6))
+print("R is orthogonal:", torch.allclose(R @ R.T, torch.eye(16, dtype=R.dtype), atol=1e-6))
 assert torch.allclose(table[:-7] @ R.T, table[7:], atol=1e-5)
-assert torch.allclose(shift_rotation(-7, 16) @ R, torch.eye(16), atol=1e-6)
+assert torch.allclose(shift_rotation(-7, 16).to(R.dtype) @ R, torch.eye(16, dtype=R.dtype), atol=1e-6)
 
 # %% [markdown]
 # The same formula is not only for token positions: any number can be turned into a vector
@@ -815,7 +815,10 @@ p = torch.arange(10.0)[:, None]
 circle = torch.cat([torch.sin(p), torch.cos(p)], dim=1)  # d = 2: one pair, frequency 1
 circle_later = torch.cat([torch.sin(p + 3), torch.cos(p + 3)], dim=1)
 circle_earlier = torch.cat([torch.sin(p - 3), torch.cos(p - 3)], dim=1)
-check_close("PE[p] @ shift_rotation(3, 2).T for d = 2, p = 0..9", circle @ shift_rotation(3, 2).T, circle_later,
+R = shift_rotation(3, 2)
+check_type("shift_rotation(3, 2)", R, torch.Tensor)
+check_true(R.is_floating_point(), f"shift_rotation(3, 2) has dtype {R.dtype}, expected a float dtype")
+check_close("PE[p] @ shift_rotation(3, 2).T for d = 2, p = 0..9", circle.to(R.dtype) @ R.T, circle_later,
             atol=1e-5, likely_causes={"the rotation goes the wrong way (your matrix is the transpose: it shifts "
                                       "by -k)": circle_earlier},
             hint="row 1 of the block gives the new sin, row 2 the new cos: read them off the addition formulas")
@@ -886,30 +889,30 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: what positional encodings fix."""
-check_true(Q1 in ("a", "b", "c", "d"), f'Q1 is {Q1!r}: answer with one of "a", "b", "c", "d"')
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(Q1 == "b", 'Q1 is not right: re-read Part A, what does an encoder layer do to permuted tokens?')
+check_true(check_choice("Q1", Q1) == "b", 'Q1 is not right: re-read Part A, what does an encoder layer do to permuted tokens?')
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: a learned table of 512 rows and 600 tokens."""
-check_true(Q2 in ("a", "b", "c", "d"), f'Q2 is {Q2!r}: answer with one of "a", "b", "c", "d"')
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(Q2 == "c", "Q2 is not right: re-read Part C, what a table of max_len rows holds")
+check_true(check_choice("Q2", Q2) == "c", "Q2 is not right: re-read Part C, what a table of max_len rows holds")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a fixed causal mask and permutations."""
-check_true(Q3 in ("a", "b", "c", "d"), f'Q3 is {Q3!r}: answer with one of "a", "b", "c", "d"')
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(Q3 == "c", 'Q3 is not right: re-read "Masks carry order too" in Part A')
+check_true(check_choice("Q3", Q3) == "c", 'Q3 is not right: re-read "Masks carry order too" in Part A')
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: how many relative offsets for T = 10."""
-check_true(Q4 in ("a", "b", "c", "d"), f'Q4 is {Q4!r}: answer with one of "a", "b", "c", "d"')
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(Q4 == "b", "Q4 is not right: re-read Part D, the range of j - i for T tokens")
+check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read Part D, the range of j - i for T tokens")
 ### END HIDDEN TESTS
 
 # %% [markdown]

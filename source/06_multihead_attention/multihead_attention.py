@@ -48,7 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import (check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
+from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
                     check_true, check_type, under_nbgrader)
 from course.plots import plot_attention
 
@@ -1062,37 +1062,37 @@ Q5 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: how the parameter count depends on the number of heads."""
-check_true(Q1 in ("a", "b", "c", "d"), f"Q1 must be one of 'a', 'b', 'c', 'd' (a string), got {Q1!r}")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(Q1 == "c", "Q1 is not right: re-read the note under Part C's check-it cell, then count the weights of qkv and proj")
+check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read the note under Part C's check-it cell, then count the weights of qkv and proj")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why the scores are divided by sqrt(d_head)."""
-check_true(Q2 in ("a", "b", "c", "d"), f"Q2 must be one of 'a', 'b', 'c', 'd' (a string), got {Q2!r}")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(Q2 == "a", "Q2 is not right: re-read step 2 (Scores) of Part C")
+check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read step 2 (Scores) of Part C")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why the causal mask is a buffer."""
-check_true(Q3 in ("a", "b", "c", "d"), f"Q3 must be one of 'a', 'b', 'c', 'd' (a string), got {Q3!r}")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(Q3 == "d", "Q3 is not right: re-read 'The mask is a buffer' in Part C")
+check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The mask is a buffer' in Part C")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what several heads give a query."""
-check_true(Q4 in ("a", "b", "c", "d"), f"Q4 must be one of 'a', 'b', 'c', 'd' (a string), got {Q4!r}")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(Q4 == "a", "Q4 is not right: re-read 'Eight heads' and the paragraph after its plot")
+check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Eight heads' and the paragraph after its plot")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: encoders and the causal mask."""
-check_true(Q5 in ("a", "b", "c", "d"), f"Q5 must be one of 'a', 'b', 'c', 'd' (a string), got {Q5!r}")
+check_choice("Q5", Q5)
 ### BEGIN HIDDEN TESTS
-check_true(Q5 == "b", "Q5 is not right: re-read step 3 (Causal mask) of Part C: who needs to hide the future?")
+check_true(check_choice("Q5", Q5) == "b", "Q5 is not right: re-read step 3 (Causal mask) of Part C: who needs to hide the future?")
 ### END HIDDEN TESTS
 
 # %% [markdown]

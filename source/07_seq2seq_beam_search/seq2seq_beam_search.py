@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import check_close, check_dtype, check_shape, check_true, under_nbgrader
+from course import check_choice, check_close, check_dtype, check_shape, check_true, under_nbgrader
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -297,7 +297,7 @@ assert (round(log_p_short, 3), round(lp_short, 3), round(log_p_short / lp_short,
 assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search reproduces the toy table: greedy, B = 2, and B = 2 with alpha = 0.6."""
+"""beam_search reproduces the toy table: greedy, B = 2, and B = 2 with alpha = 0.6 (defines the hidden reference)."""
 ### BEGIN HIDDEN TESTS
 import zlib
 
@@ -309,7 +309,11 @@ def _table(seed, words=("a", "b", "c")):
     return next_probs
 
 
-def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>", keep_finished=False):
+def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>", keep_finished=False,
+                    count_eos=True):
+    """The reference beam search: (tokens, raw log-probability) of the best hypothesis. With
+    keep_finished=True finished hypotheses keep their place in the beam; with count_eos=False the
+    length penalty leaves <eos> out of |y|: two mistakes the messages name."""
     beam = [((start,), 0.0)]
     done = []
     for _ in range(max_len):
@@ -322,21 +326,12 @@ def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>",
             beam = [c for c in beam if c[0][-1] != eos]
         if not [c for c in beam if c[0][-1] != eos]:
             break
-    best = max(done + beam, key=lambda c: c[1] / ((5 + len(c[0]) - 1) / 6) ** alpha)
+
+    def length(hypothesis):
+        return len(hypothesis[1:]) if count_eos else len([t for t in hypothesis[1:] if t != eos])
+
+    best = max(done + beam, key=lambda c: c[1] / ((5 + length(c[0])) / 6) ** alpha)
     return [t for t in best[0][1:] if t != eos], best[1]
-
-
-def _lp_without_eos_choice(next_probs, width, alpha, max_len):
-    beam, done = [(("<s>",), 0.0)], []
-    for _ in range(max_len):
-        pool = sorted(((pre + (tok,), lp + math.log(q)) for pre, lp in beam for tok, q in next_probs(pre).items()),
-                      key=lambda c: -c[1])[:width]
-        done += [c for c in pool if c[0][-1] == "<eos>"]
-        beam = [c for c in pool if c[0][-1] != "<eos>"]
-        if not beam:
-            break
-    best = max(done + beam, key=lambda c: c[1] / ((5 + len([t for t in c[0][1:] if t != "<eos>"])) / 6) ** alpha)
-    return [t for t in best[0][1:] if t != "<eos>"]
 ### END HIDDEN TESTS
 for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
                                              (2, 0.6, "đàn chim bay", 0.173)]:
@@ -352,24 +347,11 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
                 atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
                                           log_prob / length_penalty(len(tokens), alpha)})
 ### BEGIN HIDDEN TESTS
-def _toy_beam_reference(table, width, alpha, max_len, start, eos):
-    beams, done = [((start,), 0.0)], []
-    for _ in range(max_len):
-        pool = sorted(((pre + (tok,), lp + math.log(q)) for pre, lp in beams for tok, q in table[pre[-1]].items()),
-                      key=lambda c: -c[1])[:width]
-        done += [c for c in pool if c[0][-1] == eos]
-        beams = [c for c in pool if c[0][-1] != eos]
-        if not beams:
-            break
-    done += beams
-    best = max(done, key=lambda c: c[1] / ((5 + len(c[0]) - 1) / 6) ** alpha)
-    return [t for t in best[0][1:] if t != eos], best[1]
-
-
 renamed = {"<s>": "BEGIN", "<eos>": "END"}
 renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
 for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2), (1, 0.6, 6), (4, 2.0, 5)]:
-    want_tokens, want_log_prob = _toy_beam_reference(renamed_table, width, alpha, max_len, "BEGIN", "END")
+    want_tokens, want_log_prob = _reference_beam(lambda prefix: renamed_table[prefix[-1]], width, alpha, max_len,
+                                                 start="BEGIN", eos="END")
     try:
         tokens, log_prob, score = beam_search(lambda prefix: renamed_table[prefix[-1]], width, alpha=alpha,
                                               max_len=max_len, start="BEGIN", eos="END")
@@ -391,7 +373,7 @@ for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2)
 # table below is built so that this matters once a length penalty is on.
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_finished_leave", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Finished hypotheses leave the beam: they must not take the place of hypotheses still growing."""
+"""Finished hypotheses leave the beam and free their place (hidden part: the reference from test_beam_toy)."""
 trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
         "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
 trap_next_probs = lambda prefix: trap[prefix[-1]]
@@ -419,7 +401,7 @@ for seed in range(400):
             continue
         found += 1
         tokens, log_prob, _ = beam_search(table, width, alpha=alpha, max_len=6)
-        if list(tokens) == _lp_without_eos_choice(table, width, alpha, 6):
+        if list(tokens) == _reference_beam(table, width, alpha, 6, count_eos=False)[0]:
             cause = ": it matches what you get when |y| leaves out <eos>"
         elif list(tokens) == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
             cause = ": it matches a search in which finished hypotheses stay in the beam; they must leave it"
@@ -432,7 +414,7 @@ for seed in range(400):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""log_prob is the raw ln p of the returned hypothesis and score = log_prob / lp(|y|), |y| counting <eos>."""
+"""log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y| (tables from test_beam_toy)."""
 tokens, log_prob, score = beam_search(toy_next_probs, 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
@@ -465,7 +447,7 @@ for seed in range(12):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search agrees with a reference beam search on random probability tables."""
+"""beam_search agrees with a reference beam search on random tables (the reference from test_beam_toy)."""
 flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
         "z": {"<eos>": 1.0}}
 tokens, log_prob, score = beam_search(lambda prefix: flat[prefix[-1]], 3)
@@ -481,7 +463,7 @@ for seed in range(30):
         cause = ""
         if list(tokens) == _reference_beam(table, width, alpha, max_len, keep_finished=True)[0]:
             cause = ": it matches a search in which finished hypotheses stay in the beam"
-        elif list(tokens) == _lp_without_eos_choice(table, width, alpha, max_len):
+        elif list(tokens) == _reference_beam(table, width, alpha, max_len, count_eos=False)[0]:
             cause = ": it matches what you get when |y| leaves out <eos>"
         elif list(tokens) == _reference_beam(table, 1, alpha, max_len)[0] and width > 1:
             cause = ": it matches greedy decoding, is `width` used?"
@@ -869,7 +851,7 @@ spy = SpyModel()
 print(greedy_decode(spy, torch.tensor([[2, 5, 7]]), 4), "after", len(spy.calls), "calls")
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_shape", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column."""
+"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column (defines small random models)."""
 ### BEGIN HIDDEN TESTS
 class _TinySeq2Seq(nn.Module):
     def __init__(self, seed, d=16):
@@ -887,13 +869,6 @@ class _TinySeq2Seq(nn.Module):
         causal = torch.triu(torch.full((dec_in.size(1),) * 2, float("-inf")), diagonal=1)
         return self.out(self.core(emb(src), emb(dec_in), tgt_mask=causal))
 
-
-def _greedy_reference(net, src, steps):
-    seq = torch.zeros(src.size(0), 1, dtype=torch.long)
-    with torch.no_grad():
-        for _ in range(steps):
-            seq = torch.cat([seq, net(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
-    return seq[:, 1:]
 ### END HIDDEN TESTS
 spy = SpyModel()
 pred = greedy_decode(spy, torch.tensor([[2, 5, 7], [9, 3, 4]]), 4)
@@ -908,7 +883,7 @@ for b, max_len in [(1, 1), (3, 7), (5, 2)]:
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""greedy_decode starts from <BOS> and feeds back its own argmax choices, one step at a time."""
+"""greedy_decode starts from <BOS> and feeds back its own argmax choices (models from test_greedy_shape)."""
 spy = SpyModel()
 src = torch.tensor([[2, 5, 7], [9, 3, 4]])
 pred = greedy_decode(spy, src, 4)
@@ -921,6 +896,14 @@ for step, dec_in in enumerate(spy.calls):
                f"call {step}: the decoder input is not <BOS> followed by your own {step} previous predictions; "
                "feed back the argmax of each step, never the true target")
 ### BEGIN HIDDEN TESTS
+def _greedy_reference(net, src, steps):
+    seq = torch.zeros(src.size(0), 1, dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(steps):
+            seq = torch.cat([seq, net(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+    return seq[:, 1:]
+
+
 for seed in range(4):
     net = _TinySeq2Seq(100 + seed)
     lx = 3 + seed
@@ -1082,7 +1065,7 @@ class AnswerModel(nn.Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_table", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""beam_decode turns the model's logits into probabilities of the next token after the prefix."""
+"""beam_decode turns the logits into next-token probabilities (hidden part: the reference from test_beam_toy)."""
 logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
 log_table = torch.log_softmax(logits_table.double(), -1)
 tokens, log_prob, _ = beam_decode(TableModel(logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
@@ -1109,7 +1092,7 @@ for seed in range(3):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_decode agrees with a reference beam search over small random seq2seq models."""
+"""beam_decode agrees with the reference of test_beam_toy over the small random models of test_greedy_shape."""
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = beam_decode(AnswerModel(answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
 check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
@@ -1269,33 +1252,33 @@ Q4 = "d"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the shape of the cross-attention scores and their mask."""
-check_true(Q1 in ("a", "b", "c", "d"), f"Q1 is {Q1!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(Q1 == "a", "Q1: re-read 'Cross-attention in the Transformer': where do Q and K come from, and is any "
+check_true(check_choice("Q1", Q1) == "a", "Q1: re-read 'Cross-attention in the Transformer': where do Q and K come from, and is any "
            "part of the source in the future?")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: which measurement exposes a missing decoder mask."""
-check_true(Q2 in ("a", "b", "c", "d"), f"Q2 is {Q2!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(Q2 == "c", "Q2: re-read 'The mistake that training loss cannot see': which measurements stayed perfect "
+check_true(check_choice("Q2", Q2) == "c", "Q2: re-read 'The mistake that training loss cannot see': which measurements stayed perfect "
            "without the mask?")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: the length penalty at alpha = 0 and alpha = 1."""
-check_true(Q3 in ("a", "b", "c", "d"), f"Q3 is {Q3!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(Q3 == "b", "Q3: re-read 'Decoding: why search at all' and compute ln p / lp for both hypotheses, "
+check_true(check_choice("Q3", Q3) == "b", "Q3: re-read 'Decoding: why search at all' and compute ln p / lp for both hypotheses, "
            "once with lp = 1 and once with lp = (5 + |y|) / 6")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: teacher-forced accuracy high, free-running output drifts."""
-check_true(Q4 in ("a", "b", "c", "d"), f"Q4 is {Q4!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(Q4 == "d", "Q4: re-read 'Evaluation: teacher-forced and free-running': what does the decoder see as "
+check_true(check_choice("Q4", Q4) == "d", "Q4: re-read 'Evaluation: teacher-forced and free-running': what does the decoder see as "
            "its prefix in training, and what when it generates?")
 ### END HIDDEN TESTS
 

@@ -42,7 +42,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course import check_close, check_shape, check_true, check_type
+from course import check_choice, check_close, check_shape, check_true, check_type
 from course.plots import plot_curves
 from course.tracing import largest_tensor
 
@@ -1437,32 +1437,32 @@ Q4 = "a"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: pairs at stride 8 versus stride 32."""
-check_true(Q1 in ("a", "b", "c", "d"), f"Q1 must be one of 'a', 'b', 'c', 'd', got {Q1!r}")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(Q1 == "c", "Q1 is not right: re-read 'Images: the stride decides' (4x per axis gives 16x tokens; "
+check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'Images: the stride decides' (4x per axis gives 16x tokens; "
            "pairs are tokens squared)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why softmax attention keeps the L x L matrix."""
-check_true(Q2 in ("a", "b", "c", "d"), f"Q2 must be one of 'a', 'b', 'c', 'd', got {Q2!r}")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(Q2 == "b", "Q2 is not right: re-read 'Why softmax needs the whole L x L matrix'")
+check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Why softmax needs the whole L x L matrix'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a KV-cached step computes."""
-check_true(Q3 in ("a", "b", "c", "d"), f"Q3 must be one of 'a', 'b', 'c', 'd', got {Q3!r}")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(Q3 == "a", "Q3 is not right: re-read the introduction of Part D (what the cache keeps and what "
+check_true(check_choice("Q3", Q3) == "a", "Q3 is not right: re-read the introduction of Part D (what the cache keeps and what "
            "a step computes)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: why bucket by length."""
-check_true(Q4 in ("a", "b", "c", "d"), f"Q4 must be one of 'a', 'b', 'c', 'd', got {Q4!r}")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(Q4 == "a", "Q4 is not right: re-read 'Padding pays L² too: bucket by length'")
+check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Padding pays L² too: bucket by length'")
 ### END HIDDEN TESTS
 
 # %% [markdown]
