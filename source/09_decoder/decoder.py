@@ -447,8 +447,8 @@ def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first
     out, weights = result
     check_shape(f"out of {call}", out, (batch, length, width))
     if tuple(weights.shape) == (batch, heads, length, length):
-        check_true(False, f"the weights of {call} are (T, T) maps: return the cross-attention weights, one column "
-                   "per memory position, not those of the self-attention")
+        check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
+                   "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
     check_shape(f"cross_weights of {call}", weights, (batch, heads, length, source_length),
                 hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
 
