@@ -44,7 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
+from course import (check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type,
+                    under_nbgrader)
 from course.diagrams import draw_encoder_decoder
 from course.plots import plot_attention, plot_curves
 
@@ -62,8 +63,9 @@ torch.set_num_threads(1)  # a model this small runs faster on one thread than on
 # the residual connections: each sublayer only adds a correction to what flows past it.
 
 # %%
-draw_encoder_decoder()
-plt.show()
+if not under_nbgrader():  # the grader skips the figures: nobody looks at them there
+    draw_encoder_decoder()
+    plt.show()
 
 # %% [markdown]
 # Three kinds of attention appear in the figure; the table is worth knowing by heart.
@@ -202,7 +204,7 @@ def check_cross_shapes(batch, heads, d_head, length, source_length):
     out, weights = result
     check_shape(f"out of {call}", out, (batch, length, width),
                 hint="one output row per query, that is per decoder position: the queries come from x")
-    if tuple(weights.shape) == (batch, heads, length, length) and length != source_length:
+    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length) and length != source_length:
         check_true(False, f"the weights of {call} have {length} columns, one per decoder position, expected "
                    f"{source_length}, one per memory position: the keys (and values) must come from memory")
     check_shape(f"weights of {call}", weights, (batch, heads, length, source_length),
@@ -446,7 +448,7 @@ def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first
     check_true(isinstance(result, tuple) and len(result) == 2, "DecoderBlock.forward must return a pair (out, cross_weights)")
     out, weights = result
     check_shape(f"out of {call}", out, (batch, length, width))
-    if tuple(weights.shape) == (batch, heads, length, length):
+    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length):
         check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
                    "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
     check_shape(f"cross_weights of {call}", weights, (batch, heads, length, source_length),
@@ -954,14 +956,6 @@ for seed in range(2):
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """With the same weights, the model computes what nn.Transformer computes, in both norm placements."""
-torch.manual_seed(13)
-model_ = EncoderDecoder(width=16, heads=2, hidden=32).eval()
-src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
-with torch.no_grad():
-    check_close("logits of your model vs nn.Transformer holding the same weights",
-                attempt("model(src, dec_in)", model_, src, dec_in), twin_logits(model_, pytorch_twin(model_), src, dec_in),
-                atol=1e-4, hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the "
-                                "causal mask and the memory, decoder_norm")
 ### BEGIN HIDDEN TESTS
 def _stack_by_hand(net, src, dec_in, pad, final_norms=True, causal=True, block_pad=True):
     x = net.embed(src)
@@ -999,17 +993,25 @@ for trial in range(4):
                 likely_causes=causes, hint="encode: embed, every encoder block, encoder_norm; decode: embed, every "
                                            "decoder block with the causal mask and the memory, decoder_norm")
 ### END HIDDEN TESTS
+torch.manual_seed(13)
+model_ = EncoderDecoder(width=16, heads=2, hidden=32).eval()
+src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
+with torch.no_grad():
+    check_close("logits of your model vs nn.Transformer holding the same weights",
+                attempt("model(src, dec_in)", model_, src, dec_in), twin_logits(model_, pytorch_twin(model_), src, dec_in),
+                atol=1e-4, hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the "
+                                "causal mask and the memory, decoder_norm")
 
 # %% [markdown]
 # ## Training
 #
-# The training loop of chapter 07, in a locked cell with a fixed seed: 100 AdamW steps at
+# The training loop of chapter 07, in a locked cell with a fixed seed: 60 AdamW steps at
 # learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, cross-entropy between the
 # logits and `dec_out`. The first loss should be near $\ln 12 \approx 2.485$, a uniform guess.
 # It takes a few seconds on a CPU.
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
-def train(model, steps=100, batch_size=64, lr=3e-3):
+def train(model, steps=60, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
@@ -1027,17 +1029,18 @@ torch.manual_seed(0)
 model = EncoderDecoder()
 losses = train(model)
 model.eval()
-print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 50: {losses[50]:.4f}; "
-      f"step 99: {losses[99]:.4f}")
+print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 30: {losses[30]:.4f}; "
+      f"step 59: {losses[59]:.4f}")
 
 # %%
-ax = plot_curves(range(len(losses)), {"your encoder-decoder": losses}, xlabel="step", ylabel="cross-entropy (nats)",
-                 title="Digit reversal with your own decoder blocks", logy=True)
-for line in ax.lines:
-    line.set_marker("")
-ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
-ax.legend()
-plt.show()
+if not under_nbgrader():
+    ax = plot_curves(range(len(losses)), {"your encoder-decoder": losses}, xlabel="step",
+                     ylabel="cross-entropy (nats)", title="Digit reversal with your own decoder blocks", logy=True)
+    for line in ax.lines:
+        line.set_marker("")
+    ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
+    ax.legend()
+    plt.show()
 
 # %% [markdown]
 # ### Check it: exact match 1.000, and `nn.Transformer` agrees
@@ -1102,19 +1105,20 @@ src, dec_in, _ = make_reversal_batch(200, generator=torch.Generator().manual_see
 with torch.no_grad():
     _, trained_weights = model.decode(dec_in, model.encode(src))
 first_block = trained_weights[0]  # (200, H, 7, 6)
-fig, axes = plt.subplots(1, first_block.shape[1] + 1, figsize=(3.5 * (first_block.shape[1] + 1), 3.5))
-for head in range(first_block.shape[1]):
-    plot_attention(first_block[0, head], queries=show(dec_in[0]).split(), keys=show(src[0]).split(),
-                   title=f"head {head}", ax=axes[head])
-    axes[head].set_xlabel("source token (key)")
-average = first_block.mean(dim=(0, 1))  # (7, 6)
-plot_attention(average, title="mean of the heads, 200 sequences", ax=axes[-1])
-axes[-1].set_xlabel("source position (key)")
-for ax in axes:
-    ax.set_ylabel("decoder position (query)")
-fig.suptitle(f"Cross-attention of the first decoder block, source {show(src[0])}")
-fig.tight_layout()
-plt.show()
+average = first_block.mean(dim=(0, 1))  # (7, 6), over sequences and heads
+if not under_nbgrader():
+    fig, axes = plt.subplots(1, first_block.shape[1] + 1, figsize=(3.5 * (first_block.shape[1] + 1), 3.5))
+    for head in range(first_block.shape[1]):
+        plot_attention(first_block[0, head], queries=show(dec_in[0]).split(), keys=show(src[0]).split(),
+                       title=f"head {head}", ax=axes[head])
+        axes[head].set_xlabel("source token (key)")
+    plot_attention(average, title="mean of the heads, 200 sequences", ax=axes[-1])
+    axes[-1].set_xlabel("source position (key)")
+    for ax in axes:
+        ax.set_ylabel("decoder position (query)")
+    fig.suptitle(f"Cross-attention of the first decoder block, source {show(src[0])}")
+    fig.tight_layout()
+    plt.show()
 anti_diagonal = average[torch.arange(LENGTH), LENGTH - 1 - torch.arange(LENGTH)]
 print("mean weight on the anti-diagonal, row by row:", [round(w, 2) for w in anti_diagonal.tolist()])
 assert (average[:LENGTH].argmax(-1) == torch.arange(LENGTH - 1, -1, -1)).all(), "not the anti-diagonal"
