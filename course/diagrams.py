@@ -54,7 +54,7 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float], colour: str
 def _path(ax, points: Sequence[tuple[float, float]], colour: str = "#333333", linewidth: float = 1.2,
           zorder: int = 2) -> None:
     """A polyline whose last segment ends in an arrow head."""
-    xs, ys = zip(*points[:-1])
+    xs, ys = zip(*points[:-1], strict=True)
     ax.plot(xs, ys, color=colour, linewidth=linewidth, zorder=zorder, solid_capstyle="round")
     _arrow(ax, points[-2], points[-1], colour=colour, linewidth=linewidth, zorder=zorder)
 
@@ -141,7 +141,7 @@ def draw_encoder_block(axes: Any = None):
         _, axes = plt.subplots(1, 2, figsize=(10, 5.6))
     titles = {False: "post-norm (norm_first=False)\nx = norm(x + sublayer(x))",
               True: "pre-norm (norm_first=True)\nx = x + sublayer(norm(x))"}
-    for ax, norm_first in zip(axes, (False, True)):
+    for ax, norm_first in zip(axes, (False, True), strict=True):
         ax.text(2.5, 0.05, "x  (B, T, D)", ha="center", va="bottom", fontsize=9)
         column = _column(ax, 2.5, 0.45, 3.4, encoder_block_spec(norm_first))
         _arrow(ax, (2.5, column["top"]), (2.5, column["top"] + GAP))
@@ -166,7 +166,7 @@ def draw_encoder_decoder(ax: Any = None, source: Sequence[str] = ("the", "black"
         _, ax = plt.subplots(figsize=(10, 9.6))
     width, enc_x, dec_x = 3.3, 2.4, 8.4
     base = 0.5
-    for cx, words, colour in ((enc_x, source, "embed"), (dec_x, decoder_input, "embed")):
+    for cx, words in ((enc_x, source), (dec_x, decoder_input)):
         ax.text(cx, base - 0.35, "  ".join(words), ha="center", va="bottom", fontsize=10, style="italic")
     enc_embed = _box(ax, enc_x, base + 0.35, width, "token embedding + position", COLOURS["embed"])
     dec_embed = _box(ax, dec_x, base + 0.35, width, "token embedding + position", COLOURS["embed"])

@@ -117,3 +117,19 @@ def test_the_student_api_is_declared_once():
         for name in module.__all__:
             assert getattr(course, name) is getattr(module, name), f"course.{name}"
     assert len(course.__all__) == len(set(course.__all__)), "a name is declared by two modules"
+
+def test_diagrams_label_sublayers_and_residuals():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course.diagrams import draw_encoder_block, draw_encoder_decoder
+
+    def texts(ax):
+        return {t.get_text() for t in ax.texts}
+
+    post, pre = draw_encoder_block()
+    assert {"multi-head self-attention", "feed-forward (ffn)", "Add & LayerNorm (norm1)", "residual"} <= texts(post)
+    assert {"LayerNorm (norm1)", "LayerNorm (norm2)", "+", "residual"} <= texts(pre)
+    whole = texts(draw_encoder_decoder())
+    assert {"masked self-attention (causal)", "cross-attention", "Add & LayerNorm (norm3)", "K, V", "Q",
+            "memory (B, S, D)", "ENCODER", "DECODER"} <= whole
