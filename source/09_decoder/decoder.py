@@ -44,8 +44,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import (check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type,
-                    under_nbgrader)
+from course import (
+    check_close,
+    check_finite,
+    check_rows_sum_to_one,
+    check_shape,
+    check_true,
+    check_type,
+    under_nbgrader,
+)
 from course.diagrams import draw_encoder_decoder
 from course.plots import plot_attention, plot_curves
 
@@ -215,7 +222,7 @@ torch.manual_seed(1)
 check_cross_shapes(batch=2, heads=2, d_head=4, length=3, source_length=5)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(91)
-for trial in range(5):
+for _ in range(5):
     sizes = [int(n) for n in gen.integers(1, 5, size=3)]
     length, source_length = int(gen.integers(1, 7)), int(gen.integers(1, 9))
     check_cross_shapes(sizes[0], sizes[1], sizes[2] + 1, length, source_length + (source_length == length))
@@ -242,7 +249,7 @@ check_true(not torch.allclose(base, moved_memory, atol=1e-6),
            "changing the memory did not change the output: the keys and values come from memory")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(92)
-for trial in range(5):
+for _ in range(5):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
     length, source_length = (int(n) for n in torch.randint(1, 7, (2,), generator=gen))
     width = heads * d_head
@@ -291,7 +298,7 @@ check_memory_padding(nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True),
                      torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(93)
-for trial in range(4):
+for _ in range(4):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
     length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
@@ -869,10 +876,10 @@ def pytorch_twin(model):
                               len(model.encoder_blocks), len(model.decoder_blocks), first.ffn.linear1.out_features,
                               dropout=0.0, batch_first=True, norm_first=model.norm_first)
     pairs = [(model.encoder_norm, twin.encoder.norm), (model.decoder_norm, twin.decoder.norm)]
-    for mine, theirs in zip(model.encoder_blocks, twin.encoder.layers):
+    for mine, theirs in zip(model.encoder_blocks, twin.encoder.layers, strict=True):
         pairs += [(mine.attention, theirs.self_attn), (mine.ffn.linear1, theirs.linear1),
                   (mine.ffn.linear2, theirs.linear2), (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2)]
-    for mine, theirs in zip(model.decoder_blocks, twin.decoder.layers):
+    for mine, theirs in zip(model.decoder_blocks, twin.decoder.layers, strict=True):
         pairs += [(mine.self_attention, theirs.self_attn), (mine.cross_attention, theirs.multihead_attn),
                   (mine.ffn.linear1, theirs.linear1), (mine.ffn.linear2, theirs.linear2),
                   (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2), (mine.norm3, theirs.norm3)]
@@ -1015,7 +1022,7 @@ def train(model, steps=60, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
-    for step in range(steps):
+    for _ in range(steps):
         src, dec_in, dec_out = make_reversal_batch(batch_size)
         loss = F.cross_entropy(model(src, dec_in).transpose(1, 2), dec_out)  # classes on axis 1
         optimizer.zero_grad()
