@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+__all__ = ["decoder_block_spec", "draw_encoder_block", "draw_encoder_decoder", "encoder_block_spec"]
+
 # Colours of the kinds of sublayer, the same in every figure.
 COLOURS = {
     "attention": "#f6c89f",  # self-attention
