@@ -118,6 +118,7 @@ def test_the_student_api_is_declared_once():
             assert getattr(course, name) is getattr(module, name), f"course.{name}"
     assert len(course.__all__) == len(set(course.__all__)), "a name is declared by two modules"
 
+
 def test_diagrams_label_sublayers_and_residuals():
     import matplotlib
 
