@@ -781,7 +781,7 @@ def greedy_decode(model, src, max_len):
 
 
 # %% [markdown]
-# ## Part C · The whole encoder-decoder (5 points)
+# ## Part C · The whole encoder-decoder (6 points)
 #
 # The model of the figure, with the sizes of chapter 07 (width 64, 4 heads, FFN width 128,
 # 2 encoder and 2 decoder blocks). `__init__` and `forward` are given; you write
