@@ -119,6 +119,23 @@ def test_the_student_api_is_declared_once():
     assert len(course.__all__) == len(set(course.__all__)), "a name is declared by two modules"
 
 
+def test_diagrams_label_sublayers_and_residuals():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course.diagrams import draw_encoder_block, draw_encoder_decoder
+
+    def texts(ax):
+        return {t.get_text() for t in ax.texts}
+
+    post, pre = draw_encoder_block()
+    assert {"multi-head self-attention", "feed-forward (ffn)", "Add & LayerNorm (norm1)", "residual"} <= texts(post)
+    assert {"LayerNorm (norm1)", "LayerNorm (norm2)", "+", "residual"} <= texts(pre)
+    whole = texts(draw_encoder_decoder())
+    assert {"masked self-attention (causal)", "cross-attention", "Add & LayerNorm (norm3)", "K, V", "Q",
+            "memory (B, S, D)", "ENCODER", "DECODER"} <= whole
+
+
 def test_check_choice_reads_every_quiz_answer_by_one_rule():
     """Case and surrounding spaces do not matter; anything else fails, listing the valid letters only."""
     from course import check_choice

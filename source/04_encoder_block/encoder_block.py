@@ -261,6 +261,20 @@ for trial in range(6):
 # average_attn_weights=False`, because by default it returns the *mean over heads*,
 # `(B, T, T)`.
 
+# %% [markdown]
+# The same block as a picture, in both placements. Data flows upwards; each grey path is a
+# residual connection that carries `x` past a sublayer and adds it back. In post-norm the sum
+# then goes through a LayerNorm; in pre-norm the LayerNorm sits on the branch, before the
+# sublayer, and the path from input to output meets only additions.
+
+# %%
+from course import under_nbgrader
+from course.diagrams import draw_encoder_block
+
+if not under_nbgrader():  # the grader skips the figure: nobody looks at it there
+    draw_encoder_block()
+    plt.show()
+
 # %% nbgrader={"grade": false, "grade_id": "encoder_block", "locked": false, "schema_version": 3, "solution": true}
 class EncoderBlock(nn.Module):
     """Self-attention and a position-wise FFN, each wrapped by a residual and a LayerNorm."""

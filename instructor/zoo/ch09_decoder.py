@@ -1,0 +1,156 @@
+"""Wrong answers to chapter 09 that the graded tests must catch, each with its message.
+
+Every variant is the current solution with one change (see ``instructor/zoo/__init__.py``).
+"""
+
+from instructor.zoo import Variant
+
+ASSIGNMENT = "09_decoder"
+
+CROSS_CALL = "attention(x, memory, memory,"
+SELF_CALL = "h, h, h, attn_mask=causal_mask, need_weights=False"
+MEMORY_CALL = "h, memory, memory_padding_mask)"
+POST_SELF = "x = self.norm1(x + attend_to_itself(x))"
+POST_CROSS = "x = self.norm2(x + attended)"
+POST_FFN = "x = self.norm3(x + self.ffn(x))"
+BLOCK_CALL = "x, weights = block(x, memory, causal_mask=future, memory_padding_mask=memory_padding_mask)"
+FUTURE = "torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)"
+ANSWERS = 'Q1, Q2, Q3, Q4 = "a", "b", "c", "c"'
+
+VARIANTS = [
+    # ------------------------------------------------------------ Part A: cross_attention
+    Variant("kv_from_decoder", "the keys and values of the cross-attention are taken from the decoder (x), not the memory",
+            edits={"cross_attention": ((CROSS_CALL, "attention(x, x, x,"),)},
+            expect={"test_cross_attention_shapes": "the keys (and values) must come from memory",
+                    "test_cross_attention_values": "the keys and values come from memory, not from x",
+                    "test_decoder_shapes": "not the self-attention's"}),
+    Variant("values_from_decoder", "the keys come from the memory but the values from the decoder",
+            edits={"cross_attention": ((CROSS_CALL, "attention(x, memory, x,"),)},
+            expect={"test_cross_attention_shapes": "the keys and the values both come from memory",
+                    "test_cross_attention_values": "the keys and values come from memory, not from x"}),
+    Variant("queries_from_memory", "query and key/value swapped: the memory asks, the decoder answers",
+            edits={"cross_attention": ((CROSS_CALL, "attention(memory, x, x,"),)},
+            expect={"test_cross_attention_shapes": "the queries come from x"}),
+    Variant("heads_averaged", "the cross-attention weights are averaged over heads (PyTorch's default)",
+            edits={"cross_attention": (("average_attn_weights=False", "average_attn_weights=True"),)},
+            expect={"test_cross_attention_shapes": "average_attn_weights=False",
+                    "test_decoder_shapes": "average_attn_weights=False",
+                    "test_cross_attention_map": "one (n, S) map per head"}),
+    Variant("no_weights", "need_weights=False: the weights come back as None",
+            edits={"cross_attention": (("need_weights=True", "need_weights=False"),)},
+            expect={"test_cross_attention_shapes": "is None"}),
+    Variant("memory_padding_ignored", "the memory padding mask is never passed to the attention",
+            edits={"cross_attention": (("key_padding_mask=memory_padding_mask,", ""),)},
+            expect={"test_cross_attention_padding": "PAD memory positions get weights up to",
+                    "test_decoder_memory_padding": "PAD memory positions get cross weights up to"}),
+    Variant("memory_padding_inverted", "the padding mask is inverted (chapter 03's True = keep convention)",
+            edits={"cross_attention": (("key_padding_mask=memory_padding_mask,",
+                                        "key_padding_mask=None if memory_padding_mask is None else ~memory_padding_mask,"),)},
+            expect={"test_cross_attention_padding": "not inverted",
+                    "test_decoder_memory_padding": "pass it as it is"}),
+    # ------------------------------------------------------------ Part B: DecoderBlock
+    Variant("causal_mask_on_cross", "the causal mask is also applied to the cross-attention",
+            edits={"decoder_block": (("return cross_attention(self.cross_attention, h, memory, memory_padding_mask)",
+                                      "return self.cross_attention(h, memory, memory, key_padding_mask=memory_padding_mask,"
+                                      " attn_mask=causal_mask,\n"
+                                      "                                        need_weights=True, average_attn_weights=False)"),)},
+            expect={"test_decoder_sees_all_memory": "is the causal mask also applied to the cross-attention",
+                    "test_decoder_shapes": "takes no causal mask"}),
+    Variant("no_causal_self_attention", "the decoder's self-attention gets no causal mask",
+            edits={"decoder_block": ((SELF_CALL, "h, h, h, need_weights=False"),)},
+            expect={"test_decoder_causal": "moved the outputs of earlier positions",
+                    "test_decoder_post_norm": "the self-attention has no causal mask",
+                    "test_model_masks": "must not see later decoder tokens",
+                    "test_trained_model": "is the causal mask of the decoder's self-attention missing"}),
+    Variant("causal_mask_inverted", "the causal mask is inverted: True where a query may look",
+            edits={"decoder_block": ((SELF_CALL, "h, h, h, attn_mask=None if causal_mask is None else ~causal_mask, "
+                                                 "need_weights=False"),)},
+            expect={"test_decoder_causal": "causal"}),
+    Variant("memory_padding_on_self_attention", "the memory padding mask is also given to the self-attention",
+            edits={"decoder_block": ((SELF_CALL, "h, h, h, attn_mask=causal_mask, key_padding_mask=memory_padding_mask, "
+                                                 "need_weights=False"),)},
+            expect={"test_decoder_memory_padding": "belongs to the cross-attention only"}),
+    Variant("block_ignores_memory_padding", "the block never passes memory_padding_mask on to the cross-attention",
+            edits={"decoder_block": ((MEMORY_CALL, "h, memory, None)"),)},
+            expect={"test_decoder_memory_padding": "PAD memory positions get cross weights up to",
+                    "test_decoder_post_norm": "the memory padding mask is ignored",
+                    "test_model_masks": "to the decoder blocks"}),
+    Variant("no_cross_residual", "the residual connection around the cross-attention is missing",
+            edits={"decoder_block": (("x = x + attended\n", "x = attended\n"),
+                                     (POST_CROSS, "x = self.norm2(attended)"))},
+            expect={"test_decoder_post_norm": "the residual connection around the cross-attention is missing",
+                    "test_decoder_pre_norm": "the cross-attention too"}),
+    Variant("no_ffn_residual", "the residual connection around the FFN is missing (post-norm)",
+            edits={"decoder_block": ((POST_FFN, "x = self.norm3(self.ffn(x))"),)},
+            expect={"test_decoder_post_norm": "the residual connection around the FFN is missing"}),
+    Variant("post_norms_swapped", "post-norm with norm1 and norm2 in each other's place",
+            edits={"decoder_block": ((POST_SELF, "x = self.norm2(x + attend_to_itself(x))"),
+                                     (POST_CROSS, "x = self.norm1(x + attended)"))},
+            expect={"test_decoder_post_norm": "norm1 and norm2 are swapped"}),
+    Variant("pre_norms_swapped", "pre-norm with norm1 and norm2 in each other's place",
+            edits={"decoder_block": (("attend_to_itself(self.norm1(x))", "attend_to_itself(self.norm2(x))"),
+                                     ("attend_to_memory(self.norm2(x))", "attend_to_memory(self.norm1(x))"))},
+            expect={"test_decoder_pre_norm": "norm1 and norm2 are swapped"}),
+    Variant("norm_inside_residual", "post-norm written as x + norm(sublayer(x)): the norm on the branch, not the sum",
+            edits={"decoder_block": ((POST_SELF, "x = x + self.norm1(attend_to_itself(x))"),
+                                     (POST_CROSS, "x = x + self.norm2(attended)"),
+                                     (POST_FFN, "x = x + self.norm3(self.ffn(x))"))},
+            expect={"test_decoder_post_norm": "compare your post-norm steps"}),
+    Variant("norm_first_ignored", "norm_first is ignored: the block is always post-norm",
+            edits={"decoder_block": (("if self.norm_first:", "if False:"),)},
+            expect={"test_decoder_pre_norm": "the residual path goes through no norm"}),
+    Variant("memory_normalised", "pre-norm habit: the memory is normalised by norm2 as well as the queries",
+            edits={"decoder_block": ((MEMORY_CALL, "h, self.norm2(memory), memory_padding_mask)"),)},
+            expect={"test_decoder_post_norm": "the memory is also normalised",
+                    "test_decoder_pre_norm": "the memory is also normalised"}),
+    Variant("block_weights_averaged", "the block averages the cross weights over heads before returning them",
+            edits={"decoder_block": (("return x, weights", "return x, weights.mean(dim=1)"),)},
+            expect={"test_decoder_shapes": "keep average_attn_weights=False"}),
+    Variant("returns_self_attention_weights", "the block returns the self-attention's weights, not the cross-attention's",
+            edits={"decoder_block": (("return self.self_attention(h, h, h, attn_mask=causal_mask, need_weights=False)[0]",
+                                      "out, self.self_weights = self.self_attention(h, h, h, attn_mask=causal_mask,\n"
+                                      "                                                     average_attn_weights=False)\n"
+                                      "            return out"),
+                                     ("return x, weights", "return x, self.self_weights"))},
+            expect={"test_decoder_shapes": "not the self-attention's"}),
+    Variant("one_attention_for_both", "the self-attention module is reused as the cross-attention (shared weights)",
+            edits={"decoder_block": (("self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, "
+                                      "batch_first=True)", "self.cross_attention = self.self_attention"),)},
+            expect={"test_decoder_modules": "are the same module"}),
+    Variant("memory_detached", "the memory is detached, so no gradient reaches the encoder",
+            edits={"decoder_block": ((MEMORY_CALL, "h, memory.detach(), memory_padding_mask)"),)},
+            expect={"test_decoder_gradients": "no gradient reaches the memory"}),
+    # ------------------------------------------------------------ Part C: EncoderDecoder
+    Variant("model_without_causal_mask", "decode builds no causal mask for the decoder blocks",
+            edits={"encoder_decoder": ((BLOCK_CALL, "x, weights = block(x, memory, memory_padding_mask=memory_padding_mask)"),)},
+            expect={"test_model_masks": "must not see later decoder tokens",
+                    "test_model_matches_pytorch": "decode passes no causal mask",
+                    "test_trained_model": "is the causal mask of the decoder's self-attention missing"}),
+    Variant("model_mask_upside_down", "the causal mask is built with tril: each position sees itself and the future",
+            edits={"encoder_decoder": ((FUTURE, FUTURE.replace("triu", "tril").replace("diagonal=1", "diagonal=-1")),)},
+            expect={"test_model_masks": "must not see later decoder tokens"}),
+    Variant("model_without_final_norms", "encode and decode leave out encoder_norm and decoder_norm",
+            edits={"encoder_decoder": (("return self.encoder_norm(x)", "return x"),
+                                       ("return self.decoder_norm(x), all_weights", "return x, all_weights"))},
+            expect={"test_model_matches_pytorch": "leaves out its final LayerNorm"}),
+    Variant("encoder_ignores_padding", "encode does not pass the padding mask to the encoder blocks",
+            edits={"encoder_decoder": (("x, _ = block(x, padding_mask=padding_mask)", "x, _ = block(x)"),)},
+            expect={"test_model_masks": "to the encoder blocks in encode"}),
+    Variant("decode_keeps_last_weights", "decode returns only the last block's cross weights",
+            edits={"encoder_decoder": (("all_weights.append(weights)", "all_weights = [weights]"),)},
+            expect={"test_model_shapes": "the cross weights of each of the",
+                    "test_cross_attention_map": "both decoder blocks"}),
+    # ------------------------------------------------------------ Part D: quiz
+    Variant("quiz_causal_everywhere", "Q1: the causal mask on both attentions",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "b", "c", "c"'),)},
+            expect={"test_quiz_q1": "Q1 is not the best answer"}),
+    Variant("quiz_weights_transposed", "Q2: (batch, head, key, query)",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "a", "c", "c"'),)},
+            expect={"test_quiz_q2": "Q2 is not the best answer"}),
+    Variant("quiz_mask_protects", "Q3: the causal mask makes the shift-right unnecessary",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "b", "c"'),)},
+            expect={"test_quiz_q3": "Q3 is not the best answer"}),
+    Variant("quiz_norm_both", "Q4: pre-norm normalises the memory too",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "c", "b"'),)},
+            expect={"test_quiz_q4": "Q4 is not the best answer"}),
+]

@@ -1,0 +1,1259 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 09 · The decoder, and the whole Transformer from your own parts
+#
+# In chapter 07 the model was `nn.Transformer`: you wrote the batches, the masks and the
+# decoding loops around it, but not what is inside. This chapter opens the box. The encoder
+# block is chapter 04's; what is new is the **decoder block**, and in it **cross-attention**,
+# the one place where the two halves of the model meet: the decoder asks (queries), the
+# encoder's output answers (keys and values).
+#
+# You will write
+#
+# * `cross_attention(attention, x, memory, memory_padding_mask=None)`, queries from the decoder,
+#   keys and values from the encoder output;
+# * `DecoderBlock(width, heads, hidden, norm_first=False)`: masked self-attention,
+#   cross-attention and a feed-forward network, each with a residual and a LayerNorm, in both
+#   norm placements, returning the cross-attention weights of every head;
+# * `encode` and `decode` of an `EncoderDecoder` built from chapter 04's encoder blocks and
+#   your decoder blocks;
+#
+# then train that model on chapter 07's digit reversal, check that `nn.Transformer` loaded
+# with the same weights computes the same thing, and look at what its cross-attention learned.
+#
+# **Conventions** (those of chapter 04). Tensors are batch first. The decoder input `x` is
+# `(B, T, D)`; the encoder output, the **memory**, is `(B, S, D)`, and `S` need not equal `T`.
+# Masks follow `nn.MultiheadAttention`: **True means drop**. A causal mask is `(T, T)`, True
+# above the diagonal; a memory padding mask is `(B, S)`, True at PAD positions of the source.
+# Dropout is 0 throughout, so every check is deterministic.
+
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
+import math
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course import (
+    check_close,
+    check_finite,
+    check_rows_sum_to_one,
+    check_shape,
+    check_true,
+    check_type,
+    under_nbgrader,
+)
+from course.diagrams import draw_encoder_decoder
+from course.plots import plot_attention, plot_curves
+
+torch.set_printoptions(precision=3, sci_mode=False)
+torch.set_num_threads(1)  # a model this small runs faster on one thread than on two that wait for each other
+
+# %% [markdown]
+# ## The whole architecture
+#
+# Here is the model you will have assembled by the end, drawn for the sentence pair of
+# chapter 07: the encoder reads "the black cat"; the decoder has produced "con mèo" so far
+# (after `<BOS>`) and predicts the next word, "đen". Follow the purple path: the encoder's
+# output, the memory, enters **every** decoder block, as the keys and values of its
+# cross-attention; the queries come from the decoder's own stream below it. The grey paths are
+# the residual connections: each sublayer only adds a correction to what flows past it.
+
+# %%
+if not under_nbgrader():  # the grader skips the figures: nobody looks at them there
+    draw_encoder_decoder()
+    plt.show()
+
+# %% [markdown]
+# Three kinds of attention appear in the figure; the table is worth knowing by heart.
+#
+# | attention | where | queries from | keys, values from | causal mask | padding mask | scores |
+# |---|---|---|---|---|---|---|
+# | self-attention | encoder | source | source | no | the source's | $S \times S$ |
+# | masked self-attention | decoder | target | target | **yes** | (the target's, if padded) | $T \times T$ |
+# | cross-attention | decoder | target | memory (encoder output) | **no** | the source's | $T \times S$ |
+#
+# The causal mask belongs to the decoder's self-attention only: the source is known in full
+# before decoding starts, so no source position is "in the future". The source's padding mask
+# goes wherever the source provides the keys: the encoder's self-attention and every
+# cross-attention.
+#
+# ## Provided: chapter 04's parts
+#
+# The encoder block and the feed-forward network, as you wrote them in chapter 04. They are
+# given here (locked) so that this chapter does not depend on your chapter 04 answers.
+
+# %% nbgrader={"grade": false, "grade_id": "chapter_04_parts", "locked": true, "schema_version": 3, "solution": false}
+class FeedForward(nn.Module):
+    """Position-wise FFN of chapter 04: linear2(relu(linear1(x))), width -> hidden -> width."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear1 = nn.Linear(width, hidden)
+        self.linear2 = nn.Linear(hidden, width)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class EncoderBlock(nn.Module):
+    """Chapter 04's encoder block: self-attention and an FFN, each with a residual and a LayerNorm."""
+
+    def __init__(self, width, heads, hidden, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.ffn = FeedForward(width, hidden)
+
+    def forward(self, x, padding_mask=None, causal_mask=None):  # -> (B, T, D), (B, H, T, T)
+        def attend(h):
+            return self.attention(h, h, h, key_padding_mask=padding_mask, attn_mask=causal_mask,
+                                  need_weights=True, average_attn_weights=False)
+
+        if self.norm_first:
+            attended, weights = attend(self.norm1(x))
+            x = x + attended
+            return x + self.ffn(self.norm2(x)), weights
+        attended, weights = attend(x)
+        x = self.norm1(x + attended)
+        return self.norm2(x + self.ffn(x)), weights
+
+
+# %% [markdown]
+# The graded tests call your code through `attempt`, which turns an exception into a failed
+# check that names the call, so a crash reads as a message rather than a bare traceback.
+
+# %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
+def attempt(what, function, *args, hint=None, **kwargs):
+    """function(*args, **kwargs), or a failed check saying that `what` raised, and what."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 (any error of the student's code becomes a message)
+        message = f"{what} raised {type(error).__name__}: {error}"
+        raise AssertionError(f"{message}. {hint}" if hint else message) from None
+
+
+def causal_mask(n):
+    """(n, n) bool, True above the diagonal: query i may not look at keys j > i."""
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+
+
+# %% [markdown]
+# ## Part A · Cross-attention (3 points)
+#
+# Cross-attention is the attention formula of chapter 01 with its inputs taken from two
+# sequences. With decoder states $X$ (`(T, D)`) and memory $M$ (`(S, D)`), per head
+#
+# $$Q = X W^Q, \quad K = M W^K, \quad V = M W^V, \qquad
+#   \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d}}\right) V .$$
+#
+# The score matrix is $T \times S$: one row per decoder position, one column per source
+# position. Each row is a distribution over the source, so output $i$ is a mixture of source
+# vectors chosen for decoder position $i$. Nothing mixes decoder positions with each other
+# here; that is the job of the decoder's self-attention.
+#
+# `nn.MultiheadAttention` already does the projections and the heads; what matters is *which
+# tensor goes where*. Its call is `attention(query, key, value, key_padding_mask=...,
+# need_weights=True, average_attn_weights=False)`.
+#
+# Write `cross_attention(attention, x, memory, memory_padding_mask=None)` returning
+# `(out, weights)`: `out` `(B, T, D)` and the weights of **every head** `(B, H, T, S)`
+# (by default `nn.MultiheadAttention` averages them over heads). The padding mask (True at PAD)
+# removes PAD source positions from every query's distribution.
+
+# %% nbgrader={"grade": false, "grade_id": "cross_attention", "locked": false, "schema_version": 3, "solution": true}
+def cross_attention(attention, x, memory, memory_padding_mask=None):
+    """Queries from x (B, T, D), keys and values from memory (B, S, D) -> out (B, T, D), weights (B, H, T, S)."""
+    ### BEGIN SOLUTION
+    return attention(x, memory, memory, key_padding_mask=memory_padding_mask,
+                     need_weights=True, average_attn_weights=False)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: 3 decoder positions attend over a memory of 5 positions, the last of which is
+# PAD in the first sequence. Every row of weights sums to 1 and puts weight 0 on the PAD key.
+
+# %%
+torch.manual_seed(0)
+demo_attention = nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True)
+decoder_states, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)  # (B, T, D), (B, S, D)
+memory_pad = torch.tensor([[False, False, False, False, True], [False] * 5])  # (B, S), True = PAD
+with torch.no_grad():
+    mixed, cross_weights = cross_attention(demo_attention, decoder_states, memory, memory_pad)
+print("out:", tuple(mixed.shape), "  weights:", tuple(cross_weights.shape), "(batch, head, query, key)")
+print("weight on the PAD key:", cross_weights[0, :, :, 4].abs().max().item())
+assert tuple(mixed.shape) == (2, 3, 8) and tuple(cross_weights.shape) == (2, 2, 3, 5)
+assert cross_weights[0, :, :, 4].abs().max() == 0 and torch.allclose(cross_weights.sum(-1), torch.ones(2, 2, 3))
+
+# %% nbgrader={"grade": true, "grade_id": "test_cross_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""cross_attention returns (out (B, T, D), weights (B, H, T, S)): one row per decoder position, one column per memory position."""
+def check_cross_shapes(batch, heads, d_head, length, source_length):
+    width = heads * d_head
+    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
+    call = f"cross_attention(attention, x {tuple(x.shape)}, memory {tuple(memory.shape)})"
+    with torch.no_grad():
+        result = attempt(call, cross_attention, attention, x, memory,
+                         hint="the queries come from x; the keys and the values both come from memory")
+    check_true(isinstance(result, tuple) and len(result) == 2, f"{call} must return a pair (out, weights)")
+    out, weights = result
+    check_shape(f"out of {call}", out, (batch, length, width),
+                hint="one output row per query, that is per decoder position: the queries come from x")
+    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length) and length != source_length:
+        check_true(False, f"the weights of {call} have {length} columns, one per decoder position, expected "
+                   f"{source_length}, one per memory position: the keys (and values) must come from memory")
+    check_shape(f"weights of {call}", weights, (batch, heads, length, source_length),
+                hint="one (T, S) map per head, (batch, head, query, key): ask for average_attn_weights=False")
+
+
+torch.manual_seed(1)
+check_cross_shapes(batch=2, heads=2, d_head=4, length=3, source_length=5)
+### BEGIN HIDDEN TESTS
+gen = np.random.default_rng(91)
+for _ in range(5):
+    sizes = [int(n) for n in gen.integers(1, 5, size=3)]
+    length, source_length = int(gen.integers(1, 7)), int(gen.integers(1, 9))
+    check_cross_shapes(sizes[0], sizes[1], sizes[2] + 1, length, source_length + (source_length == length))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_cross_attention_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Each decoder position's output depends on its own query and on the memory, never on the other decoder positions."""
+torch.manual_seed(2)
+attention = nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True)
+x, memory = torch.randn(1, 4, 8), torch.randn(1, 4, 8)  # T = S, so every mix-up runs without an error
+edited_x = x.clone()
+edited_x[:, 0] += torch.linspace(-2.0, 3.0, 8)  # change decoder position 0 only
+edited_memory = memory + torch.linspace(1.0, -2.0, 8)
+with torch.no_grad():
+    base = attempt("cross_attention(attention, x, memory)", cross_attention, attention, x, memory)[0]
+    moved_x = attempt("cross_attention with x edited", cross_attention, attention, edited_x, memory)[0]
+    moved_memory = attempt("cross_attention with memory edited", cross_attention, attention, x, edited_memory)[0]
+check_true(torch.allclose(base[:, 1:], moved_x[:, 1:], atol=1e-6),
+           "changing decoder position 0 moved the outputs of positions 1 to 3: in cross-attention the keys and "
+           "values come from memory, not from x, so the decoder positions do not mix")
+check_true(not torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6),
+           "changing decoder position 0 did not change its own output: the queries must come from x")
+check_true(not torch.allclose(base, moved_memory, atol=1e-6),
+           "changing the memory did not change the output: the keys and values come from memory")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(92)
+for _ in range(5):
+    heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
+    length, source_length = (int(n) for n in torch.randint(1, 7, (2,), generator=gen))
+    width = heads * d_head
+    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    with torch.no_grad():
+        for p in attention.parameters():
+            p.add_(0.2 * torch.randn(p.shape, generator=gen))
+    x, memory = torch.randn(batch, length, width, generator=gen), torch.randn(batch, source_length, width, generator=gen)
+    with torch.no_grad():
+        out, weights = attempt("cross_attention", cross_attention, attention, x, memory,
+                               hint="the queries come from x; the keys and the values both come from memory")
+        want, want_weights = attention(x, memory, memory, need_weights=True, average_attn_weights=False)
+        causes = {}
+        if length == source_length:
+            causes["the keys and values come from x instead of memory"] = attention(x, x, x)[0]
+            causes["the values come from x instead of memory"] = attention(x, memory, x)[0]
+            causes["the keys come from x instead of memory"] = attention(x, x, memory)[0]
+    where = f"{heads} heads, width {width}, T={length}, S={source_length}"
+    check_close(f"out of cross_attention ({where})", out, want, atol=1e-5, likely_causes=causes,
+                hint="call the attention with query = x, key = memory, value = memory")
+    check_close(f"weights of cross_attention ({where})", weights, want_weights, atol=1e-5,
+                hint="return the weights of every head, as nn.MultiheadAttention gives them")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_cross_attention_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PAD memory positions get weight 0 from every query in every head, and appending PAD changes no output."""
+def check_memory_padding(attention, x, memory, lengths):
+    source_length = memory.shape[1]
+    pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
+    with torch.no_grad():
+        out, weights = attempt("cross_attention with a memory padding mask", cross_attention, attention, x, memory,
+                               pad, hint="pass memory_padding_mask as key_padding_mask (True = drop the key)")
+        short, _ = cross_attention(attention, x[:1], memory[:1, : int(lengths[0])])
+    check_finite("weights with a memory padding mask", weights, hint="a query lost every key: the mask is True at PAD "
+                 "positions, the keys to DROP; pass it as it is, not inverted")
+    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
+    check_true(pad_weight == 0, f"PAD memory positions get weights up to {pad_weight:.3f}: pass memory_padding_mask "
+               "to the attention as key_padding_mask (True = drop the key)")
+    check_rows_sum_to_one("weights with a memory padding mask", weights)
+    check_close("outputs of sequence 0 with PAD appended to its memory vs without", out[:1], short, atol=1e-5,
+                hint="PAD memory positions must not influence any output")
+
+
+torch.manual_seed(3)
+check_memory_padding(nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True), torch.randn(2, 3, 8),
+                     torch.randn(2, 5, 8), torch.tensor([3, 5]))
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(93)
+for _ in range(4):
+    heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
+    length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
+    lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
+    lengths[0] = min(int(lengths[0]), source_length - 1)
+    check_memory_padding(nn.MultiheadAttention(heads * d_head, heads, dropout=0.0, batch_first=True),
+                         torch.randn(batch + 1, length, heads * d_head, generator=gen),
+                         torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part B · The decoder block (10 points)
+#
+# A decoder block has three sublayers where the encoder block has two:
+#
+# 1. **masked self-attention** over the decoder's own tokens, with the causal mask, so that
+#    position $i$ sees only positions $\le i$;
+# 2. **cross-attention** to the memory, with the source's padding mask and no causal mask;
+# 3. the position-wise **feed-forward network**.
+#
+# Each is wrapped by a residual connection and a LayerNorm, in either placement of chapter 04
+# (`norm1` wraps the self-attention, `norm2` the cross-attention, `norm3` the FFN):
+#
+# | placement | the three steps |
+# |---|---|
+# | post-norm (`norm_first=False`) | `x = norm1(x + self_attn(x))`; `x = norm2(x + cross(x, memory))`; `x = norm3(x + ffn(x))` |
+# | pre-norm (`norm_first=True`) | `x = x + self_attn(norm1(x))`; `x = x + cross(norm2(x), memory)`; `x = x + ffn(norm3(x))` |
+#
+# In pre-norm only the decoder's stream is normalised before cross-attention: the memory
+# enters as it is (the encoder already ends with a LayerNorm, as you will see in Part C).
+#
+# **What to build.** `DecoderBlock(width, heads, hidden, norm_first=False)` with submodules
+# `self_attention` and `cross_attention`, both `nn.MultiheadAttention(width, heads,
+# dropout=0.0, batch_first=True)`, `norm1`, `norm2`, `norm3` (`nn.LayerNorm(width)`) and
+# `ffn` (`FeedForward(width, hidden)`). `forward(x, memory, causal_mask=None,
+# memory_padding_mask=None)` returns `(out, cross_weights)`: `out` `(B, T, D)` and the
+# cross-attention weights of every head `(B, H, T, S)`. Your `cross_attention` from Part A
+# is there to be used. This is the computation of `nn.TransformerDecoderLayer(width, heads,
+# hidden, dropout=0.0, activation="relu", batch_first=True, norm_first=...)`.
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_block", "locked": false, "schema_version": 3, "solution": true}
+class DecoderBlock(nn.Module):
+    """Masked self-attention, cross-attention to the memory and an FFN, each with a residual and a LayerNorm."""
+
+    def __init__(self, width, heads, hidden, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        ### BEGIN SOLUTION
+        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.norm1 = nn.LayerNorm(width)
+        self.norm2 = nn.LayerNorm(width)
+        self.norm3 = nn.LayerNorm(width)
+        self.ffn = FeedForward(width, hidden)
+        ### END SOLUTION
+
+    def forward(self, x, memory, causal_mask=None, memory_padding_mask=None):
+        """x (B, T, D), memory (B, S, D), masks True = drop -> out (B, T, D), cross weights (B, H, T, S)."""
+        ### BEGIN SOLUTION
+        def attend_to_itself(h):
+            return self.self_attention(h, h, h, attn_mask=causal_mask, need_weights=False)[0]
+
+        def attend_to_memory(h):
+            return cross_attention(self.cross_attention, h, memory, memory_padding_mask)
+
+        if self.norm_first:
+            x = x + attend_to_itself(self.norm1(x))
+            attended, weights = attend_to_memory(self.norm2(x))
+            x = x + attended
+            x = x + self.ffn(self.norm3(x))
+        else:
+            x = self.norm1(x + attend_to_itself(x))
+            attended, weights = attend_to_memory(x)
+            x = self.norm2(x + attended)
+            x = self.norm3(x + self.ffn(x))
+        return x, weights
+        ### END SOLUTION
+
+
+# %% [markdown]
+# ### Check it: the same computation as PyTorch's layer
+#
+# Copy your block's parameters into an `nn.TransformerDecoderLayer`, module by module, and
+# the two agree in both placements, with a causal mask and a memory padding mask. (Train
+# mode keeps PyTorch on its plain code path; with dropout 0 it is deterministic.)
+
+# %%
+def pytorch_decoder_layer(block):
+    """An nn.TransformerDecoderLayer holding a copy of `block`'s parameters."""
+    layer = nn.TransformerDecoderLayer(block.self_attention.embed_dim, block.self_attention.num_heads,
+                                       block.ffn.linear1.out_features, dropout=0.0, activation="relu",
+                                       batch_first=True, norm_first=block.norm_first)
+    for mine, theirs in ((block.self_attention, layer.self_attn), (block.cross_attention, layer.multihead_attn),
+                         (block.ffn.linear1, layer.linear1), (block.ffn.linear2, layer.linear2),
+                         (block.norm1, layer.norm1), (block.norm2, layer.norm2), (block.norm3, layer.norm3)):
+        theirs.load_state_dict(mine.state_dict())
+    return layer.train()
+
+
+x, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)  # (B, T, D), (B, S, D)
+memory_pad = torch.tensor([[False] * 4 + [True] * 2, [False] * 6])
+for norm_first in (False, True):
+    torch.manual_seed(0)
+    block = DecoderBlock(8, 2, 16, norm_first=norm_first)
+    with torch.no_grad():
+        ours, cross_weights = block(x, memory, causal_mask=causal_mask(4), memory_padding_mask=memory_pad)
+        theirs = pytorch_decoder_layer(block)(x, memory, tgt_mask=causal_mask(4), memory_key_padding_mask=memory_pad)
+    agree = torch.allclose(ours, theirs, atol=1e-5)
+    print(f"norm_first={norm_first}: out {tuple(ours.shape)}, cross weights {tuple(cross_weights.shape)}, "
+          f"matches nn.TransformerDecoderLayer: {agree}")
+    assert agree, f"norm_first={norm_first}: your block and nn.TransformerDecoderLayer disagree"
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_modules", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""DecoderBlock has self_attention and cross_attention (nn.MultiheadAttention, batch_first, dropout 0), norm1..norm3 and ffn."""
+def check_decoder_modules(width, heads, hidden, norm_first):
+    name = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
+    block = attempt(name, DecoderBlock, width, heads, hidden, norm_first=norm_first)
+    for attention_name in ("self_attention", "cross_attention"):
+        mha = getattr(block, attention_name, None)
+        check_type(f"{name}.{attention_name}", mha, nn.MultiheadAttention)
+        check_true((mha.embed_dim, mha.num_heads) == (width, heads), f"{name}.{attention_name} has embed_dim "
+                   f"{mha.embed_dim} and {mha.num_heads} heads, expected {width} and {heads}")
+        check_true(mha.batch_first, f"{name}.{attention_name} must be built with batch_first=True: inputs are (B, T, D)")
+        check_true(mha.dropout == 0.0, f"{name}.{attention_name} has dropout {mha.dropout}: use dropout=0.0")
+    check_true(block.self_attention is not block.cross_attention,
+               f"{name}: self_attention and cross_attention are the same module; they need their own weights")
+    for norm in ("norm1", "norm2", "norm3"):
+        layer_norm = getattr(block, norm, None)
+        check_type(f"{name}.{norm}", layer_norm, nn.LayerNorm)
+        check_true(tuple(layer_norm.normalized_shape) == (width,) and layer_norm.weight is not None,
+                   f"{name}.{norm} must be nn.LayerNorm({width}), with its learnable scale and shift")
+    check_type(f"{name}.ffn", getattr(block, "ffn", None), FeedForward, hint="use FeedForward(width, hidden)")
+    check_true(block.ffn.linear1.out_features == hidden, f"{name}.ffn must have hidden size {hidden}")
+
+
+check_decoder_modules(8, 2, 16, norm_first=False)
+### BEGIN HIDDEN TESTS
+gen = np.random.default_rng(94)
+for trial in range(4):
+    heads = int(gen.integers(1, 5))
+    check_decoder_modules(heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""DecoderBlock returns (out (B, T, D), cross_weights (B, H, T, S)), also when T and S differ."""
+def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first):
+    width = heads * d_head
+    block = DecoderBlock(width, heads, 2 * width, norm_first=norm_first).eval()
+    x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
+    call = f"DecoderBlock(norm_first={norm_first}) on x {tuple(x.shape)}, memory {tuple(memory.shape)}"
+    with torch.no_grad():
+        result = attempt(call, block, x, memory, causal_mask=causal_mask(length),
+                         hint="the causal mask (T, T) belongs to the self-attention; the cross-attention has "
+                              "T queries and S keys and takes no causal mask")
+    check_true(isinstance(result, tuple) and len(result) == 2, "DecoderBlock.forward must return a pair (out, cross_weights)")
+    out, weights = result
+    check_shape(f"out of {call}", out, (batch, length, width))
+    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length):
+        check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
+                   "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
+    check_shape(f"cross_weights of {call}", weights, (batch, heads, length, source_length),
+                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
+
+
+torch.manual_seed(4)
+check_decoder_shapes(batch=2, heads=2, d_head=4, length=3, source_length=5, norm_first=False)
+### BEGIN HIDDEN TESTS
+gen = np.random.default_rng(95)
+for trial in range(4):
+    length = int(gen.integers(1, 6))
+    check_decoder_shapes(int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4)), length,
+                         length + int(gen.integers(1, 4)), bool(trial % 2))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""With the causal mask, changing a later decoder token moves no earlier output (and does move its own)."""
+def check_decoder_causal(block, x, memory):
+    length = x.shape[1]
+    changed = x.clone()
+    changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
+    with torch.no_grad():
+        before, _ = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=causal_mask(length))
+        after, _ = block(changed, memory, causal_mask=causal_mask(length))
+    check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
+                 "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
+    check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
+               "changing the last decoder token moved the outputs of earlier positions: pass causal_mask to the "
+               "self-attention as attn_mask (True = forbidden pair)")
+    check_true(not torch.allclose(before[:, -1], after[:, -1], atol=1e-5),
+               "changing the last decoder token did not change its own output: does the block use x?")
+
+
+torch.manual_seed(5)
+check_decoder_causal(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(96)
+for trial in range(4):
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+    length, source_length = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
+    block = DecoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
+    check_decoder_causal(block, torch.randn(2, length, heads * d_head, generator=gen),
+                         torch.randn(2, source_length, heads * d_head, generator=gen))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_sees_all_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Cross-attention takes no causal mask: the first decoder position sees the last memory position."""
+def check_sees_all_memory(block, x, memory):
+    length = x.shape[1]
+    moved = memory.clone()
+    moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])  # change the last memory position only
+    with torch.no_grad():
+        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=causal_mask(length),
+                                  hint="the causal mask belongs to the self-attention only")
+        after, _ = block(x, moved, causal_mask=causal_mask(length))
+    check_true(weights[:, :, 0, 1:].sum() > 0,
+               "the first decoder position puts no weight on memory positions 1 and later: is the causal mask also "
+               "applied to the cross-attention? The source is known in full; only the self-attention is causal")
+    check_true(not torch.allclose(before[:, 0], after[:, 0], atol=1e-5),
+               "changing the last memory position did not move the first decoder output: the cross-attention must "
+               "see the whole memory, with no causal mask")
+
+
+torch.manual_seed(6)
+check_sees_all_memory(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(97)
+for trial in range(4):
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+    length = int(torch.randint(2, 7, (1,), generator=gen))
+    source_length = length if trial < 2 else length + 1
+    block = DecoderBlock(heads * d_head, heads, 6, norm_first=bool(trial % 2)).eval()
+    check_sees_all_memory(block, torch.randn(2, length, heads * d_head, generator=gen),
+                          torch.randn(2, source_length, heads * d_head, generator=gen))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_memory_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PAD memory positions get cross weight 0 and do not influence any output; the decoder's own positions are not masked by it."""
+def check_decoder_padding(block, x, memory, lengths):
+    length, source_length = x.shape[1], memory.shape[1]
+    pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
+    noisy = memory + 50.0 * pad[..., None]  # change PAD positions only
+    call = "DecoderBlock with memory_padding_mask"
+    with torch.no_grad():
+        out, weights = attempt(call, block, x, memory, causal_mask=causal_mask(length), memory_padding_mask=pad,
+                               hint="the memory padding mask (B, S) belongs to the cross-attention only")
+        out_noisy, _ = block(x, noisy, causal_mask=causal_mask(length), memory_padding_mask=pad)
+    check_finite(f"cross_weights of {call}", weights, hint="a query lost every key: the mask is True at PAD, the "
+                 "keys to DROP; pass it as it is")
+    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
+    check_true(pad_weight == 0, f"PAD memory positions get cross weights up to {pad_weight:.3f}: pass "
+               "memory_padding_mask to the cross-attention (as key_padding_mask)")
+    check_rows_sum_to_one(f"cross_weights of {call}", weights)
+    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
+                hint="PAD memory positions must not influence the decoder: mask them in the cross-attention")
+
+
+torch.manual_seed(7)
+check_decoder_padding(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(98)
+for trial in range(4):
+    heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
+    length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
+    if trial == 0:
+        source_length = length = max(length, 2)  # T = S: a mask put on the wrong attention runs without an error
+    lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
+    lengths[0] = min(int(lengths[0]), source_length - 1)
+    block = DecoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
+    check_decoder_padding(block, torch.randn(batch + 1, length, heads * d_head, generator=gen),
+                          torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The next tests compare your block with `nn.TransformerDecoderLayer` on random widths, head
+# counts, lengths and masks, after setting every parameter (the LayerNorm scales and shifts
+# included) to random values, so that `norm1`, `norm2` and `norm3` can no longer stand in for
+# each other. The visible parts check two properties that tell the placements apart:
+#
+# * post-norm ends with `norm3`, so at initialisation (scale 1, shift 0) every output token has
+#   mean 0 and standard deviation 1 over its features;
+# * pre-norm keeps a clean residual path: if all three sublayers output zero (zero the weights
+#   and biases of both attentions' `out_proj` and of `ffn.linear2`), the block returns `x`.
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""norm_first=False is post-norm and agrees with nn.TransformerDecoderLayer(norm_first=False)."""
+### BEGIN HIDDEN TESTS
+def _reference_layer(block, norm_first):
+    """nn.TransformerDecoderLayer with the block's parameters, copied module by module."""
+    layer = nn.TransformerDecoderLayer(block.self_attention.embed_dim, block.self_attention.num_heads,
+                                       block.ffn.linear1.out_features, dropout=0.0, activation="relu",
+                                       batch_first=True, norm_first=norm_first)
+    layer.self_attn.load_state_dict(block.self_attention.state_dict())
+    layer.multihead_attn.load_state_dict(block.cross_attention.state_dict())
+    layer.linear1.load_state_dict(block.ffn.linear1.state_dict())
+    layer.linear2.load_state_dict(block.ffn.linear2.state_dict())
+    for index in (1, 2, 3):
+        getattr(layer, f"norm{index}").load_state_dict(getattr(block, f"norm{index}").state_dict())
+    return layer.train()  # dropout is 0; train mode avoids the fused fast path
+
+
+def _by_hand(block, x, memory, future, pad, pre, mistake=None):
+    """The decoder block computed from its parts, with one named mistake switched on."""
+    n1, n2, n3 = block.norm1, block.norm2, block.norm3
+    if mistake == "norms":
+        n1, n2, n3 = n2, n1, n3
+    self_mask = None if mistake == "no causal" else future
+
+    def self_attend(h):
+        return block.self_attention(h, h, h, attn_mask=self_mask, need_weights=False)[0]
+
+    def cross(h):
+        source = h if mistake == "kv from x" else n2(memory) if mistake == "memory normed" else memory
+        mask = None if mistake in ("no pad", "kv from x") else pad
+        extra = future if mistake == "causal cross" else None
+        return block.cross_attention(h, source, source, key_padding_mask=mask, attn_mask=extra, need_weights=False)[0]
+
+    keep_cross = 0.0 if mistake == "no cross residual" else 1.0
+    keep_ffn = 0.0 if mistake == "no ffn residual" else 1.0
+    if pre:
+        x = x + self_attend(n1(x))
+        x = keep_cross * x + cross(n2(x))
+        return keep_ffn * x + block.ffn(n3(x))
+    x = n1(x + self_attend(x))
+    x = n2(keep_cross * x + cross(x))
+    return n3(keep_ffn * x + block.ffn(x))
+
+
+_MISTAKES = {
+    "kv from x": "the keys and values of the cross-attention come from the decoder (x), not from memory",
+    "causal cross": "the causal mask is also applied to the cross-attention",
+    "no pad": "the memory padding mask is ignored",
+    "no cross residual": "the residual connection around the cross-attention is missing",
+    "no ffn residual": "the residual connection around the FFN is missing",
+    "norms": "norm1 and norm2 are swapped (norm1 wraps the self-attention, norm2 the cross-attention)",
+    "no causal": "the self-attention has no causal mask",
+    "memory normed": "the memory is also normalised before the cross-attention (only the decoder stream is)",
+}
+
+
+def _compare_with_pytorch(norm_first, seed):
+    gen = torch.Generator().manual_seed(seed)
+    for trial in range(6):
+        heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
+        length, hidden = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(2, 12, (1,), generator=gen))
+        source_length = length if trial % 3 == 0 else int(torch.randint(2, 9, (1,), generator=gen))
+        width = 2 * heads * d_head
+        block = DecoderBlock(width, heads, hidden, norm_first=norm_first).eval()
+        with torch.no_grad():
+            for p in block.parameters():
+                p.add_(0.3 * torch.randn(p.shape, generator=gen))
+        x = torch.randn(batch, length, width, generator=gen)
+        memory = torch.randn(batch, source_length, width, generator=gen)
+        pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (batch,), generator=gen)[:, None]
+        future = causal_mask(length) if trial % 2 == 0 else None
+        where = f"width {width}, {heads} heads, hidden {hidden}, T={length}, S={source_length}, causal={future is not None}"
+        with torch.no_grad():
+            out, weights = attempt(f"DecoderBlock(norm_first={norm_first}) ({where})", block, x, memory,
+                                   causal_mask=future, memory_padding_mask=pad)
+            want = _reference_layer(block, norm_first)(x, memory, tgt_mask=future, memory_key_padding_mask=pad)
+            causes = {}
+            for key, text in _MISTAKES.items():
+                if key == "causal cross" and (future is None or source_length != length):
+                    continue
+                causes[text] = _by_hand(block, x, memory, future, pad, norm_first, key)
+            other = "post-norm" if norm_first else "pre-norm"
+            causes[f"the block computes {other}: follow norm_first"] = _by_hand(block, x, memory, future, pad,
+                                                                                not norm_first)
+            if norm_first:
+                h = block.norm1(x)
+                query = block.norm2(x + block.self_attention(h, h, h, attn_mask=future, need_weights=False)[0])
+            else:
+                query = block.norm1(x + block.self_attention(x, x, x, attn_mask=future, need_weights=False)[0])
+            want_weights = block.cross_attention(query, memory, memory, key_padding_mask=pad, need_weights=True,
+                                                 average_attn_weights=False)[1]
+        check_close(f"out ({where})", out, want, atol=1e-4, likely_causes=causes,
+                    hint=f"compare your {'pre' if norm_first else 'post'}-norm steps with the table of Part B")
+        check_close(f"cross_weights ({where})", weights, want_weights, atol=1e-5,
+                    hint="return the weights of the cross-attention, per head, computed from the decoder stream "
+                         "after the self-attention step (normalised by norm2 in pre-norm)")
+
+
+_compare_with_pytorch(norm_first=False, seed=99)
+### END HIDDEN TESTS
+torch.manual_seed(8)
+block = DecoderBlock(8, 2, 16, norm_first=False).eval()
+with torch.no_grad():
+    out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
+                     causal_mask=causal_mask(4))
+check_close("mean over the features of every output token (post-norm)", out.mean(-1), torch.zeros(2, 4), atol=1e-5,
+            hint="post-norm ends with norm3(x + ffn(x)): the last operation is a LayerNorm")
+check_close("standard deviation over the features of every output token (post-norm)", out.std(-1, unbiased=False),
+            torch.ones(2, 4), atol=1e-3, hint="post-norm ends with norm3(x + ffn(x)): the last operation is a LayerNorm")
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""norm_first=True is pre-norm, with a clean residual path, and agrees with nn.TransformerDecoderLayer(norm_first=True)."""
+def check_clean_residual(block, x, memory):
+    with torch.no_grad():
+        for layer in (block.self_attention.out_proj, block.cross_attention.out_proj, block.ffn.linear2):
+            layer.weight.zero_()
+            layer.bias.zero_()
+        out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=causal_mask(x.shape[1]))
+    check_close("out of a pre-norm block whose three sublayers output zero", out, x, atol=1e-6,
+                hint="pre-norm is x = x + sublayer(norm(x)) three times: the residual path goes through no norm, "
+                     "and every sublayer (the cross-attention too) adds to x")
+
+
+torch.manual_seed(9)
+check_clean_residual(DecoderBlock(8, 2, 16, norm_first=True).eval(), torch.randn(2, 4, 8), torch.randn(2, 5, 8))
+### BEGIN HIDDEN TESTS
+_compare_with_pytorch(norm_first=True, seed=100)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
+def check_decoder_gradients(block, x, memory):
+    block.train()
+    block.zero_grad(set_to_none=True)
+    memory = memory.clone().requires_grad_()
+    out, _ = attempt("DecoderBlock", block, x, memory, causal_mask=causal_mask(x.shape[1]))
+    out.square().mean().backward()
+    for name, parameter in block.named_parameters():
+        check_true(parameter.grad is not None, f"{name} got no gradient: forward never uses this parameter")
+        check_finite(f"the gradient of {name}", parameter.grad)
+    check_true(memory.grad is not None and memory.grad.abs().max() > 0,
+               "no gradient reaches the memory: the cross-attention must read its keys and values from memory, "
+               "without detaching it")
+
+
+torch.manual_seed(10)
+check_decoder_gradients(DecoderBlock(8, 2, 16), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(101)
+for trial in range(2):
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+    check_decoder_gradients(DecoderBlock(heads * d_head, heads, 9, norm_first=bool(trial)),
+                            torch.randn(2, 4, heads * d_head, generator=gen), torch.randn(2, 3, heads * d_head, generator=gen))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The task: reversing digits, as in chapter 07
+#
+# The source is 6 random digits, the target the same digits reversed. The vocabulary has 12
+# tokens: `<BOS>` (id 0), `<EOS>` (id 1) and the digits 0 to 9 (ids 2 to 11). The batches,
+# exact match and greedy decoding are chapter 07's, given here. Note the **shift-right** in
+# `make_reversal_batch`: the decoder input is `<BOS>` followed by the target, the labels are
+# the target followed by `<EOS>`. A classic mistake is to forget it and feed the labels
+# themselves as the decoder input: position $i$ then sees the very token it must predict
+# (even with the causal mask, since that token sits at position $i$ itself), copies it, and the
+# training loss looks wonderful while the model has learned nothing it can use to generate.
+
+# %% nbgrader={"grade": false, "grade_id": "reversal_task", "locked": true, "schema_version": 3, "solution": false}
+BOS, EOS, LENGTH = 0, 1, 6
+TOKENS = ["<BOS>", "<EOS>"] + list("0123456789")  # digit d has id d + 2
+VOCAB = len(TOKENS)  # 12
+
+
+def show(ids):
+    """Token ids as readable text: show([11, 9, 1]) == '9 7 <EOS>'."""
+    return " ".join(TOKENS[int(i)] for i in ids)
+
+
+def make_reversal_batch(n, length=LENGTH, generator=None):
+    """(src (n, length), dec_in (n, length + 1), dec_out (n, length + 1)): dec_in = <BOS> + target."""
+    src = torch.randint(2, VOCAB, (n, length), generator=generator)
+    target = src.flip(1)
+    return (src, torch.cat([torch.full((n, 1), BOS), target], 1), torch.cat([target, torch.full((n, 1), EOS)], 1))
+
+
+def exact_match(pred, target):
+    """Share of rows of pred that equal target in every position."""
+    return (pred == target).all(dim=-1).float().mean().item()
+
+
+def greedy_decode(model, src, max_len):
+    """Free-running greedy decoding from <BOS>: the max_len generated tokens (B, max_len)."""
+    dec_in = torch.full((src.size(0), 1), BOS, dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(max_len):
+            dec_in = torch.cat([dec_in, model(src, dec_in)[:, -1].argmax(-1, keepdim=True)], 1)
+    return dec_in[:, 1:]
+
+
+# %% [markdown]
+# ## Part C · The whole encoder-decoder (6 points)
+#
+# The model of the figure, with the sizes of chapter 07 (width 64, 4 heads, FFN width 128,
+# 2 encoder and 2 decoder blocks). `__init__` and `forward` are given; you write
+#
+# * `encode(src, padding_mask=None)`: embed the source (`self.embed`: token plus learned
+#   position embeddings), run it through `self.encoder_blocks` with the padding mask, and
+#   return `self.encoder_norm` of the result, the memory `(B, S, D)`;
+# * `decode(dec_in, memory, memory_padding_mask=None)`: embed `dec_in` (`(B, n)`), build the
+#   `(n, n)` causal mask, run `self.decoder_blocks` (each reads the same memory), and return
+#   `self.decoder_norm` of the result, `(B, n, D)`, **and** the list of every decoder block's
+#   cross-attention weights, `[(B, H, n, S), ...]`, first block first.
+#
+# Why the two final LayerNorms? In pre-norm the residual stream is never normalised inside
+# the blocks, so the stack must end with one; `nn.Transformer` adds them in both placements,
+# and so does this model, so that the two can be compared weight for weight.
+#
+# `model(src, dec_in)` returns logits `(B, n, VOCAB)`, exactly like chapter 07's model, so
+# chapter 07's decoding functions work unchanged.
+
+# %% nbgrader={"grade": false, "grade_id": "encoder_decoder", "locked": false, "schema_version": 3, "solution": true}
+class EncoderDecoder(nn.Module):
+    """Chapter 04's encoder blocks and your decoder blocks, with embeddings and an output head."""
+
+    def __init__(self, width=64, heads=4, hidden=128, layers=2, max_positions=16, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.token_embedding = nn.Embedding(VOCAB, width)
+        self.position_embedding = nn.Embedding(max_positions, width)
+        self.encoder_blocks = nn.ModuleList(EncoderBlock(width, heads, hidden, norm_first) for _ in range(layers))
+        self.encoder_norm = nn.LayerNorm(width)
+        self.decoder_blocks = nn.ModuleList(DecoderBlock(width, heads, hidden, norm_first) for _ in range(layers))
+        self.decoder_norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, VOCAB)
+
+    def embed(self, tokens):  # (B, n) -> (B, n, D)
+        positions = torch.arange(tokens.size(1), device=tokens.device)
+        return self.token_embedding(tokens) + self.position_embedding(positions)
+
+    def encode(self, src, padding_mask=None):
+        """src (B, S) -> memory (B, S, D)."""
+        ### BEGIN SOLUTION
+        x = self.embed(src)
+        for block in self.encoder_blocks:
+            x, _ = block(x, padding_mask=padding_mask)
+        return self.encoder_norm(x)
+        ### END SOLUTION
+
+    def decode(self, dec_in, memory, memory_padding_mask=None):
+        """dec_in (B, n), memory (B, S, D) -> hidden (B, n, D) and [cross weights (B, H, n, S) per block]."""
+        ### BEGIN SOLUTION
+        future = torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)  # (n, n)
+        x, all_weights = self.embed(dec_in), []
+        for block in self.decoder_blocks:
+            x, weights = block(x, memory, causal_mask=future, memory_padding_mask=memory_padding_mask)
+            all_weights.append(weights)
+        return self.decoder_norm(x), all_weights
+        ### END SOLUTION
+
+    def forward(self, src, dec_in, src_padding_mask=None):  # (B, S), (B, n) -> (B, n, VOCAB)
+        hidden, _ = self.decode(dec_in, self.encode(src, src_padding_mask), src_padding_mask)
+        return self.head(hidden)
+
+
+# %% [markdown]
+# Check it: an untrained model gives 12 logits per decoder position, and `decode` returns one
+# weight map per block and head.
+
+# %%
+torch.manual_seed(0)
+untrained = EncoderDecoder()
+src, dec_in, dec_out = make_reversal_batch(2)
+with torch.no_grad():
+    memory = untrained.encode(src)
+    hidden, weights_per_block = untrained.decode(dec_in, memory)
+print("memory", tuple(memory.shape), " logits", tuple(untrained(src, dec_in).shape),
+      " cross weights", [tuple(w.shape) for w in weights_per_block])
+print(f"{sum(p.numel() for p in untrained.parameters()):,} parameters")
+
+# %% [markdown]
+# `pytorch_twin(model)` builds an `nn.Transformer` of the same sizes and copies the model's
+# parameters into it, module by module: each `EncoderBlock` into an encoder layer, each
+# `DecoderBlock` into a decoder layer, the two final norms into `encoder.norm` and
+# `decoder.norm`. `twin_logits` runs it with the model's own embeddings and head.
+
+# %% nbgrader={"grade": false, "grade_id": "pytorch_twin", "locked": true, "schema_version": 3, "solution": false}
+def pytorch_twin(model):
+    """nn.Transformer holding a copy of the model's blocks and final norms (train mode, dropout 0)."""
+    first = model.decoder_blocks[0]
+    with warnings.catch_warnings():  # pre-norm: PyTorch warns that it cannot use nested tensors
+        warnings.simplefilter("ignore")
+        twin = nn.Transformer(first.self_attention.embed_dim, first.self_attention.num_heads,
+                              len(model.encoder_blocks), len(model.decoder_blocks), first.ffn.linear1.out_features,
+                              dropout=0.0, batch_first=True, norm_first=model.norm_first)
+    pairs = [(model.encoder_norm, twin.encoder.norm), (model.decoder_norm, twin.decoder.norm)]
+    for mine, theirs in zip(model.encoder_blocks, twin.encoder.layers, strict=True):
+        pairs += [(mine.attention, theirs.self_attn), (mine.ffn.linear1, theirs.linear1),
+                  (mine.ffn.linear2, theirs.linear2), (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2)]
+    for mine, theirs in zip(model.decoder_blocks, twin.decoder.layers, strict=True):
+        pairs += [(mine.self_attention, theirs.self_attn), (mine.cross_attention, theirs.multihead_attn),
+                  (mine.ffn.linear1, theirs.linear1), (mine.ffn.linear2, theirs.linear2),
+                  (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2), (mine.norm3, theirs.norm3)]
+    for mine, theirs in pairs:
+        theirs.load_state_dict(mine.state_dict())
+    return twin.train()
+
+
+def twin_logits(model, twin, src, dec_in, src_padding_mask=None):
+    """Logits of the twin with the model's embeddings and head: (B, n, VOCAB)."""
+    hidden = twin(model.embed(src), model.embed(dec_in), tgt_mask=causal_mask(dec_in.size(1)),
+                  src_key_padding_mask=src_padding_mask, memory_key_padding_mask=src_padding_mask)
+    return model.head(hidden)
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_model_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""encode gives (B, S, D), decode gives (B, n, D) and one (B, H, n, S) map per block, the model (B, n, VOCAB)."""
+def check_model_shapes(model, batch, source_length, n):
+    src, dec_in = torch.randint(2, VOCAB, (batch, source_length)), torch.randint(0, VOCAB, (batch, n))
+    width, heads = model.token_embedding.embedding_dim, model.decoder_blocks[0].self_attention.num_heads
+    with torch.no_grad():
+        memory = attempt(f"encode(src {tuple(src.shape)})", model.encode, src)
+        check_shape(f"encode(src {tuple(src.shape)})", memory, (batch, source_length, width))
+        result = attempt(f"decode(dec_in {tuple(dec_in.shape)}, memory)", model.decode, dec_in, memory,
+                         hint="build the causal mask for the decoder length n = dec_in.size(1)")
+        check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
+        hidden, weights = result
+        check_shape(f"hidden of decode(dec_in {tuple(dec_in.shape)}, memory)", hidden, (batch, n, width))
+        check_true(isinstance(weights, (list, tuple)) and len(weights) == len(model.decoder_blocks),
+                   f"decode must return a list with the cross weights of each of the {len(model.decoder_blocks)} "
+                   "decoder blocks, first block first")
+        for index, block_weights in enumerate(weights):
+            check_shape(f"cross weights of decoder block {index}", block_weights, (batch, heads, n, source_length))
+        check_shape(f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})", model(src, dec_in), (batch, n, VOCAB))
+
+
+torch.manual_seed(11)
+check_model_shapes(EncoderDecoder().eval(), 3, 6, 7)
+### BEGIN HIDDEN TESTS
+gen = np.random.default_rng(102)
+for trial in range(3):
+    heads = int(gen.integers(1, 4))
+    model_ = EncoderDecoder(width=4 * heads, heads=heads, hidden=8, layers=int(gen.integers(1, 4)),
+                            norm_first=bool(trial % 2)).eval()
+    check_model_shapes(model_, int(gen.integers(1, 4)), int(gen.integers(1, 9)), int(gen.integers(1, 9)))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_model_masks", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The decoder is causal, the first decoder position sees the last source token, and source PAD changes nothing."""
+def check_model_masks(model, source_length, n):
+    src, dec_in = torch.randint(2, VOCAB, (4, source_length)), torch.randint(0, VOCAB, (4, n))
+    changed = dec_in.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % VOCAB
+    moved = src.clone()
+    moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
+    pad = torch.zeros(4, source_length + 2, dtype=torch.bool)
+    pad[:, source_length:] = True
+    padded = torch.cat([src, torch.full((4, 2), 5)], 1)
+    with torch.no_grad():
+        base = attempt("model(src, dec_in)", model, src, dec_in)
+        check_close("logits of the earlier decoder positions after changing the last decoder token",
+                    model(src, changed)[:, :-1], base[:, :-1], atol=1e-5,
+                    hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
+        reaction = (model(moved, dec_in[:, :1]) - model(src, dec_in[:, :1])).abs().max().item()
+        check_true(reaction > 1e-4, "the first decoder position does not react to the last source token: every "
+                   "decoder position must see the whole memory (no causal mask on the cross-attention)")
+        check_close("logits with two PAD tokens appended to the source (and a padding mask)",
+                    attempt("model(src, dec_in, src_padding_mask)", model, padded, dec_in, pad), base, atol=1e-4,
+                    hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
+                         "memory_padding_mask) in decode")
+
+
+torch.manual_seed(12)
+check_model_masks(EncoderDecoder().eval(), 6, 6)
+### BEGIN HIDDEN TESTS
+for seed in range(2):
+    torch.manual_seed(103 + seed)
+    check_model_masks(EncoderDecoder(width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed)).eval(),
+                      4 + seed, 3 + 2 * seed)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""With the same weights, the model computes what nn.Transformer computes, in both norm placements."""
+### BEGIN HIDDEN TESTS
+def _stack_by_hand(net, src, dec_in, pad, final_norms=True, causal=True, block_pad=True):
+    x = net.embed(src)
+    for blk in net.encoder_blocks:
+        x = blk(x, padding_mask=pad if block_pad else None)[0]
+    memory = net.encoder_norm(x) if final_norms else x
+    y, n = net.embed(dec_in), dec_in.size(1)
+    for blk in net.decoder_blocks:
+        y = _reference_layer(blk, net.norm_first)(y, memory, tgt_mask=causal_mask(n) if causal else None,
+                                                  memory_key_padding_mask=pad if block_pad else None)
+    return net.head(net.decoder_norm(y) if final_norms else y)
+
+
+gen = torch.Generator().manual_seed(105)
+for trial in range(4):
+    heads = int(torch.randint(1, 4, (1,), generator=gen))
+    net = EncoderDecoder(width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
+                         layers=1 + trial % 3, norm_first=bool(trial % 2)).train()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=gen))
+    source_length, n = (int(v) for v in torch.randint(2, 9, (2,), generator=gen))
+    src = torch.randint(2, VOCAB, (3, source_length), generator=gen)
+    dec_in = torch.randint(0, VOCAB, (3, n), generator=gen)
+    pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (3,), generator=gen)[:, None]
+    with torch.no_grad():
+        mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad)
+        want = twin_logits(net, pytorch_twin(net), src, dec_in, pad)
+        causes = {"encode or decode leaves out its final LayerNorm (encoder_norm, decoder_norm)":
+                  _stack_by_hand(net, src, dec_in, pad, final_norms=False),
+                  "decode passes no causal mask to the decoder blocks": _stack_by_hand(net, src, dec_in, pad, causal=False),
+                  "the padding mask does not reach the blocks": _stack_by_hand(net, src, dec_in, pad, block_pad=False)}
+    check_close(f"logits vs nn.Transformer ({len(net.encoder_blocks)} + {len(net.decoder_blocks)} blocks, "
+                f"norm_first={net.norm_first}, S={source_length}, n={n}, with source padding)", mine, want, atol=1e-4,
+                likely_causes=causes, hint="encode: embed, every encoder block, encoder_norm; decode: embed, every "
+                                           "decoder block with the causal mask and the memory, decoder_norm")
+### END HIDDEN TESTS
+torch.manual_seed(13)
+model_ = EncoderDecoder(width=16, heads=2, hidden=32).eval()
+src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
+with torch.no_grad():
+    check_close("logits of your model vs nn.Transformer holding the same weights",
+                attempt("model(src, dec_in)", model_, src, dec_in), twin_logits(model_, pytorch_twin(model_), src, dec_in),
+                atol=1e-4, hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the "
+                                "causal mask and the memory, decoder_norm")
+
+# %% [markdown]
+# ## Training
+#
+# The training loop of chapter 07, in a locked cell with a fixed seed: 60 AdamW steps at
+# learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, cross-entropy between the
+# logits and `dec_out`. The first loss should be near $\ln 12 \approx 2.485$, a uniform guess.
+# It takes a few seconds on a CPU.
+
+# %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
+def train(model, steps=60, batch_size=64, lr=3e-3):
+    """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        src, dec_in, dec_out = make_reversal_batch(batch_size)
+        loss = F.cross_entropy(model(src, dec_in).transpose(1, 2), dec_out)  # classes on axis 1
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+torch.manual_seed(0)
+model = EncoderDecoder()
+losses = train(model)
+model.eval()
+print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 30: {losses[30]:.4f}; "
+      f"step 59: {losses[59]:.4f}")
+
+# %%
+if not under_nbgrader():
+    ax = plot_curves(range(len(losses)), {"your encoder-decoder": losses}, xlabel="step",
+                     ylabel="cross-entropy (nats)", title="Digit reversal with your own decoder blocks", logy=True)
+    for line in ax.lines:
+        line.set_marker("")
+    ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
+    ax.legend()
+    plt.show()
+
+# %% [markdown]
+# ### Check it: exact match 1.000, and `nn.Transformer` agrees
+#
+# On 500 new sequences both measures of chapter 07 should be 1.000: teacher-forced (one pass,
+# true prefixes) and greedy (free-running from `<BOS>`). Then the twin: `nn.Transformer`
+# holding the trained weights gives the same logits and decodes the same digits.
+
+# %%
+src, dec_in, dec_out = make_reversal_batch(500, generator=torch.Generator().manual_seed(1))
+with torch.no_grad():
+    logits = model(src, dec_in)
+    teacher_forced = exact_match(logits.argmax(-1), dec_out)
+free_running = exact_match(greedy_decode(model, src, LENGTH + 1), dec_out)
+print(f"exact match on 500 new sequences: teacher forcing {teacher_forced:.3f}, greedy {free_running:.3f}")
+print("src:", show(src[0]), "   greedy:", show(greedy_decode(model, src[:1], LENGTH + 1)[0]))
+assert teacher_forced == 1.0 and free_running == 1.0
+
+twin = pytorch_twin(model)
+with torch.no_grad():
+    gap = (twin_logits(model, twin, src, dec_in) - logits).abs().max().item()
+twin_greedy = greedy_decode(lambda s, d: twin_logits(model, twin, s, d), src[:50], LENGTH + 1)
+print(f"nn.Transformer with the same weights: largest logit difference {gap:.1e}; "
+      f"same greedy output: {torch.equal(twin_greedy, greedy_decode(model, src[:50], LENGTH + 1))}")
+assert gap < 1e-4 and torch.equal(twin_greedy, greedy_decode(model, src[:50], LENGTH + 1))
+
+# %% nbgrader={"grade": true, "grade_id": "test_trained_model", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The model trained with your blocks reverses new sequences, teacher-forced and free-running."""
+check_true("model" in globals() and isinstance(model, EncoderDecoder),
+           "there is no trained `model`: the training cell needs DecoderBlock, encode and decode to work")
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(2025)
+src = torch.randint(2, VOCAB, (400, LENGTH), generator=gen)
+labels = torch.cat([src.flip(1), torch.ones(400, 1, dtype=torch.long)], 1)
+shifted = torch.cat([torch.zeros(400, 1, dtype=torch.long), src.flip(1)], 1)
+model.eval()
+with torch.no_grad():
+    forced_score = (model(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+    seq = torch.zeros(400, 1, dtype=torch.long)
+    for _ in range(LENGTH + 1):
+        seq = torch.cat([seq, model(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
+check_true(forced_score >= 0.99, f"teacher-forced, the trained model reverses only {forced_score:.3f} of 400 new "
+           "sequences: the decoder must see the whole source through the cross-attention (keys and values from "
+           "the memory, no causal mask there)")
+check_true(free_score >= 0.99, f"the trained model scores {forced_score:.3f} teacher-forced but {free_score:.3f} "
+           "when it generates freely: during training it could see the tokens it had to predict; is the causal "
+           "mask of the decoder's self-attention missing?")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## What the cross-attention learned
+#
+# To emit the $i$-th reversed digit, decoder position $i$ must copy source position
+# $S + 1 - i$ (counting from 1): an **anti-diagonal** in the cross-attention map. Below, the
+# weights of the first decoder block for one sequence, each of the 4 heads on its own, then
+# their mean over heads and 200 sequences. The last row (the step that emits `<EOS>`) has
+# nothing in particular to copy.
+
+# %%
+src, dec_in, _ = make_reversal_batch(200, generator=torch.Generator().manual_seed(2))
+with torch.no_grad():
+    _, trained_weights = model.decode(dec_in, model.encode(src))
+first_block = trained_weights[0]  # (200, H, 7, 6)
+average = first_block.mean(dim=(0, 1))  # (7, 6), over sequences and heads
+if not under_nbgrader():
+    fig, axes = plt.subplots(1, first_block.shape[1] + 1, figsize=(3.5 * (first_block.shape[1] + 1), 3.5))
+    for head in range(first_block.shape[1]):
+        plot_attention(first_block[0, head], queries=show(dec_in[0]).split(), keys=show(src[0]).split(),
+                       title=f"head {head}", ax=axes[head])
+        axes[head].set_xlabel("source token (key)")
+    plot_attention(average, title="mean of the heads, 200 sequences", ax=axes[-1])
+    axes[-1].set_xlabel("source position (key)")
+    for ax in axes:
+        ax.set_ylabel("decoder position (query)")
+    fig.suptitle(f"Cross-attention of the first decoder block, source {show(src[0])}")
+    fig.tight_layout()
+    plt.show()
+anti_diagonal = average[torch.arange(LENGTH), LENGTH - 1 - torch.arange(LENGTH)]
+print("mean weight on the anti-diagonal, row by row:", [round(w, 2) for w in anti_diagonal.tolist()])
+assert (average[:LENGTH].argmax(-1) == torch.arange(LENGTH - 1, -1, -1)).all(), "not the anti-diagonal"
+assert anti_diagonal.min() > 0.5
+
+# %% nbgrader={"grade": true, "grade_id": "test_cross_attention_map", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""decode returns per-head cross weights in which the trained model's first block reads the source backwards."""
+def check_anti_diagonal(weights_per_block, batch):
+    check_true(isinstance(weights_per_block, (list, tuple)) and len(weights_per_block) == 2,
+               "decode must return the cross weights of both decoder blocks as a list")
+    first = weights_per_block[0]
+    check_shape("cross weights of the first decoder block", first, (batch, 4, LENGTH + 1, LENGTH),
+                hint="one (n, S) map per head: (batch, head, query, key)")
+    check_rows_sum_to_one("cross weights of the first decoder block", first)
+    mean = first.mean(dim=(0, 1))
+    check_true(bool((mean[:LENGTH].argmax(-1) == torch.arange(LENGTH - 1, -1, -1)).all()),
+               "in the trained model, decoder position i does not look mostly at source position S - 1 - i (from 0): "
+               "the cross weights should form the anti-diagonal; are they the cross-attention's, queries from the "
+               "decoder and keys from the memory?")
+
+
+map_src, map_dec_in, _ = make_reversal_batch(50, generator=torch.Generator().manual_seed(3))
+with torch.no_grad():
+    check_anti_diagonal(attempt("model.decode", model.decode, map_dec_in, model.encode(map_src))[1], 50)
+### BEGIN HIDDEN TESTS
+src_, dec_in_, _ = make_reversal_batch(100, generator=torch.Generator().manual_seed(2026))
+with torch.no_grad():
+    check_anti_diagonal(model.decode(dec_in_, model.encode(src_))[1], 100)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Every head of the first block found the same alignment here: reversal needs only one kind
+# of look-up, so the heads have nothing different to specialise in. On real translation the
+# maps are mostly diagonal with detours where the two languages order words differently
+# (chapter 07's "the black cat" and "con mèo đen"), and different heads often pick up
+# different relations.
+#
+# ## Common mistakes, and what shows them
+#
+# * **Keys and values from the decoder.** Then "cross-attention" is a second self-attention: the
+#   decoder never reads the source, and the weights are `(T, T)` instead of `(T, S)`. A shape
+#   check with $T \ne S$ finds it at once; with $T = S$ only the values can.
+# * **The causal mask on the cross-attention.** It runs without an error only when $T = S$, and
+#   then decoder position 0 sees source position 0 alone. For reversal, whose first output is the
+#   *last* source token, that is fatal.
+# * **Forgetting the shift-right**, covered above: the loss falls, generation fails. Evaluate by
+#   free-running generation, as in chapter 07.
+# * **"A wider beam is always better."** Beam search maximises the summed log-probability, which
+#   favours short outputs; a wider beam finds high-scoring short outputs more reliably, so without
+#   a length penalty it can make the results *worse*. The width and the penalty $\alpha$ are
+#   tuned on validation data, not set to "as large as possible".
+
+# %% [markdown]
+# ## Part D · Quiz (4 points)
+#
+# Answer each question with one letter, `"a"` to `"d"`, in the cell below.
+#
+# **Q1.** Which masks go where in a decoder block?
+# (a) the causal mask on the self-attention, the source's padding mask on the cross-attention;
+# (b) the causal mask on both attentions, the padding mask on neither;
+# (c) the causal mask on the cross-attention, the source's padding mask on the self-attention;
+# (d) no masks: the decoder needs none once the targets are shifted right.
+#
+# **Q2.** A batch of 2, a decoder input of 5 tokens, a source of 12 tokens, 4 heads. What is the
+# shape of one decoder block's `cross_weights`?
+# (a) `(2, 4, 12, 5)`; (b) `(2, 4, 5, 12)`; (c) `(2, 5, 12)`; (d) `(2, 4, 5, 5)`.
+#
+# **Q3.** A classmate feeds `dec_out` (the target followed by `<EOS>`) as the decoder input
+# *and* as the labels, with the causal mask in place. What happens?
+# (a) training does not converge, the loss stays near $\ln 12$;
+# (b) nothing changes, the causal mask protects the model;
+# (c) the training loss falls to almost 0, but greedy generation fails: position $i$ sees the
+# token it has to predict and learns to copy it;
+# (d) the cross-attention map becomes diagonal instead of anti-diagonal.
+#
+# **Q4.** In a pre-norm decoder block, what is normalised by `norm2` before the cross-attention?
+# (a) the memory only; (b) both the decoder stream and the memory; (c) the decoder stream only,
+# which provides the queries; (d) nothing, pre-norm normalises after the sublayer.
+
+# %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
+Q1 = Q2 = Q3 = Q4 = None  # replace each None with "a", "b", "c" or "d"
+### BEGIN SOLUTION
+Q1, Q2, Q3, Q4 = "a", "b", "c", "c"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q1: which masks go where."""
+check_true(str(Q1).strip().lower() in ("a", "b", "c", "d"), f"Q1 is {Q1!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q1).strip().lower() == "a", "Q1 is not the best answer: re-read the table under 'The whole "
+           "architecture'")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q2: the shape of the cross-attention weights."""
+check_true(str(Q2).strip().lower() in ("a", "b", "c", "d"), f"Q2 is {Q2!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q2).strip().lower() == "b", "Q2 is not the best answer: re-read Part A (batch, head, query, key; "
+           "queries from the decoder)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q3: a decoder input that was not shifted right."""
+check_true(str(Q3).strip().lower() in ("a", "b", "c", "d"), f"Q3 is {Q3!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q3).strip().lower() == "c", "Q3 is not the best answer: re-read 'The task: reversing digits' (the "
+           "shift-right)")
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""Q4: what norm2 normalises in a pre-norm decoder block."""
+check_true(str(Q4).strip().lower() in ("a", "b", "c", "d"), f"Q4 is {Q4!r}: answer with one letter, 'a' to 'd'")
+### BEGIN HIDDEN TESTS
+check_true(str(Q4).strip().lower() == "c", "Q4 is not the best answer: re-read the table of Part B and the "
+           "sentence after it")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# * Cross-attention is attention with queries from the decoder and keys and values from the
+#   memory, the encoder's output: scores $T \times S$, weights `(B, H, T, S)`, no causal mask,
+#   the source's padding mask.
+# * A decoder block is masked self-attention, cross-attention and an FFN, each wrapped by a
+#   residual and a LayerNorm: post-norm `norm(x + S(x))` or pre-norm `x + S(norm(x))`, where in
+#   pre-norm only the decoder stream is normalised before the cross-attention. It is exactly
+#   `nn.TransformerDecoderLayer`.
+# * The whole Transformer is embeddings and positions, encoder blocks, a final norm (the memory),
+#   decoder blocks that all read that memory, a final norm and a linear head: exactly
+#   `nn.Transformer` with the same weights. Trained on reversal it reaches exact match 1.000,
+#   and its cross-attention reads the source backwards, the anti-diagonal.
