@@ -154,3 +154,55 @@ VARIANTS = [
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "c", "b"'),)},
             expect={"test_quiz_q4": "Q4 is not the best answer"}),
 ]
+
+# Correct answers written differently: each must keep full marks.
+ALTERNATIVES = [
+    Variant(
+        "cross_attention_keywords",
+        "cross_attention passes query/key/value by keyword and unpacks the pair before returning it",
+        edits={"cross_attention": ((
+            """    return attention(x, memory, memory, key_padding_mask=memory_padding_mask,
+                     need_weights=True, average_attn_weights=False)""",
+            """    out, weights = attention(query=x, key=memory, value=memory, key_padding_mask=memory_padding_mask,
+                             need_weights=True, average_attn_weights=False)
+    return out, weights"""),)},
+    ),
+    Variant(
+        "decoder_block_spelled_out",
+        "DecoderBlock builds its layers in another order and writes each sublayer out, no helper closures",
+        edits={"decoder_block": (
+            ("""        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.norm1 = nn.LayerNorm(width)
+        self.norm2 = nn.LayerNorm(width)
+        self.norm3 = nn.LayerNorm(width)
+        self.ffn = FeedForward(width, hidden)""",
+             """        self.norm3 = nn.LayerNorm(width)
+        self.norm2 = nn.LayerNorm(width)
+        self.norm1 = nn.LayerNorm(width)
+        self.ffn = FeedForward(width, hidden)
+        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"""),
+            ("""            x = self.norm1(x + attend_to_itself(x))
+            attended, weights = attend_to_memory(x)
+            x = self.norm2(x + attended)""",
+             """            h = self.self_attention(x, x, x, attn_mask=causal_mask)[0]
+            x = self.norm1(x + h)
+            h, weights = self.cross_attention(x, memory, memory, key_padding_mask=memory_padding_mask,
+                                              average_attn_weights=False)
+            x = self.norm2(x + h)"""),
+        )},
+    ),
+    Variant(
+        "causal_mask_from_ones",
+        "the decoder's causal mask is built as ones(n, n).triu(1).bool()",
+        edits={"encoder_decoder": ((
+            "future = torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)",
+            "future = torch.ones(dec_in.size(1), dec_in.size(1)).triu(1).bool()"),)},
+    ),
+    Variant(
+        "quiz_capitals_and_spaces",
+        "the right letters typed in capitals with spaces around them",
+        edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = " A ", "B", "c ", "C"'),)},
+    ),
+]

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import (
+    check_choice,
     check_close,
     check_finite,
     check_rows_sum_to_one,
@@ -1213,33 +1214,33 @@ Q1, Q2, Q3, Q4 = "a", "b", "c", "c"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: which masks go where."""
-check_true(str(Q1).strip().lower() in ("a", "b", "c", "d"), f"Q1 is {Q1!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q1", Q1)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q1).strip().lower() == "a", "Q1 is not the best answer: re-read the table under 'The whole "
+check_true(check_choice("Q1", Q1) == "a", "Q1 is not the best answer: re-read the table under 'The whole "
            "architecture'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the shape of the cross-attention weights."""
-check_true(str(Q2).strip().lower() in ("a", "b", "c", "d"), f"Q2 is {Q2!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q2", Q2)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q2).strip().lower() == "b", "Q2 is not the best answer: re-read Part A (batch, head, query, key; "
+check_true(check_choice("Q2", Q2) == "b", "Q2 is not the best answer: re-read Part A (batch, head, query, key; "
            "queries from the decoder)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a decoder input that was not shifted right."""
-check_true(str(Q3).strip().lower() in ("a", "b", "c", "d"), f"Q3 is {Q3!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q3", Q3)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q3).strip().lower() == "c", "Q3 is not the best answer: re-read 'The task: reversing digits' (the "
+check_true(check_choice("Q3", Q3) == "c", "Q3 is not the best answer: re-read 'The task: reversing digits' (the "
            "shift-right)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what norm2 normalises in a pre-norm decoder block."""
-check_true(str(Q4).strip().lower() in ("a", "b", "c", "d"), f"Q4 is {Q4!r}: answer with one letter, 'a' to 'd'")
+check_choice("Q4", Q4)
 ### BEGIN HIDDEN TESTS
-check_true(str(Q4).strip().lower() == "c", "Q4 is not the best answer: re-read the table of Part B and the "
+check_true(check_choice("Q4", Q4) == "c", "Q4 is not the best answer: re-read the table of Part B and the "
            "sentence after it")
 ### END HIDDEN TESTS
 
