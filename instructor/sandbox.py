@@ -339,13 +339,21 @@ os.execv(sys.argv[2], sys.argv[2:])
 # ---------------------------------------------------------------- availability
 
 
-def _base_args(bwrap: str) -> list[str]:
+def _base_args(bwrap: str, hidden_tmp_folder: Path | None = None) -> list[str]:
+    """Namespaces, the system, the private /tmp, then the Python environment read-only.
+
+    The private /tmp (and ``hidden_tmp_folder``, an empty read-only stand-in for the folder
+    under /tmp that holds the notebook) are mounted *before* the binds, so a course or a venv
+    that lives under /tmp (a CI clone, a scratch course) is bound on top of them, not hidden.
+    """
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--cap-drop", "ALL", *_system_binds()]
-    for root in _python_roots():
-        args += ["--ro-bind", str(root), str(root)]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm",
              "--size", str(TMPFS_BYTES), "--tmpfs", PRIVATE_TMP, "--dir", HOME]
+    if hidden_tmp_folder is not None:
+        args += ["--size", str(2**20), "--tmpfs", str(hidden_tmp_folder)]
+    for root in _python_roots():
+        args += ["--ro-bind", str(root), str(root)]
     return args
 
 
@@ -479,17 +487,17 @@ class SandboxedKernelManager(AsyncKernelManager):
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
         kw["env"] = _kernel_env(kw.get("env") or dict(os.environ))
         memory = self.memory_limit_mb * 2**20
-        args = [*_base_args(bwrap_path()),
+        # a notebook folder under /tmp (tests, scratch courses): its parents must not be a
+        # writable part of the private /tmp, or the course root would look writable inside
+        top = _under_private_tmp(cwd)
+        args = [*_base_args(bwrap_path(), top),
                 "--bind", str(mpl), MPLCONFIGDIR,
                 "--dir", IPYTHONDIR]
         package = _course_package()
         if package is not None:
             args += ["--ro-bind", str(package), str(package)]
-        top = _under_private_tmp(cwd)
         if top is not None:
-            # a notebook folder under /tmp (tests, scratch courses): its parents must not be a
-            # writable part of the private /tmp, or the course root would look writable inside
-            args += ["--size", str(2**20), "--tmpfs", str(top), "--dir", str(cwd)]
+            args += ["--dir", str(cwd)]
         args += ["--bind", str(copy), str(cwd), "--bind", str(ipc), str(ipc), "--chdir", str(cwd)]
         if top is not None:
             args += ["--remount-ro", str(top)]
