@@ -349,7 +349,11 @@ def test_the_kernel_sees_none_of_the_course_root(attacked):
     for secret in ("gradebook.db", "source", "release", "submitted", "feedback", HONEST, CONTROL, ".git",
                    "nbgrader_config.py", ".pyenv/shims"):
         assert f'"{secret}"' not in flat, f"the kernel can see {secret}"
-    allowed = {"home", *(root.relative_to("/tmp").parts[:1] if root.is_relative_to("/tmp") else [])}
+    # besides its home, the private /tmp holds only the mount points of what is bound into it:
+    # the notebook's folder, and the Python environment and course package when they live under
+    # /tmp (a clone checked out there, as a CI run may be): read-only binds, nothing else of them
+    bound = [root, *sandbox._python_roots(), sandbox._course_package()]
+    allowed = {"home", *(p.relative_to("/tmp").parts[0] for p in bound if p and p.is_relative_to("/tmp"))}
     assert {n for n in seen["/tmp"] if not n.startswith(sandbox.PREFIX)} <= allowed, "a private /tmp"
 
 
