@@ -131,8 +131,10 @@ cell.editor.focus();""", index)
         self.focus_editor(index)
         self.js("nb.widgets[args[0]].editor.setSelection({start: {line: args[1], column: args[2]},"
                 " end: {line: args[3], column: args[4]}});", index, line, column, end_line, end_column)
-        for chunk in new:
-            self.d.execute_cdp_cmd("Input.insertText", {"text": chunk})
+        if new:  # one insertion, as a paste: typed key by key, the editor would close brackets itself
+            self.d.execute_cdp_cmd("Input.insertText", {"text": new})
+        else:  # the change deletes the selection
+            self.d.switch_to.active_element.send_keys(Keys.DELETE)
         expected = source[:start] + new + source[start + len(old):]
         self.wait(lambda: self.cells()[index]["source"] == expected, 10, f"{grade_id} to show the typed change")
         self.d.switch_to.active_element.send_keys(Keys.ESCAPE)
