@@ -129,13 +129,14 @@ def _nbgrader_retrying(root: CourseRoot, args: list[str], attempts: int = 5) -> 
     return proc
 
 
-def _failure_reason(stderr: str) -> str:
+def _failure_reason(stderr: str, fallback: str = "nbgrader autograde failed (see nbgrader.log)") -> str:
+    """Why an ``nbgrader autograde`` run failed, in one line, from its stderr."""
     if "DeadKernelError" in stderr or "Kernel died" in stderr:
         return "the kernel died while running the notebook (os._exit or a crash)"
     if "CellTimeoutError" in stderr:
         return "a cell ran past the time limit"
     lines = [line for line in stderr.splitlines() if "Error" in line and "AutogradeApp" not in line]
-    return lines[-1].strip()[:200] if lines else "nbgrader autograde failed (see nbgrader.log)"
+    return lines[-1].strip()[:200] if lines else fallback
 
 
 def grade_student(root: CourseRoot, assignment: str, student: str) -> StudentReport:

@@ -162,15 +162,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
-def _failure_reason(stderr: str) -> str:
-    if "DeadKernelError" in stderr or "Kernel died" in stderr:
-        return "the kernel died while running the notebook (os._exit or a crash)"
-    if "CellTimeoutError" in stderr:
-        return "a cell ran past the time limit"
-    lines = [line for line in stderr.splitlines() if "Error" in line and "AutogradeApp" not in line]
-    return lines[-1].strip()[:200] if lines else "nbgrader autograde failed"
-
-
 def _build_gradebook(db_url: str, course_id: str, records: dict) -> None:
     from datetime import datetime
 
@@ -260,7 +251,7 @@ def grade_on_worker(shared: dict, student: str, submitted: dict[str, str]) -> di
             return out
         graded = tmp / "autograded" / student / assignment
         if proc.returncode != 0 or not any(graded.glob("*.ipynb")):
-            out["problem"] = _failure_reason(proc.stderr)
+            out["problem"] = batch._failure_reason(proc.stderr, fallback="nbgrader autograde failed")
             return out
         out["files"] = _read_folder(graded)
         out["scores"] = read_scores(url, course_id, assignment, student)
