@@ -132,15 +132,23 @@ def cmd_grade_class(args) -> int:
         found = batch.collect(ROOT, name, Path(args.source))
         print(f"collected {len(found)} student folder(s) into submitted/")
     if args.cluster:  # one Dask task per student (docs/CLUSTER.md)
-        from .cluster import grade_class_on_cluster
+        from .cluster import Dask
 
-        reports = grade_class_on_cluster(ROOT, name, args.cluster, regrade=args.regrade)
+        runner = Dask(args.cluster)
     else:
-        reports = batch.grade_class(ROOT, name, jobs=args.jobs, regrade=args.regrade)
+        runner = batch.LocalPool(args.jobs)
+    stopped = None
+    try:
+        reports = batch.grade_class(ROOT, name, runner=runner, regrade=args.regrade)
+    except batch.BatchStopped as err:  # still: the table, report and CSV of those recorded
+        stopped, reports = err, err.reports
     print(batch.format_table(name, reports))
     csv = ROOT.export(Path(args.to).resolve())
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)
     print(f"grades: {csv}\nreport: {report}\nfeedback: {ROOT.path / 'feedback'}/<student>/{name}/")
+    if stopped:
+        print(f"error: {stopped}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -1,69 +1,110 @@
-"""Grade a whole class, and let a learner grade their own notebook.
+"""Grade a whole class: one pipeline, any runner; and let a learner grade their own notebook.
 
-Class batch (``python -m instructor grade-class ASSIGNMENT --from FOLDER_OR_ZIP --jobs N``):
+``python -m instructor grade-class ASSIGNMENT --from FOLDER_OR_ZIP [--jobs N | --cluster ADDRESS]``
+runs :func:`grade_class`, which is written once:
 
-1. **collect**: the submissions are copied to ``downloaded/<assignment>/archive/`` and
-   ``nbgrader zip_collect`` extracts them into ``submitted/<student>/<assignment>/``. The
-   file-name convention is one folder per student: ``<student_id>/<notebook>.ipynb``,
-   either as folders or inside a zip (``class.zip: alice/two_keys.ipynb, bob/two_keys.ipynb``).
-2. **inspect** every student folder: a missing or renamed notebook, or one that is not valid
-   JSON, is reported and skipped.
-3. **grade** the rest with ``--jobs`` long-lived worker processes: each loads nbgrader and the
-   course configuration once (``nbgrader.apps.NbGraderAPI``) and then autogrades and writes
-   feedback for one student after another (one grading kernel per student, as always), all
-   writing to the one sqlite gradebook (retrying when it is busy). Starting nbgrader once per
-   worker instead of twice per student is what keeps autograde close to plain execution.
-   A student whose autograde fails (a kernel that died from ``os._exit``, ...) is reported and
-   the batch goes on. Unchanged submissions that are already graded are skipped, so re-running
-   is idempotent; manual grades are never touched (nbgrader keeps them on re-autograde too).
-4. **feedback** HTML per graded student, a summary table, ``grades.csv`` and a report.
+1. **plan** (:func:`plan`): *collect* the submissions into ``submitted/<student>/<assignment>/``
+   (:func:`collect`, ``nbgrader zip_collect``; the collection of issue 22, ``instructor.collect``,
+   plugs in here), *inspect* each student folder (:func:`inspect`: a missing, renamed or broken
+   notebook is reported and skipped; ``instructor.repair`` plugs in here), *fingerprint* it and
+   skip the unchanged ones already in the gradebook (``autograded/.batch-state.json``).
+2. **grade** each remaining student with a *runner*. A runner only supplies "grade this
+   student's submission and return its result" (:mod:`instructor.grader`: autograded notebooks,
+   feedback HTML, scores, review flags, where it ran, whether it was sandboxed):
+   :class:`InProcess` (tests, small jobs), :class:`LocalPool` (``--jobs N``: long-lived worker
+   processes) and ``instructor.cluster.Dask`` (``--cluster ADDRESS|local:N``). Each worker
+   builds one private course root and loads nbgrader once, then grades student after student.
+3. **record** (:class:`Recorder`): results are written in batches, one gradebook transaction
+   per batch (sqlite or PostgreSQL, ``CourseDirectory.db_url``), with the autograded and
+   feedback folders placed beside them and the state file saved atomically. The instructor
+   side does a few row writes and file copies per student; everything that grows with the
+   class (kernels, feedback rendering) runs where the students run. Manual grades are never
+   touched; a student's second result (a re-run task of a killed worker) is ignored.
+4. **report**: :func:`format_table`, :func:`write_report` and the CSV (``CourseRoot.export``).
+
+Faults: a student whose autograde fails (a kernel killed by ``os._exit``, ...) is reported and
+the batch goes on. A *grader* fault (a kernel that cannot import the course, a worker that
+cannot sandbox while the instructor asked for the sandbox, a broken worker environment) stops
+the batch with :class:`BatchStopped`; so does a runner that goes away (a lost Dask scheduler).
+Everything recorded before stays recorded, :attr:`BatchStopped.reports` covers it (the CLI
+still writes the table, report and CSV), and running the same command again grades the rest.
 
 **Review**: a submission that tampered with the grading kernel, or whose code touches the
 kernel's machinery, the gradebook, other processes, the network or paths outside its folder
 (``instructor.scan``), or that the OS sandbox refused something, is graded as usual and marked
 *for review* (``instructor.nbgrader_ext.ReviewFlags``): the ``review`` column of the summary,
 ``review:`` lines in the report, ``needs_review``/``review_reasons`` in ``grades.csv`` and
-nbgrader's "needs manual grade" in the formgrader. When the grading kernels run without the
-OS sandbox (``instructor.sandbox``), the summary and the report start with a warning.
+nbgrader's "needs manual grade" in the formgrader. When a student's kernels ran without the OS
+sandbox (``instructor.sandbox``), the summary and the report start with a warning saying where.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import multiprocessing
-import os
 import shutil
-import subprocess
 import time
 import zipfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from . import grader as G
 from . import pipeline as P
-from .course_root import CourseRoot
+from .course_root import STATE_FILE, CourseRoot  # noqa: F401 (STATE_FILE: where the state lives)
+from .grader import TAMPER_MARK, GraderError  # noqa: F401 (part of this module's interface)
 from .nbgrader_ext import review_reasons
 
 STUDENT_FOLDER_REGEXP = r".*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9_.@+\-]*)/(?P<file_id>[^/]+\.ipynb)$"
-TAMPER_MARK = "grader: this notebook had replaced"
-STATE_FILE = ".batch-state.json"
+TAMPERED = "replaced the grader's check functions (restored before the tests ran)"
 
 
 @dataclass
 class StudentReport:
     student: str
-    status: str = "pending"  # graded | unchanged | skipped | failed
+    status: str = "pending"  # graded | unchanged | skipped | failed | pending (batch stopped first)
     score: float = 0.0
     max_score: float = 0.0
     problems: list[str] = field(default_factory=list)
     failed_cells: dict[str, str] = field(default_factory=dict)
     review: list[str] = field(default_factory=list)  # why a person should look at it (empty: nothing)
+    where: str = ""  # the machine and process that graded it (this run)
+    sandbox: str = ""  # "" (not graded in this run), else what the grading kernels ran in
+    sandboxed: bool | None = None
 
 
-# ---------------------------------------------------------------- collect
+class RunnerLost(P.PipelineError):
+    """The runner went away (a lost Dask scheduler, a dead process pool): the batch cannot go on."""
+
+
+class BatchStopped(P.PipelineError):
+    """The batch stopped before every student was graded; :attr:`reports` covers everyone so far."""
+
+    def __init__(self, message: str, reports: dict[str, StudentReport]):
+        super().__init__(message)
+        self.reports = reports
+
+
+@dataclass
+class BatchStats:
+    """What happened during a batch (for the report, the tests and the benchmark)."""
+
+    per_worker: Counter = field(default_factory=Counter)
+    written: Counter = field(default_factory=Counter)  # student -> results recorded (must be 1)
+    duplicates: int = 0
+    task_seconds: dict[str, float] = field(default_factory=dict)  # student -> seconds on its grader
+    record_seconds: float = 0.0  # instructor side: placing files, writing the gradebook and state
+    batches: int = 0  # gradebook transactions
+    wall_seconds: float = 0.0  # from the first task sent to the last student recorded
+
+
+# ---------------------------------------------------------------- plan: collect
 
 
 def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
@@ -86,7 +127,7 @@ def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
     return root.students(assignment)
 
 
-# ---------------------------------------------------------------- inspect
+# ---------------------------------------------------------------- plan: inspect
 
 
 def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
@@ -116,190 +157,344 @@ def fingerprint(root: CourseRoot, assignment: str, student: str) -> str:
     return digest.hexdigest()
 
 
-# ---------------------------------------------------------------- grade
+@dataclass
+class Plan:
+    """Who is graded this run, who is skipped or unchanged, and the state to update."""
+
+    assignment: str
+    reports: dict[str, StudentReport]
+    todo: list[str]
+    fingerprints: dict[str, str]
+    state: dict
 
 
-def _nbgrader_retrying(root: CourseRoot, args: list[str], attempts: int = 5) -> subprocess.CompletedProcess:
-    """Run nbgrader; retry while the shared sqlite gradebook is locked by another worker."""
-    for attempt in range(attempts):
-        proc = root.nbgrader(*args, check=False)
-        if "database is locked" not in proc.stderr:
-            return proc
-        time.sleep(0.5 * (attempt + 1))
-    return proc
-
-
-def _failure_reason(stderr: str, fallback: str = "nbgrader autograde failed (see nbgrader.log)") -> str:
-    """Why an ``nbgrader autograde`` run failed, in one line, from its stderr."""
-    if "DeadKernelError" in stderr or "Kernel died" in stderr:
-        return "the kernel died while running the notebook (os._exit or a crash)"
-    if "CellTimeoutError" in stderr:
-        return "a cell ran past the time limit"
-    lines = [line for line in stderr.splitlines() if "Error" in line and "AutogradeApp" not in line]
-    return lines[-1].strip()[:200] if lines else fallback
-
-
-def grade_student(root: CourseRoot, assignment: str, student: str) -> StudentReport:
-    """Autograde and give feedback to one student with the nbgrader command line."""
-    report = StudentReport(student)
-    proc = _nbgrader_retrying(root, ["autograde", assignment, "--force", "--create", f"--student={student}"])
-    graded_nb = root.notebook("autograded", assignment, student)
-    if proc.returncode != 0 or not graded_nb.exists():
-        report.status = "failed"
-        report.problems.append(_failure_reason(proc.stderr))
-        return report
-    _nbgrader_retrying(root, ["generate_feedback", assignment, "--force", f"--student={student}"])
-    report.status = "graded"
-    _read_review(graded_nb, report)
-    return report
-
-
-# ---------------------------------------------------------------- worker processes
-
-_WORKER: dict = {}
-
-
-def _worker_start(root: str) -> None:
-    """Run once per worker process: nbgrader and the course root's configuration, loaded once."""
-    import warnings
-
-    os.environ.update(P.tool_env())
-    os.chdir(root)
-    # nbgrader's own session warnings on re-autograde (the command line hides them in its log)
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.apps.baseapp import NbGrader
-    from nbgrader.coursedir import CourseDirectory
-
-    app = NbGrader()  # loads nbgrader_config.py from the course root and Jupyter's config dirs
-    app.load_config_file(suppress_errors=False)  # a broken config stops the batch, loudly
-    config = app.config
-    config.CourseDirectory.root = root
-    _WORKER["api"] = NbGraderAPI(CourseDirectory(config=config), config=config)
-    _WORKER["root"] = CourseRoot(root)
-
-
-def _api_retrying(call, *args, attempts: int = 5, **kwargs) -> dict:
-    for attempt in range(attempts):
-        result = call(*args, **kwargs)
-        result["text"] = result.get("log", "") + "\n" + result.get("error", "")
-        if "database is locked" not in result["text"]:
-            return result
-        time.sleep(0.5 * (attempt + 1))
-    return result
-
-
-def _worker_grade(assignment: str, student: str) -> StudentReport:
-    """In a worker: autograde and give feedback to one student, as :func:`grade_student` does."""
-    api, root = _WORKER["api"], _WORKER["root"]
-    report = StudentReport(student)
-    result = _api_retrying(api.autograde, assignment, student, force=True, create=True)
-    graded_nb = root.notebook("autograded", assignment, student)
-    if not result.get("success") or not graded_nb.exists():
-        report.status = "failed"
-        report.problems.append(_failure_reason(result["text"]))
-        return report
-    _api_retrying(api.generate_feedback, assignment, student, force=True)
-    report.status = "graded"
-    _read_review(graded_nb, report)
-    return report
-
-
-def _read_review(graded_nb: Path, report: StudentReport) -> None:
-    text = graded_nb.read_text(errors="replace")
-    if TAMPER_MARK in text:
-        report.problems.append("replaced the grader's check functions (restored before the tests ran)")
-    try:
-        report.review = review_reasons(nbformat.reads(text, as_version=4))
-    except Exception as err:  # an autograded notebook we cannot read is itself worth a look
-        report.review = [f"the autograded notebook could not be read ({type(err).__name__})"]
-
-
-def sandbox_warning() -> str | None:
-    """A loud line when grading kernels run without the OS sandbox, else None."""
-    try:
-        from . import sandbox
-    except ImportError:
-        ok, reason = False, "instructor.sandbox is not installed"
-    else:
-        try:
-            ok, reason = sandbox.sandbox_status()
-        except Exception as err:  # a broken probe is no sandbox
-            ok, reason = False, f"the sandbox check failed ({type(err).__name__}: {err})"
-    if ok:
-        return None
-    return ("WARNING: the grading kernels ran WITHOUT the OS sandbox (" + reason + "): student code could "
-            "read and write everything this account can, including gradebook.db. In-kernel guards and "
-            "review flags still ran; see README \"Students cannot buy points\".")
-
-
-def _fill_scores(root: CourseRoot, assignment: str, reports: dict[str, StudentReport]) -> None:
-    results = root.results(assignment)
-    for student, report in reports.items():
-        if student in results and report.status in ("graded", "unchanged"):
-            result = results[student]
-            report.score, report.max_score = result.auto_score, result.auto_max
-            report.failed_cells = {g: result.cells[g].error for g in result.failed()}
-            graded_nb = root.notebook("autograded", assignment, student)
-            if report.status == "unchanged" and graded_nb.exists():
-                _read_review(graded_nb, report)
-
-
-def grade_class(root: CourseRoot, assignment: str, jobs: int = 1, regrade: bool = False,
-                progress: bool = True) -> dict[str, StudentReport]:
-    """Inspect, autograde and give feedback to every student of an assignment."""
+def plan(root: CourseRoot, assignment: str, regrade: bool = False) -> Plan:
+    """Inspect and fingerprint every student folder; choose who needs grading."""
     root.check_assignment(assignment)
     if not root.folder("release", assignment).is_dir():
         raise P.PipelineError(f"release/{assignment} is missing: run `python -m instructor release {assignment}` first")
-    state_path = root.path / "autograded" / STATE_FILE
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    state = root.read_state()
     done = state.setdefault(assignment, {})
-    graded_before = set(root.results(assignment))  # sqlite or a server (CourseRoot.gradebook_url)
-
-    reports, todo = {}, []
+    graded_before = None
+    reports, todo, fingerprints = {}, [], {}
     for student in root.students(assignment):
         report = reports[student] = StudentReport(student)
         report.problems = inspect(root, assignment, student)
         if report.problems:
             report.status = "skipped"
-        elif not regrade and done.get(student) == fingerprint(root, assignment, student) \
-                and student in graded_before:
-            report.status = "unchanged"
-        else:
-            todo.append(student)
+            continue
+        fingerprints[student] = fingerprint(root, assignment, student)
+        if not regrade and done.get(student) == fingerprints[student]:
+            if graded_before is None:
+                graded_before = set(root.results(assignment))  # sqlite or a server
+            if student in graded_before:
+                report.status = "unchanged"
+                continue
+        todo.append(student)
+    return Plan(assignment, reports, todo, fingerprints, state)
 
-    bar = None
-    if progress and todo:
-        from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), unit="student", desc=f"autograde {assignment}")
-    workers = max(1, min(jobs, len(todo)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_worker_start, initargs=(str(root.path.resolve()),)) as pool:
-        futures = {pool.submit(_worker_grade, assignment, s): s for s in todo}
-        for future in as_completed(futures):
-            student = futures[future]
-            reports[student] = future.result()
-            if reports[student].status == "graded":
-                done[student] = fingerprint(root, assignment, student)
+# ---------------------------------------------------------------- grade: runners
+
+
+class InProcess:
+    """Grade in this process, one student after another (tests, the benchmark, small jobs)."""
+
+    name = "this process"
+
+    def run(self, job: dict, tasks: Iterable[tuple[str, dict]]) -> Iterator[dict]:
+        grader = G.Grader(job)
+        try:
+            for student, files in tasks:
+                yield grader.grade(student, files)
+        finally:
+            grader.close()
+
+
+class LocalPool:
+    """``--jobs N``: N long-lived worker processes on this machine."""
+
+    def __init__(self, jobs: int = 2):
+        self.jobs = max(1, int(jobs))
+        self.name = f"{self.jobs} local worker process(es)"
+
+    def run(self, job: dict, tasks: Iterable[tuple[str, dict]]) -> Iterator[dict]:
+        tasks = list(tasks)
+        if not tasks:
+            return
+        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), initializer=G.pool_start,
+                                   initargs=(job,), mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = {pool.submit(G.pool_grade, student, files): student for student, files in tasks}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except BrokenProcessPool as err:
+                    raise RunnerLost(f"a local worker process died ({err})") from None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------- record
+
+
+@contextlib.contextmanager
+def _one_transaction(gb):
+    """nbgrader's Gradebook commits after each call: within this block, once, at the end."""
+    commit = gb.db.commit
+    gb.db.commit = gb.db.flush
+    try:
+        yield
+    except BaseException:
+        del gb.db.commit
+        gb.db.rollback()
+        raise
+    del gb.db.commit
+    commit()
+
+
+class Recorder:
+    """The instructor side: results in, files placed and gradebook rows written in batches."""
+
+    def __init__(self, root: CourseRoot, p: Plan, stats: BatchStats, batch_size: int = 50,
+                 flush_seconds: float = 2.0):
+        from nbgrader.coursedir import CourseDirectory
+
+        self.root, self.plan, self.stats = root, p, stats
+        self.url, self.course_id = root.gradebook_url, root.course_id
+        self.batch_size, self.flush_seconds = batch_size, flush_seconds
+        self.buffer: list[dict] = []
+        self.last_flush = time.perf_counter()
+        self._coursedir = CourseDirectory(root=str(root.path))
+
+    def add(self, result: dict) -> list[str]:
+        """Take one result; return the students recorded by it (a batch, or nothing yet)."""
+        student = result["student"]
+        if self.stats.written[student] or any(r["student"] == student for r in self.buffer):
+            self.stats.duplicates += 1  # a task re-run after a worker died: recorded once
+            return []
+        self.buffer.append(result)
+        if len(self.buffer) >= self.batch_size or time.perf_counter() - self.last_flush >= self.flush_seconds:
+            return self.flush()
+        return []
+
+    def flush(self) -> list[str]:
+        if not self.buffer:
+            return []
+        start = time.perf_counter()
+        results, self.buffer = self.buffer, []
+        self._place_files(results)
+        self._write_gradebook(results)
+        done = self.plan.state.setdefault(self.plan.assignment, {})
+        for result in results:
+            student = result["student"]
+            if result["status"] == G.GRADED:
+                done[student] = self.plan.fingerprints[student]
             else:
                 done.pop(student, None)
+            self._report(result)
+        self.root.save_state(self.plan.state)
+        self.stats.batches += 1
+        self.stats.record_seconds += time.perf_counter() - start
+        self.last_flush = time.perf_counter()
+        return [r["student"] for r in results]
+
+    def _place_files(self, results: list[dict]) -> None:
+        a = self.plan.assignment
+        for result in results:
+            for folder, key in (("autograded", "files"), ("feedback", "feedback")):
+                dest = self.root.folder(folder, a, result["student"])
+                if dest.exists():
+                    shutil.rmtree(dest)  # what `nbgrader autograde --force` does before grading again
+                if result["status"] == G.GRADED:
+                    G.write_folder(dest, result[key])
+
+    def _write_gradebook(self, results: list[dict]) -> None:
+        import warnings
+
+        from nbgrader.api import Gradebook
+
+        a = self.plan.assignment
+        with Gradebook(self.url, self.course_id) as gb, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy's autoflush warning in update_or_create_submission
+            with _one_transaction(gb):
+                for result in results:
+                    student = result["student"]
+                    submitted = self.root.folder("submitted", a, student)
+                    timestamp = self._coursedir.get_existing_timestamp(str(submitted))
+                    gb.update_or_create_student(student)
+                    gb.update_or_create_submission(a, student, **({"timestamp": timestamp} if timestamp else {}))
+                    if result["status"] == G.GRADED:
+                        self._write_scores(gb, a, result)
+
+    @staticmethod
+    def _write_scores(gb, assignment: str, result: dict) -> None:
+        """The grader's scores, as nbgrader's SaveAutoGrades would write them here."""
+        for notebook, grades in result["grades"].items():
+            submitted_nb = gb.find_submission_notebook(notebook, assignment, result["student"])
+            for grade in submitted_nb.grades:
+                if grade.name in grades:
+                    grade.auto_score, flagged = grades[grade.name]
+                    # as SaveAutoGrades: a manual grade given earlier, or no automatic score, needs a look
+                    grade.needs_manual_grade = bool(flagged or grade.manual_score is not None
+                                                    or grade.auto_score is None)
+            comments = result["comments"].get(notebook, {})
+            for comment in submitted_nb.comments:
+                if comment.name in comments:
+                    comment.auto_comment = comments[comment.name]
+            submitted_nb.late_submission_penalty = result["penalties"].get(notebook)
+
+    def _report(self, result: dict) -> None:
+        student = result["student"]
+        report = self.plan.reports[student]
+        report.status = G.GRADED if result["status"] == G.GRADED else "failed"
+        report.where, report.sandbox = result.get("where", ""), result.get("sandbox", "")
+        report.sandboxed = result.get("sandboxed")
+        if result["status"] == G.GRADED:
+            report.score, report.max_score = result["score"], result["max_score"]
+            report.failed_cells, report.review = result["failed_cells"], result["review"]
+            if result["tampered"]:
+                report.problems.append(TAMPERED)
+        else:
+            report.problems.append(result["problem"])
+        self.stats.written[student] += 1
+        self.stats.per_worker[result.get("where", "?")] += 1
+        self.stats.task_seconds[student] = result.get("seconds", 0.0)
+
+
+# ---------------------------------------------------------------- the pipeline
+
+
+def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, regrade: bool = False,
+                progress: bool = True, stats: BatchStats | None = None, on_result=None,
+                batch_size: int = 50, sandbox_mode: str | None = None) -> dict[str, StudentReport]:
+    """Plan, grade (with ``runner``, default ``LocalPool(jobs)``) and record every student.
+
+    ``on_result(runner, student, n_done)`` is called after each student is recorded (tests kill
+    workers and schedulers there). Raises :class:`BatchStopped` (with the reports so far) when
+    a grader fault or a lost runner stops the batch.
+    """
+    root = root if isinstance(root, CourseRoot) else CourseRoot(root)
+    runner = runner if runner is not None else LocalPool(jobs)
+    stats = stats if stats is not None else BatchStats()
+    p = plan(root, assignment, regrade)
+    job = G.make_job(root, assignment, sandbox_mode) if p.todo else None
+    recorder = Recorder(root, p, stats, batch_size=batch_size)
+    bar = None
+    if progress and p.todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(p.todo), unit="student", desc=f"autograde {assignment} ({runner.name})")
+    tasks = ((s, G.read_folder(root.folder("submitted", assignment, s))) for s in p.todo)
+    start, n_done, stop = time.perf_counter(), 0, None
+
+    def recorded(students: list[str]) -> None:
+        nonlocal n_done
+        for student in students:
+            n_done += 1
             if bar:
                 bar.update(1)
                 bar.set_postfix_str(student)
-    if bar:
-        bar.close()
-    state_path.parent.mkdir(parents=True, exist_ok=True)
-    state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
-    _fill_scores(root, assignment, reports)
-    return reports
+            if on_result:
+                on_result(runner, student, n_done)
+
+    results = runner.run(job, tasks) if p.todo else iter(())
+    try:
+        for result in results:
+            if result["status"] == G.GRADER_ERROR:
+                stop = (f"grader error, nothing recorded for {result['student']}: {result['problem']}", None)
+                break
+            recorded(recorder.add(result))
+    except RunnerLost as err:
+        stop = (str(err), err)
+    finally:
+        with contextlib.suppress(Exception):
+            results.close()
+        recorded(recorder.flush())
+        if bar:
+            bar.close()
+    stats.wall_seconds = time.perf_counter() - start
+    _fill_from_gradebook(root, assignment, p.reports, [s for s, r in p.reports.items() if r.status == "unchanged"])
+    if stop:
+        message = (f"{stop[0]}\nThe batch stopped after {n_done} of {len(p.todo)} students; those "
+                   f"{n_done} are recorded (gradebook, {STATE_FILE}). Run the same command again "
+                   "to grade the rest.")
+        raise BatchStopped(message, p.reports) from stop[1]
+    return p.reports
+
+
+def _fill_from_gradebook(root: CourseRoot, assignment: str, reports: dict[str, StudentReport],
+                         students: list[str]) -> None:
+    """Scores and review flags of ``students`` (unchanged ones), from the gradebook and their files."""
+    if not students:
+        return
+    results = root.results(assignment)
+    for student in students:
+        report, result = reports[student], results.get(student)
+        if result is not None:
+            report.score, report.max_score = result.auto_score, result.auto_max
+            report.failed_cells = {g: result.cells[g].error for g in result.failed()}
+        for graded_nb in sorted(root.folder("autograded", assignment, student).glob("*.ipynb")):
+            text = graded_nb.read_text(errors="replace")
+            if TAMPER_MARK in text and TAMPERED not in report.problems:
+                report.problems.append(TAMPERED)
+            try:
+                report.review += review_reasons(nbformat.reads(text, as_version=4))
+            except Exception as err:  # an autograded notebook we cannot read is itself worth a look
+                report.review.append(f"the autograded notebook could not be read ({type(err).__name__})")
+
+
+# ---------------------------------------------------------------- a learner's own notebook
+
+
+def grade_student(root: CourseRoot, assignment: str, student: str) -> StudentReport:
+    """Autograde and give feedback to one student in ``root`` with the nbgrader command line
+    (a learner's self-check: their own course root, their own gradebook)."""
+    report = StudentReport(student)
+    proc = root.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", check=False)
+    graded_nb = root.notebook("autograded", assignment, student)
+    if proc.returncode != 0 or not graded_nb.exists():
+        report.status = "failed"
+        report.problems.append(G.failure_reason(proc.stderr))
+        return report
+    root.nbgrader("generate_feedback", assignment, "--force", f"--student={student}", check=False)
+    report.status = "graded"
+    _fill_from_gradebook(root, assignment, {student: report}, [student])
+    return report
+
+
+# ---------------------------------------------------------------- report
 
 
 REVIEW_MARK = "REVIEW"  # the summary table's review column for a flagged submission
 
 
+def sandbox_warning(reports: dict[str, StudentReport] | None = None) -> str | None:
+    """A loud line when grading kernels of this run ran without the OS sandbox, else None.
+
+    From the students' results (where each ran); with no reports, this machine's status.
+    """
+    if reports is None:
+        from . import sandbox
+
+        try:
+            ok, reason = sandbox.sandbox_status()
+        except Exception as err:  # a broken probe is no sandbox
+            ok, reason = False, f"the sandbox check failed ({type(err).__name__}: {err})"
+        unsandboxed = {} if ok else {"this machine": reason}
+    else:
+        unsandboxed = {r.where: r.sandbox for r in reports.values() if r.sandboxed is False}
+    if not unsandboxed:
+        return None
+    count = "" if reports is None else f"{sum(r.sandboxed is False for r in reports.values())} student(s): "
+    places = "; ".join(f"{where}: {why}" for where, why in sorted(unsandboxed.items()))
+    return ("WARNING: " + count + "the grading kernels ran WITHOUT the OS sandbox (" + places + "): student "
+            "code could read and write everything that account can, including gradebook.db. In-kernel "
+            "guards and review flags still ran; see README \"Students cannot buy points\".")
+
+
 def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
-    warning = sandbox_warning()
+    warning = sandbox_warning(reports)
     lines = [warning, ""] if warning else []
     lines.append(f"{'student':<24}{'status':<11}{'score':>9}  {'review':<7}notes")
     for student in sorted(reports):
@@ -307,15 +502,16 @@ def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
         score = f"{r.score:g}/{r.max_score:g}" if r.status in ("graded", "unchanged") else "-"
         review = REVIEW_MARK if r.review else ""
         lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(r.problems)}")
-    counts = {s: sum(r.status == s for r in reports.values()) for s in ("graded", "unchanged", "skipped", "failed")}
+    counts = {s: sum(r.status == s for r in reports.values())
+              for s in ("graded", "unchanged", "skipped", "failed", "pending")}
     flagged = sum(bool(r.review) for r in reports.values())
-    lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "pending")
                  + f"; {flagged} for review")
     return "\n".join(lines)
 
 
 def write_report(path: Path, assignment: str, reports: dict[str, StudentReport]) -> Path:
-    """A plain-text report: the table, then each broken submission and each failed cell."""
+    """A plain-text report: the table, each broken submission and failed cell, where each ran."""
     out = [format_table(assignment, reports), ""]
     for student in sorted(reports):
         r = reports[student]
@@ -324,5 +520,10 @@ def write_report(path: Path, assignment: str, reports: dict[str, StudentReport])
             out += [f"  review: {p}" for p in r.review]
             out += [f"  problem: {p}" for p in r.problems]
             out += [f"  {g}: {msg}" for g, msg in r.failed_cells.items()]
+    ran = [r for r in reports.values() if r.where]
+    if ran:
+        out += ["", "## where each student was graded (this run)"]
+        out += [f"  {r.student}: {r.where}, " + ("sandboxed" if r.sandboxed else f"NOT SANDBOXED ({r.sandbox})")
+                for r in sorted(ran, key=lambda r: r.student)]
     path.write_text("\n".join(out) + "\n")
     return path

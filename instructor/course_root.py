@@ -19,6 +19,8 @@ the assignment first, then the student.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from . import pipeline as P
 STUDENT_FOLDERS = ("submitted", "autograded", "feedback")
 FOLDERS = ("source", "release", *STUDENT_FOLDERS)
 BUDGETS = "budgets.txt"
+STATE_FILE = ".batch-state.json"
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,12 @@ class CourseRoot:
     def gradebook(self) -> Path:
         return self.path / "gradebook.db"
 
-    @property
-    def gradebook_url(self) -> str:
-        """The gradebook every nbgrader command of this root uses (``CourseDirectory.db_url``).
+    def settings(self):
+        """The nbgrader configuration of this root, as nbgrader reads it (the one config reader).
 
-        From the config files nbgrader reads (the Jupyter config directories, then this root's
-        ``nbgrader_config.py``, which takes it from ``COURSE_DB_URL``: a PostgreSQL server for a
-        class, docs/CLUSTER.md); else the sqlite file :attr:`gradebook`.
+        The ``nbgrader_config.py`` files of the Jupyter config directories, then this root's
+        (which takes the gradebook from ``COURSE_DB_URL``: a PostgreSQL server for a class,
+        docs/CLUSTER.md). A config file that fails to load raises :class:`PipelineError`.
         """
         from jupyter_core.paths import jupyter_config_path
         from traitlets.config import Config
@@ -69,9 +71,53 @@ class CourseRoot:
         config = Config()
         for folder in [*reversed(jupyter_config_path()), str(self.path)]:
             if (Path(folder) / "nbgrader_config.py").is_file():
-                config.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
-        url = config.get("CourseDirectory", {}).get("db_url")
+                try:
+                    config.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
+                except Exception as err:
+                    raise P.PipelineError(f"{folder}/nbgrader_config.py failed to load: "
+                                          f"{type(err).__name__}: {err}") from None
+        return config
+
+    def _setting(self, section: str, name: str):
+        return self.settings().get(section, {}).get(name)
+
+    @property
+    def gradebook_url(self) -> str:
+        """The gradebook every nbgrader command of this root uses (``CourseDirectory.db_url``),
+        else the sqlite file :attr:`gradebook`."""
+        url = self._setting("CourseDirectory", "db_url")
         return str(url) if url else self.sqlite_url
+
+    @property
+    def course_id(self) -> str:
+        """``CourseDirectory.course_id`` (nbgrader's default ``default_course`` when unset)."""
+        return str(self._setting("CourseDirectory", "course_id") or "default_course")
+
+    @property
+    def course_package(self) -> Path | None:
+        """The ``course`` package grading kernels of this root import: the root's own ``course/``
+        (a copied repository keeps its semester's version), else this environment's."""
+        own = self.path / "course"
+        if (own / "__init__.py").is_file():
+            return own.resolve()
+        from .sandbox import _course_package
+
+        return _course_package()
+
+    @property
+    def state_file(self) -> Path:
+        """``autograded/.batch-state.json``: the fingerprint of each graded submission."""
+        return self.path / "autograded" / STATE_FILE
+
+    def read_state(self) -> dict:
+        return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+
+    def save_state(self, state: dict) -> None:
+        """Write the batch state atomically (a killed grader leaves the old file or the new one)."""
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_name(f"{STATE_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+        os.replace(tmp, self.state_file)
 
     @property
     def sqlite_url(self) -> str:
