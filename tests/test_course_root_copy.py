@@ -14,6 +14,7 @@ import shutil
 import pytest
 from support import CLASS_ASSIGNMENT as A
 
+from instructor import batch
 from instructor import pipeline as P
 from instructor.course_root import CourseRoot
 
@@ -49,3 +50,28 @@ def test_a_copied_course_root_grades_with_its_own_course_package(tmp_path):
     result = root.results(A)["solution"]
     assert result.auto_score == result.auto_max == 11, result.failed()
     assert "IMPORTED copied" in root.notebook("autograded", A, "solution").read_text()
+
+
+def test_the_class_pipeline_grades_with_the_copied_package_and_stops_when_the_kernel_cannot_import_it(tmp_path):
+    from nbgrader.api import Gradebook
+
+    root = copied_repository(tmp_path / "semester-3")
+    release, answers = root.release_and_answers(A)
+    first = next(iter(answers))
+    answers[first] += "\nimport course\nprint('IMPORTED', course.SEMESTER_OF_THIS_COPY)"
+    root.submit(A, "solution", P.fill(release, answers))
+    reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False)
+    assert (reports["solution"].status, reports["solution"].score) == ("graded", 11), reports["solution"]
+    assert "IMPORTED copied" in root.notebook("autograded", A, "solution").read_text()
+
+    # the chosen package is broken: every kernel fails to import it, before any student code
+    with open(root.path / "course" / "__init__.py", "a") as init:
+        init.write("\nraise ImportError('this course package is broken on purpose')\n")
+    root.submit(A, "another", P.fill(release, answers))
+    with pytest.raises(batch.BatchStopped, match=r"grader error.*could not start the course") as stopped:
+        batch.grade_class(root, A, runner=batch.InProcess(), progress=False, regrade=True)
+    assert {s: r.status for s, r in stopped.value.reports.items()} == {"another": "pending", "solution": "pending"}
+    with Gradebook(root.gradebook_url) as gb:  # nobody got a 0 for the grader's fault
+        assert sorted(s.student.id for s in gb.assignment_submissions(A)) == ["solution"]
+        assert gb.find_submission(A, "solution").score == 11
+    assert "another" not in root.read_state().get(A, {})
