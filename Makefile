@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (instructor.pipeline.tool_env).
 
-.PHONY: setup demo test test-browser lab formgrader build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-all test-browser lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -22,9 +22,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 demo: setup            ## build, release, grade three sample students, print the grade table
 	$(PY) -m instructor demo
 
-test: setup            ## lint, then the whole test suite on 2 workers (the browser suite: make test-browser)
+test: setup            ## lint, then the core test suite on 2 workers (the slow stage: make test-slow; browser: make test-browser)
 	$(PY) -m ruff check course instructor tests bench source
-	$(PY) -m pytest -n 2 --ignore=tests/browser
+	$(PY) -m pytest -n 2 --ignore=tests/browser -m "not slow"
+
+test-slow: setup       ## the slow stage: the class on a Dask cluster with a PostgreSQL gradebook (.ci/install-postgres)
+	$(PY) -m pytest -n 0 --ignore=tests/browser -m slow
+
+test-all: test test-slow test-browser  ## everything .ci/run runs
 
 test-browser: setup    ## the real-browser suite (headless Chromium against make lab / make formgrader)
 	$(PY) -m pytest -n 0 -p no:cacheprovider tests/browser -v -rs
@@ -57,8 +62,8 @@ grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2 [
 	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2] [CLUSTER=address|local:N]"; exit 2; }
 	$(PY) -m instructor grade-class "$(A)" $(if $(FROM),--from "$(FROM)") --jobs $(or $(JOBS),2) $(if $(CLUSTER),--cluster "$(CLUSTER)")
 
-bench: setup           ## speed figures, measured side by side
-	$(PY) bench/benchmark.py
+bench: setup           ## speed figures, measured side by side (BENCH_ARGS="--only cluster --cluster-students 40")
+	$(PY) bench/benchmark.py $(BENCH_ARGS)
 
 lint: setup
 	$(PY) -m ruff check course instructor tests bench source

@@ -4,8 +4,12 @@ The class of tests/test_class_batch.py (honest, empty, buggy, adversarial, broke
 40 students, is graded on a LocalCluster of 2 worker processes into a real PostgreSQL server
 started for the test; one worker is killed in the middle of the batch. Every student must get
 exactly the grades the one-machine batch (``--jobs 2``, sqlite) gives the same notebook, once.
-Then the scheduler goes away mid-batch: the batch stops with a clear message, and a re-run
-grades only what is left.
+The workers are started with ``COURSE_SANDBOX=off`` in their environment: the instructor's
+policy (the sandbox on) reaches them, and every student's result says it was sandboxed.
+Then the scheduler goes away mid-batch: the batch stops with a clear message, the reports
+cover those already graded, and a re-run grades only what is left.
+
+The whole module is the slow stage (``make test-slow``; ``make test`` leaves it out).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from instructor import cluster as C
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY, CourseRoot
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.slow]
 TWIN = "-twin"
 # an infinite loop is interrupted after this many seconds (the course's limit is 120 s)
 CONFIG = "\nc.Execute.timeout = 20\n"
@@ -88,12 +92,21 @@ def graded(tmp_path_factory, pg):
     for suffix in ("", TWIN):
         (root / "submitted" / f"adv-missing{suffix}" / A).mkdir(parents=True)
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    # a worker whose own environment says "no sandbox": the instructor's policy must win
+    before, os.environ["COURSE_SANDBOX"] = os.environ.get("COURSE_SANDBOX"), "off"
+    try:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    finally:
+        if before is None:
+            del os.environ["COURSE_SANDBOX"]
+        else:
+            os.environ["COURSE_SANDBOX"] = before
     client = Client(cluster)
     killed: dict = {}
 
-    def kill_a_busy_worker(client, student, n_done):
+    def kill_a_busy_worker(runner, student, n_done):
+        client = runner.client
         if n_done < 4 or killed:
             return
         busy = {w: s for w, s in _processing_students(client).items() if s}
@@ -101,12 +114,12 @@ def graded(tmp_path_factory, pg):
             worker, in_flight = sorted(busy.items())[0]
             pid = client.run(os.getpid, workers=[worker])[worker]
             os.kill(pid, signal.SIGKILL)
-            killed.update(worker=worker, students=in_flight)
+            killed.update(worker=worker, students=in_flight, pid=pid)
 
     stats = C.ClusterStats()
     try:
-        reports = C.grade_class_on_cluster(root, A, client, progress=False, stats=stats,
-                                           on_result=kill_a_busy_worker)
+        reports = batch.grade_class(root, A, runner=C.Dask(client), progress=False, stats=stats,
+                                    on_result=kill_a_busy_worker)
         yield {"root": root, "local": local, "one_machine": one_machine, "reports": reports,
                "stats": stats, "killed": killed, "client": client, "pg": pg}
     finally:
@@ -137,6 +150,18 @@ def test_cluster_gives_exactly_the_grades_of_the_one_machine_batch(graded):
     assert "kernel died" in reports["adv-os-exit" + TWIN].problems[0]
 
 
+def test_the_instructors_sandbox_policy_reaches_the_workers_and_the_report_says_where(graded):
+    reports, stats = graded["reports"], graded["stats"]
+    ran = [r for r in reports.values() if r.status == "graded"]
+    assert ran and all(r.sandboxed is True and "bubblewrap" in r.sandbox for r in ran), \
+        "workers started with COURSE_SANDBOX=off must still sandbox: the instructor did not say --no-sandbox"
+    assert {r.where for r in ran} <= set(stats.per_worker) and len(stats.per_worker) >= 2
+    assert batch.sandbox_warning(reports) is None
+    text = batch.write_report(graded["root"] / "report.txt", A, reports).read_text()
+    assert "## where each student was graded" in text and f"correct-0: {reports['correct-0'].where}, sandboxed" in text
+    assert stats.batches < len(ran), "results are written to the gradebook in batches"
+
+
 def test_a_killed_worker_loses_and_doubles_nothing(graded):
     from nbgrader.api import Gradebook
 
@@ -147,7 +172,8 @@ def test_a_killed_worker_loses_and_doubles_nothing(graded):
     assert set(stats.written) == tried and set(stats.written.values()) == {1} and stats.duplicates == 0
     for student in killed["students"]:
         assert reports[student].status in ("graded", "failed"), f"{student} was lost with its worker"
-    assert killed["worker"] not in stats.per_worker or stats.per_worker[killed["worker"]] < len(tried)
+    by_killed = [n for where, n in stats.per_worker.items() if where.endswith(f"pid {killed['pid']}")]
+    assert sum(by_killed) < len(tried), "the killed worker did not grade everyone"
     with Gradebook(graded["pg"].url) as gb:
         submissions = gb.assignment_submissions(A)
         assert sorted(s.student.id for s in submissions) == sorted(tried)  # one row per student
@@ -163,7 +189,7 @@ def test_feedback_export_and_an_idempotent_rerun(graded):
         assert (root / "feedback" / student / A / f"{NB}.html").exists(), student
     rows = CourseRoot(root).export(root / "grades.csv").read_text().splitlines()[1:]
     assert {line.split(",")[3] for line in rows} >= graded_
-    again = C.grade_class_on_cluster(root, A, client, progress=False, feedback=False)
+    again = batch.grade_class(root, A, runner=C.Dask(client), progress=False)
     assert {s for s, r in again.items() if r.status == "graded"} == set()
     assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in graded["reports"].items()}
 
@@ -186,20 +212,30 @@ def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded):
                            silence_logs=logging.CRITICAL)
     client = Client(cluster)
 
-    def lose_the_scheduler(client, student, n_done):
+    def lose_the_scheduler(runner, student, n_done):
         if student in redo:
             cluster.sync(cluster.scheduler.close)
 
     # to do: the three, and the two whose kernel died (a failed student is retried on every run)
     try:
-        with pytest.raises(C.ClusterError, match=r"went away after \d of 5 students.*run the same command again"):
-            C.grade_class_on_cluster(root, A, client, progress=False, feedback=False, on_result=lose_the_scheduler)
+        with pytest.raises(batch.BatchStopped, match=r"(?s)scheduler at .* went away.*stopped after \d of 5 "
+                           r"students.*Run the same command again") as stopped:
+            batch.grade_class(root, A, runner=C.Dask(client), progress=False, on_result=lose_the_scheduler)
     finally:
         client.close()
         cluster.close()
     kept = set(redo) & set(json.loads(state_path.read_text())[A])
     assert len(kept) == 1, "the student written before the scheduler left is saved"
-    resumed = C.grade_class_on_cluster(root, A, graded["client"], progress=False, feedback=False)
+    # the table, report and CSV of the stopped batch cover those already graded
+    partial = stopped.value.reports
+    assert partial[next(iter(kept))].status == "graded" and partial[next(iter(kept))].score == before[next(iter(kept))].auto_score
+    tried = [s for s, r in partial.items() if r.status in ("graded", "failed")]
+    assert f"after {len(tried)} of 5 students" in str(stopped.value)
+    assert sum(r.status == "pending" for r in partial.values()) == 5 - len(tried)
+    assert sum(r.status == "unchanged" for r in partial.values()) == 40 - 5 - 6  # 6 skipped (2 x 3 broken)
+    text = batch.write_report(root / "report-stopped.txt", A, partial).read_text()
+    assert f"{5 - len(tried)} pending" in text and f"{next(iter(kept))}: " in text
+    resumed = batch.grade_class(root, A, runner=C.Dask(graded["client"]), progress=False)
     assert {s for s, r in resumed.items() if r.status == "graded"} == set(redo) - kept
     assert resumed[kept.pop()].status == "unchanged"
     after = CourseRoot(root).results(A)
