@@ -1,0 +1,60 @@
+"""The grading side of the pipeline (instructor/grader.py): private course roots are swept,
+and the instructor's sandbox policy holds on every grader, whatever its machine offers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from support import CLASS_ASSIGNMENT as A
+
+from instructor import batch, sandbox
+from instructor import grader as G
+from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
+
+pytestmark = pytest.mark.pipeline
+
+
+def test_a_killed_graders_private_root_is_swept_when_the_next_grader_starts():
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = Path(tempfile.gettempdir()) / f"{G.ROOT_PREFIX}{dead}-test"
+    (stale / "submitted").mkdir(parents=True, exist_ok=True)
+    (stale / "gradebook.db").write_text("hidden tests")
+    alive = Path(tempfile.mkdtemp(prefix=f"{G.ROOT_PREFIX}{os.getpid()}-"))
+    try:
+        assert stale in G.sweep_stale_roots()
+        assert not stale.exists() and alive.exists(), "only roots of processes that are gone"
+    finally:
+        alive.rmdir()
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    monkeypatch.setenv(sandbox.BWRAP_ENV, "/nonexistent/bwrap")
+    yield
+    monkeypatch.undo()
+    sandbox.sandbox_status(refresh=True)  # the real status again for the rest of this process
+
+
+def test_a_grader_that_cannot_sandbox_refuses_unless_the_instructor_said_no_sandbox(tmp_path, no_bwrap):
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    release, answers = root.release_and_answers(A)
+    root.submit(A, "solution", P.fill(release, answers))
+    with pytest.raises(batch.BatchStopped, match=r"cannot be sandboxed.*--no-sandbox") as stopped:
+        batch.grade_class(root, A, runner=batch.InProcess(), progress=False, sandbox_mode="on")
+    assert stopped.value.reports["solution"].status == "pending"
+    assert not root.folder("autograded", A, "solution").exists()
+
+    reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False, sandbox_mode="off")
+    solution = reports["solution"]
+    assert (solution.status, solution.score, solution.sandboxed) == ("graded", 11, False)
+    warning = batch.sandbox_warning(reports)
+    assert warning and "1 student(s)" in warning and solution.where in warning and "switched off" in warning
+    text = batch.write_report(tmp_path / "report.txt", A, reports).read_text()
+    assert text.startswith("WARNING") and f"solution: {solution.where}, NOT SANDBOXED" in text
