@@ -193,10 +193,13 @@ class Grader:
 
         sweep_stale_roots()
         self.job, self.assignment, self.course_id = job, job["assignment"], job["course_id"]
+        from .course_root import CourseRoot
+
         self.path = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
+        self.root = CourseRoot(self.path)
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
         (self.path / "nbgrader_config.py").write_text(job["config"])
-        write_folder(self.path / "source" / self.assignment, job["source_files"])
+        write_folder(self.root.folder("source", self.assignment), job["source_files"])
         package = self.path / "package" / "course"
         write_folder(package, job["course_package"])
         self.url = f"sqlite:///{self.path / 'gradebook.db'}"
@@ -213,9 +216,7 @@ class Grader:
         from nbgrader.apps import NbGraderAPI
         from nbgrader.coursedir import CourseDirectory
 
-        from .course_root import CourseRoot
-
-        config = CourseRoot(self.path).settings()  # the one config reader; a broken config raises
+        config = self.root.settings()  # the one config reader; a broken config raises
         config.CourseDirectory.root = str(self.path)
         config.CourseDirectory.db_url = self.url  # never the instructor's, whatever COURSE_DB_URL says
         return NbGraderAPI(CourseDirectory(config=config), config=config)
@@ -242,11 +243,11 @@ class Grader:
         if refused:
             out.update(status=GRADER_ERROR, problem=refused, seconds=0.0)
             return out
-        folders = [self.path / f / student for f in ("submitted", "autograded", "feedback")]
+        folders = [self.root.folder(f, self.assignment, student).parent for f in ("submitted", "autograded", "feedback")]
         try:
             with _environment(self.env, self.path), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*not in session.*")
-                write_folder(folders[0] / self.assignment, submitted)
+                write_folder(self.root.folder("submitted", self.assignment, student), submitted)
                 self._grade(student, out)
         except Exception as err:  # a broken grader environment is the grader's fault
             out.update(status=GRADER_ERROR, problem=f"the grader on {self.where} failed: "
@@ -259,7 +260,7 @@ class Grader:
 
     def _grade(self, student: str, out: dict) -> None:
         result = self.api.autograde(self.assignment, student, force=True, create=True)
-        graded = self.path / "autograded" / student / self.assignment
+        graded = self.root.folder("autograded", self.assignment, student)
         if not result.get("success") or not any(graded.glob("*.ipynb")):
             text = result.get("log", "") + "\n" + result.get("error", "")
             if "Exception while loading config file" in text:
@@ -275,7 +276,7 @@ class Grader:
             return
         self._read_gradebook(student, out)
         feedback = self.api.generate_feedback(self.assignment, student, force=True)
-        html = self.path / "feedback" / student / self.assignment
+        html = self.root.folder("feedback", self.assignment, student)
         if not feedback.get("success") or not any(html.glob("*.html")):
             out.update(status=GRADER_ERROR, problem="feedback failed on the grader: "
                        + failure_reason(feedback.get("log", "") + feedback.get("error", ""), "no HTML written"))
