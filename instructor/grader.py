@@ -202,7 +202,7 @@ class Grader:
         write_folder(self.root.folder("source", self.assignment), job["source_files"])
         package = self.path / "package" / "course"
         write_folder(package, job["course_package"])
-        self.url = f"sqlite:///{self.path / 'gradebook.db'}"
+        self.url = self.root.sqlite_url
         self.env = {**P.tool_env(), sandbox.ENV: job["sandbox_mode"]}
         if job["course_package"]:
             self.env[sandbox.PACKAGE_ENV] = str(package)
