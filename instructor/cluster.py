@@ -83,11 +83,10 @@ class Dask:
         own = self.client is None
         if own:
             self.client = connect(self.cluster)
-        client = self.client
+        client, futures = self.client, {}
         try:
             try:
                 [shared] = client.scatter([job], broadcast=True, hash=False)
-                futures = {}
                 for student, files in tasks:
                     future = client.submit(G.grade_task, shared, student, files, pure=False,
                                            key=f"autograde-{job['assignment']}-{student}-{time.time_ns()}")
@@ -113,6 +112,13 @@ class Dask:
             if own:
                 _close(client)
                 self.client = None
+            else:  # a batch stopped early (a grader error): nothing more to grade on a cluster we keep
+                pending = [f for f in futures if not f.done()]
+                if pending and client.status == "running":
+                    try:
+                        client.cancel(pending)
+                    except Exception:  # the tasks are lost with the scheduler anyway
+                        pass
 
     def _gone(self, err: BaseException) -> ClusterError:
         return ClusterError(f"the Dask scheduler at {self.address} went away ({type(err).__name__}); "
