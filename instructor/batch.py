@@ -101,9 +101,15 @@ def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
             problems.append(f"{name} is missing" + (f" (found {', '.join(others)}: renamed?)" if others else ""))
             continue
         try:
-            nbformat.read(str(folder / name), as_version=4)
+            nb = nbformat.read(str(folder / name), as_version=4)
         except Exception as err:  # nbformat raises several types for broken files
             problems.append(f"{name} is not a readable notebook ({type(err).__name__}: {str(err)[:120]})")
+            continue
+        from .repair import wrong_chapter  # issue 22: another assignment's notebook, by its grade ids
+
+        wrong = wrong_chapter(nb, assignment, root.path) or wrong_chapter(nb, assignment, P.REPO)
+        if wrong:
+            problems.append(f"{name}: {wrong}")
     return problems
 
 
