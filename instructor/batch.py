@@ -2,12 +2,13 @@
 
 Class batch (``python -m instructor grade-class ASSIGNMENT --from FOLDER_OR_ZIP --jobs N``):
 
-1. **collect**: the submissions are copied to ``downloaded/<assignment>/archive/`` and
-   ``nbgrader zip_collect`` extracts them into ``submitted/<student>/<assignment>/``. The
-   file-name convention is one folder per student: ``<student_id>/<notebook>.ipynb``,
-   either as folders or inside a zip (``class.zip: alice/two_keys.ipynb, bob/two_keys.ipynb``).
-2. **inspect** every student folder: a missing or renamed notebook, or one that is not valid
-   JSON, is reported and skipped.
+1. **collect** (``instructor.collect``): one folder per student, ``<student>/<notebook>.ipynb``,
+   either as folders or inside a zip (``class.zip: alice/two_keys.ipynb, bob/two_keys.ipynb``),
+   into ``submitted/<student>/<assignment>/``. Any folder name is accepted (mapped to a safe,
+   stable id; the name is shown in the summary), or refused by name.
+2. **inspect** every student folder: a missing or renamed notebook, one that is not valid
+   JSON, or another assignment's notebook, is reported and skipped. (Duplicated, deleted and
+   reordered cells are mended while grading: ``instructor.repair``.)
 3. **grade** the rest with ``--jobs`` long-lived worker processes: each loads nbgrader and the
    course configuration once (``nbgrader.apps.NbGraderAPI``) and then autogrades and writes
    feedback for one student after another (one grading kernel per student, as always), all
@@ -33,10 +34,8 @@ import hashlib
 import json
 import multiprocessing
 import os
-import shutil
 import subprocess
 import time
-import zipfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,6 @@ from . import pipeline as P
 from .course_root import CourseRoot
 from .nbgrader_ext import review_reasons
 
-STUDENT_FOLDER_REGEXP = r".*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9_.@+\-]*)/(?P<file_id>[^/]+\.ipynb)$"
 TAMPER_MARK = "grader: this notebook had replaced"
 STATE_FILE = ".batch-state.json"
 
@@ -61,29 +59,17 @@ class StudentReport:
     problems: list[str] = field(default_factory=list)
     failed_cells: dict[str, str] = field(default_factory=dict)
     review: list[str] = field(default_factory=list)  # why a person should look at it (empty: nothing)
+    folder: str = ""  # issue 22: the folder name as handed in, when the student id differs from it
 
 
 # ---------------------------------------------------------------- collect
 
 
 def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
-    """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``."""
-    source = source.resolve()
-    if not source.exists():
-        raise P.PipelineError(f"no submissions at {source}")
-    if source.is_file() and not zipfile.is_zipfile(source):
-        raise P.PipelineError(f"{source} is neither a folder nor a zip file")
-    archive = root.archive(assignment)
-    if archive.exists():
-        shutil.rmtree(archive)
-    archive.mkdir(parents=True)
-    if source.is_dir():
-        shutil.copytree(source, archive / source.name, dirs_exist_ok=True)
-    else:
-        shutil.copy2(source, archive / source.name)
-    root.nbgrader("zip_collect", assignment, "--force",
-                  f"--FileNameCollectorPlugin.named_regexp={STUDENT_FOLDER_REGEXP}")
-    return root.students(assignment)
+    """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``: the student ids."""
+    from .collect import collect_class  # issue 22: collection drops nothing silently
+
+    return sorted(collect_class(root, assignment, source).students)
 
 
 # ---------------------------------------------------------------- inspect
@@ -312,8 +298,10 @@ def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
         r = reports[student]
         score = f"{r.score:g}/{r.max_score:g}" if r.status in ("graded", "unchanged") else "-"
         review = REVIEW_MARK if r.review else ""
-        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(r.problems)}")
-    counts = {s: sum(r.status == s for r in reports.values()) for s in ("graded", "unchanged", "skipped", "failed")}
+        notes = ([f"folder {r.folder!r}"] if r.folder else []) + r.problems  # issue 22: the name as handed in
+        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(notes)}")
+    statuses = ("graded", "unchanged", "skipped", "failed", "refused")  # refused: by collection (issue 22)
+    counts = {s: sum(r.status == s for r in reports.values()) for s in statuses}
     flagged = sum(bool(r.review) for r in reports.values())
     lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                  + f"; {flagged} for review")
@@ -325,8 +313,9 @@ def write_report(path: Path, assignment: str, reports: dict[str, StudentReport])
     out = [format_table(assignment, reports), ""]
     for student in sorted(reports):
         r = reports[student]
-        if r.problems or r.failed_cells or r.review:
-            out.append(f"## {student} ({r.status})" + (" FOR REVIEW" if r.review else ""))
+        if r.problems or r.failed_cells or r.review or r.folder:
+            out.append(f"## {student} ({r.status})" + (" FOR REVIEW" if r.review else "")
+                       + (f" folder {r.folder!r}" if r.folder else ""))
             out += [f"  review: {p}" for p in r.review]
             out += [f"  problem: {p}" for p in r.problems]
             out += [f"  {g}: {msg}" for g, msg in r.failed_cells.items()]
