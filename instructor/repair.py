@@ -207,6 +207,8 @@ def _restored_cell(gid: str, spec: dict) -> NotebookNode:
 def _drop_foreign(nb, expected: Expected, notes: list[str]) -> None:
     foreign = []
     for cell in nb.cells:
+        if "nbgrader" in cell.get("metadata", {}) and not isinstance(cell.metadata["nbgrader"], dict):
+            cell.metadata.pop("nbgrader")  # not nbgrader's shape: nbgrader itself would stop on it
         meta = cell.get("metadata", {}).get("nbgrader")
         if not isinstance(meta, dict) or not (meta.get("grade") or meta.get("solution") or meta.get("locked")):
             continue
@@ -252,6 +254,26 @@ def _drop_duplicates(nb, expected: Expected, notes: list[str]) -> None:
             kind = "test cell" if spec["grade"] else "read-only cell"
             notes.append(f"{kind} {gid} was handed in {len(indices)} times: the copies were dropped")
     nb.cells = [cell for i, cell in enumerate(nb.cells) if i not in drop]
+
+
+def _restore_flags(nb, expected: Expected, notes: list[str]) -> None:
+    """A graded cell's kind and points are the release's (nbgrader restores points, not kinds)."""
+    changed = []
+    for cell in nb.cells:
+        meta = _graded_meta(cell)
+        if not meta:
+            continue
+        spec = expected.cells[meta["grade_id"]]
+        want = {"grade": spec["grade"], "solution": spec["solution"], "locked": spec["locked"]}
+        if any(bool(meta.get(k)) != v for k, v in want.items()) or (spec["grade"] and "points" not in meta):
+            changed.append(meta["grade_id"])
+        meta.update(want)
+        if spec["grade"]:
+            meta["points"] = spec["points"]
+        else:
+            meta.pop("points", None)
+    if changed:
+        notes.append(f"the grader metadata of cell(s) {_names(changed)} had been changed: put back as released")
 
 
 def _positions(nb) -> dict[str, int]:
@@ -301,6 +323,7 @@ def repair(nb, expected: Expected) -> tuple[NotebookNode, list[str]]:
     notes: list[str] = []
     _drop_foreign(nb, expected, notes)
     _drop_duplicates(nb, expected, notes)
+    _restore_flags(nb, expected, notes)
     _restore_missing(nb, expected, notes)
     _restore_order(nb, expected, notes)
     return nb, notes

@@ -162,6 +162,17 @@ def test_a_test_moved_above_its_solution_is_moved_back(course):
     assert notes == ["test cell test_softmax_values was above test_softmax_stable: moved below it, as released"]
 
 
+def test_a_test_cell_turned_into_an_ungraded_cell_is_graded_again(course):
+    _, release, answers, expected = course
+    nb = P.fill(release, answers)
+    nb.cells[at(nb, "test_softmax_rows")].metadata.nbgrader.update(grade=False, locked=False, solution=True)
+    nb.cells[at(nb, "imports")].metadata["nbgrader"] = "not a dict"
+    mended, notes = R.repair(nb, expected)
+    meta = mended.cells[at(mended, "test_softmax_rows")].metadata.nbgrader
+    assert (meta["grade"], meta["solution"], meta["locked"], meta["points"]) == (True, False, True, 1.0)
+    assert "test_softmax_rows had been changed" in " ".join(notes) and "imports" in " ".join(notes)
+
+
 def test_a_clean_submission_is_left_alone(course):
     _, release, answers, expected = course
     nb = P.fill(release, answers)
