@@ -206,6 +206,9 @@ def collect_class(root, assignment: str, source: Path) -> Collected:
     if not expected:
         raise P.PipelineError(f"release/{assignment} has no notebook: run `python -m instructor release {assignment}`")
     archive, extracted = root.archive(assignment), root.archive(assignment).parent / "extracted"
+    if source.is_relative_to(archive.parent.resolve()):
+        raise P.PipelineError(f"{source} is inside {archive.parent}, which collection empties first: "
+                              "copy it elsewhere and collect from there")
     for folder in (archive, extracted):
         if folder.exists():
             shutil.rmtree(folder)

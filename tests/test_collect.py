@@ -138,6 +138,9 @@ def test_a_class_folder_and_links_in_it(course, tmp_path):
     assert set(found.students) == {"bob", "eve"}
     assert found.refused == {"mallory": "a link, not a student folder"}
     assert not root.notebook("submitted", A, "eve").exists() and "is a link" in found.notes["eve"][0]
+    with pytest.raises(P.PipelineError, match="which collection empties first"):
+        C.collect_class(root, A, root.archive(A).parent / "extracted")
+    assert (root.archive(A).parent / "extracted" / "class" / "bob").is_dir(), "the source is never emptied"
     with pytest.raises(P.PipelineError, match="neither a folder nor a zip"):
         C.collect_class(root, A, cls / "bob" / f"{NB}.ipynb")
 
@@ -146,8 +149,11 @@ def test_a_class_folder_and_links_in_it(course, tmp_path):
 
 
 @pytest.mark.pipeline
-def test_renamed_students_are_graded_shown_by_name_and_nothing_is_left_unignored(course, tmp_path):
-    root, stub, solved = course
+def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(course, tmp_path, monkeypatch, capsys):
+    from instructor import __main__ as cli
+
+    _, stub, solved = course
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])  # a class of its own
     shutil.copy2(REPOSITORY.path / ".gitignore", root.path / ".gitignore")
     shutil.copy2(REPOSITORY.path / "Makefile", root.path / "Makefile")
     archive = tmp_path / "small.zip"
@@ -155,16 +161,20 @@ def test_renamed_students_are_graded_shown_by_name_and_nothing_is_left_unignored
         zf.writestr(f"{SPACE}/{NB}.ipynb", solved)
         zf.writestr(f"{ACCENTS}/{NB}.ipynb", stub)
         zf.writestr(f"{ACCENTS}/{NB}-Copy1.ipynb", solved)
-    found = C.collect_class(root, A, archive)
+        zf.writestr("readme.txt", "from the LMS")
+    monkeypatch.setattr(cli, "ROOT", root)
+    status = cli.main(["grade-class", A, "--from", str(archive), "--jobs", "2", "--to", str(root.path / "grades.csv")])
+    out = capsys.readouterr()
+    assert status == 1, out
+    assert f"grade-class {A}: 1 of 3 submission(s) not graded (1 refused)" in out.err
     space, accents = C.student_id(SPACE), C.student_id(ACCENTS)
-    reports = C.account(root, A, batch.grade_class(root, A, jobs=2, progress=False), found)
-    assert reports[space].status == "graded" and reports[space].score == 11
-    assert reports[accents].score == 0 and reports[accents].folder == ACCENTS
-    assert f"{NB}-Copy1.ipynb (3 of 4 answers filled in)" in " ".join(reports[accents].review)
-    grades = C.add_folder_column(root.export(root.path / "grades.csv"), root)
-    rows = {r["student_id"]: r for r in csv.DictReader(grades.open())}
-    assert rows[space]["folder"] == SPACE and rows[accents]["folder"] == ACCENTS
-    batch.write_report(root.path / f"report-{A}.txt", A, reports)
+    lines = {line.split()[0]: line for line in out.out.splitlines() if line.split()}
+    assert "11/11" in lines[space] and f"folder {SPACE!r}" in lines[space]
+    assert "0/11" in lines[accents] and "REVIEW" in lines[accents] and f"folder {ACCENTS!r}" in lines[accents]
+    report = (root.path / f"report-{A}.txt").read_text()
+    assert f"{NB}-Copy1.ipynb (3 of 4 answers filled in)" in report and "## refused: readme.txt (refused)" in report
+    rows = {r["student_id"]: r for r in csv.DictReader((root.path / "grades.csv").open())}
+    assert rows[space]["folder"] == SPACE and rows[accents]["folder"] == ACCENTS and rows[accents]["needs_review"]
 
     def untracked():
         subprocess.run(["git", "init", "-q"], cwd=root.path, check=True)
