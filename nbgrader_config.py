@@ -137,3 +137,6 @@ from instructor.repair import RepairNotes, RepairSubmission  # noqa: E402
 
 c.Autograde.sanitize_preprocessors = [RepairSubmission, *_Autograde.sanitize_preprocessors.default()]
 c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
+# A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the
+# time limit interrupted it lands on the class batch's progress bar): only critical lines.
+c.Execute.extra_arguments = [*c.Execute.extra_arguments, "--IPKernelApp.log_level=CRITICAL"]

@@ -46,7 +46,7 @@ REPAIR_METADATA = "grader_repair"  # notebook metadata of the sanitized notebook
 ANSWERED_COPY_LIMIT = 20  # other notebooks listed by name at most
 
 
-class WrongNotebook(ValueError):
+class WrongNotebookError(ValueError):
     """The handed-in notebook belongs to another assignment (the message says which)."""
 
 
@@ -371,7 +371,7 @@ class RepairSubmission(NbGraderPreprocessor):
         for candidate in dict.fromkeys([course, Path.cwd(), REPO]):
             wrong = wrong_chapter(nb, info["assignment"], candidate)
             if wrong:
-                raise WrongNotebook(wrong)
+                raise WrongNotebookError(wrong)
         nb, notes = repair(nb, expected)
         if resources.get("metadata", {}).get("path"):
             notes += other_notebooks(folder, info["notebook"] + ".ipynb", expected)
