@@ -68,5 +68,5 @@ bench: setup           ## speed figures, measured side by side (BENCH_ARGS="--on
 lint: setup
 	$(PY) -m ruff check course instructor tests bench source
 
-clean:                 ## remove generated grading state (never source/ or release/)
-	rm -rf autograded/*/ feedback/ gradebook.db grades.csv .pytest_cache .exchange/
+clean:                 ## remove generated grading state (never source/, release/ or submitted/)
+	rm -rf autograded/*/ autograded/.batch-state.json feedback/ downloaded/ report-*.txt gradebook.db grades.csv .pytest_cache .exchange/

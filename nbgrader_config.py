@@ -126,3 +126,17 @@ c.Autograde.autograde_preprocessors = sandboxed_steps(c.Autograde.autograde_prep
 # (docs/CLUSTER.md). Every nbgrader command and `python -m instructor` then use it.
 if _os.environ.get("COURSE_DB_URL"):
     c.CourseDirectory.db_url = _os.environ["COURSE_DB_URL"]
+
+# A handed-in notebook with a duplicated (copied in Lab), deleted, reordered or foreign graded
+# cell is mended before nbgrader sanitizes it (instructor/repair.py; nbgrader 0.9.6 stops with
+# "KeyError: 'grade_id'" otherwise); every repair becomes a review reason. The handed-in file
+# is never changed. A notebook of another assignment is refused by name.
+from nbgrader.converters import Autograde as _Autograde  # noqa: E402
+
+from instructor.repair import RepairNotes, RepairSubmission  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = [RepairSubmission, *_Autograde.sanitize_preprocessors.default()]
+c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
+# A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the
+# time limit interrupted it lands on the class batch's progress bar): only critical lines.
+c.Execute.extra_arguments = [*c.Execute.extra_arguments, "--IPKernelApp.log_level=CRITICAL"]

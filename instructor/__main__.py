@@ -61,7 +61,9 @@ def cmd_feedback(args) -> int:
 
 def cmd_export(args) -> int:
     """Grades of the whole gradebook to a CSV file."""
-    out = ROOT.export(Path(args.to).resolve())
+    from .collect import add_folder_column
+
+    out = add_folder_column(ROOT.export(Path(args.to).resolve()), ROOT)  # folder names as handed in
     print(f"grades written to {out}")
     return 0
 
@@ -126,11 +128,15 @@ def check_workspace(mine) -> int:
 def cmd_grade_class(args) -> int:
     """Collect a folder or zip of submissions and grade them all (here, or on a Dask cluster)."""
     from . import batch
+    from . import collect as C
 
     name = ROOT.check_assignment(args.assignment)
+    found = None
     if args.source:
-        found = batch.collect(ROOT, name, Path(args.source))
-        print(f"collected {len(found)} student folder(s) into submitted/")
+        found = C.collect_class(ROOT, name, Path(args.source))
+        print(f"collected {len(found.students)} student folder(s) into submitted/"
+              + (f"; refused {len(found.refused)}" if found.refused else "")
+              + (f"; ignored {', '.join(found.ignored)}" if found.ignored else ""))
     if args.cluster:  # one Dask task per student (docs/CLUSTER.md)
         from .cluster import Dask
 
@@ -142,14 +148,18 @@ def cmd_grade_class(args) -> int:
         reports = batch.grade_class(ROOT, name, runner=runner, regrade=args.regrade)
     except batch.BatchStopped as err:  # still: the table, report and CSV of those recorded
         stopped, reports = err, err.reports
+    C.account(ROOT, name, reports, found)  # folder names, collection notes, refusals
     print(batch.format_table(name, reports))
-    csv = ROOT.export(Path(args.to).resolve())
+    csv = C.add_folder_column(ROOT.export(Path(args.to).resolve()), ROOT)
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)
     print(f"grades: {csv}\nreport: {report}\nfeedback: {ROOT.path / 'feedback'}/<student>/{name}/")
     if stopped:
         print(f"error: {stopped}", file=sys.stderr)
         return 3
-    return 0
+    status, line = C.exit_status(name, reports)
+    if line:
+        print(line, file=sys.stderr)
+    return status
 
 
 def _help(func) -> str:

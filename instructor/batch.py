@@ -4,9 +4,10 @@
 runs :func:`grade_class`, which is written once:
 
 1. **plan** (:func:`plan`): *collect* the submissions into ``submitted/<student>/<assignment>/``
-   (:func:`collect`, ``nbgrader zip_collect``; the collection of issue 22, ``instructor.collect``,
-   plugs in here), *inspect* each student folder (:func:`inspect`: a missing, renamed or broken
-   notebook is reported and skipped; ``instructor.repair`` plugs in here), *fingerprint* it and
+   (:func:`collect`, ``instructor.collect``: any folder name is accepted, mapped to a safe,
+   stable id shown with its name, or refused by name), *inspect* each student folder (:func:`inspect`: a missing, renamed or broken
+   notebook, or another assignment's notebook, is reported and skipped; duplicated, deleted and
+   reordered cells are mended while grading by ``instructor.repair``), *fingerprint* it and
    skip the unchanged ones already in the gradebook (``autograded/.batch-state.json``).
 2. **grade** each remaining student with a *runner*. A runner only supplies "grade this
    student's submission and return its result" (:mod:`instructor.grader`: autograded notebooks,
@@ -45,7 +46,6 @@ import hashlib
 import multiprocessing
 import shutil
 import time
-import zipfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -61,7 +61,6 @@ from .course_root import STATE_FILE, CourseRoot  # noqa: F401 (STATE_FILE: where
 from .grader import TAMPER_MARK, GraderError  # noqa: F401 (part of this module's interface)
 from .nbgrader_ext import review_reasons
 
-STUDENT_FOLDER_REGEXP = r".*/(?P<student_id>[A-Za-z0-9][A-Za-z0-9_.@+\-]*)/(?P<file_id>[^/]+\.ipynb)$"
 TAMPERED = "replaced the grader's check functions (restored before the tests ran)"
 
 
@@ -77,6 +76,7 @@ class StudentReport:
     where: str = ""  # the machine and process that graded it (this run)
     sandbox: str = ""  # "" (not graded in this run), else what the grading kernels ran in
     sandboxed: bool | None = None
+    folder: str = ""  # issue 22: the folder name as handed in, when the student id differs from it
 
 
 class RunnerLost(P.PipelineError):
@@ -108,23 +108,10 @@ class BatchStats:
 
 
 def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
-    """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``."""
-    source = source.resolve()
-    if not source.exists():
-        raise P.PipelineError(f"no submissions at {source}")
-    if source.is_file() and not zipfile.is_zipfile(source):
-        raise P.PipelineError(f"{source} is neither a folder nor a zip file")
-    archive = root.archive(assignment)
-    if archive.exists():
-        shutil.rmtree(archive)
-    archive.mkdir(parents=True)
-    if source.is_dir():
-        shutil.copytree(source, archive / source.name, dirs_exist_ok=True)
-    else:
-        shutil.copy2(source, archive / source.name)
-    root.nbgrader("zip_collect", assignment, "--force",
-                  f"--FileNameCollectorPlugin.named_regexp={STUDENT_FOLDER_REGEXP}")
-    return root.students(assignment)
+    """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``: the student ids."""
+    from .collect import collect_class  # issue 22: collection drops nothing silently
+
+    return sorted(collect_class(root, assignment, source).students)
 
 
 # ---------------------------------------------------------------- plan: inspect
@@ -142,9 +129,15 @@ def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
             problems.append(f"{name} is missing" + (f" (found {', '.join(others)}: renamed?)" if others else ""))
             continue
         try:
-            nbformat.read(str(folder / name), as_version=4)
+            nb = nbformat.read(str(folder / name), as_version=4)
         except Exception as err:  # nbformat raises several types for broken files
             problems.append(f"{name} is not a readable notebook ({type(err).__name__}: {str(err)[:120]})")
+            continue
+        from .repair import wrong_chapter  # issue 22: another assignment's notebook, by its grade ids
+
+        wrong = wrong_chapter(nb, assignment, root.path) or wrong_chapter(nb, assignment, P.REPO)
+        if wrong:
+            problems.append(f"{name}: {wrong}")
     return problems
 
 
@@ -501,9 +494,10 @@ def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
         r = reports[student]
         score = f"{r.score:g}/{r.max_score:g}" if r.status in ("graded", "unchanged") else "-"
         review = REVIEW_MARK if r.review else ""
-        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(r.problems)}")
-    counts = {s: sum(r.status == s for r in reports.values())
-              for s in ("graded", "unchanged", "skipped", "failed", "pending")}
+        notes = ([f"folder {r.folder!r}"] if r.folder else []) + r.problems  # issue 22: the name as handed in
+        lines.append(f"{student:<24}{r.status:<11}{score:>9}  {review:<7}{'; '.join(notes)}")
+    statuses = ("graded", "unchanged", "skipped", "failed", "refused", "pending")  # refused: by collection; pending: the batch stopped first
+    counts = {s: sum(r.status == s for r in reports.values()) for s in statuses}
     flagged = sum(bool(r.review) for r in reports.values())
     lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "pending")
                  + f"; {flagged} for review")
@@ -515,8 +509,9 @@ def write_report(path: Path, assignment: str, reports: dict[str, StudentReport])
     out = [format_table(assignment, reports), ""]
     for student in sorted(reports):
         r = reports[student]
-        if r.problems or r.failed_cells or r.review:
-            out.append(f"## {student} ({r.status})" + (" FOR REVIEW" if r.review else ""))
+        if r.problems or r.failed_cells or r.review or r.folder:
+            out.append(f"## {student} ({r.status})" + (" FOR REVIEW" if r.review else "")
+                       + (f" folder {r.folder!r}" if r.folder else ""))
             out += [f"  review: {p}" for p in r.review]
             out += [f"  problem: {p}" for p in r.problems]
             out += [f"  {g}: {msg}" for g, msg in r.failed_cells.items()]
