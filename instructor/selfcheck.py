@@ -271,7 +271,8 @@ def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot =
 
 def _timeout_seconds(root: CourseRoot) -> str:
     """The cell time limit of ``root``'s configuration, as words."""
-    for line in root.config.read_text().splitlines():
+    said = "nbgrader's Execute.timeout"
+    for line in root.config.read_text().splitlines():  # the last assignment wins, as in the config itself
         if line.replace(" ", "").startswith("c.Execute.timeout="):
-            return f"{line.split('=', 1)[1].strip()} s per cell"
-    return "nbgrader's Execute.timeout"
+            said = f"{line.split('=', 1)[1].split('#', 1)[0].strip()} s per cell"
+    return said

@@ -63,3 +63,17 @@ def test_manual_points_and_timeouts_are_named():
     nb.cells = [honest, looping]
     assert timed_out(nb) == ["attention"]
     assert "time limit" in explain("KeyboardInterrupt: ")
+
+
+def test_self_check_names_a_cell_stopped_at_the_time_limit(tmp_path, capsys):
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    with open(root.config, "a") as config:
+        config.write("\nc.Execute.timeout = 6  # a short limit for this test\n")
+    release_nb, answers = REPOSITORY.release_and_answers(A)
+    looping = dict(answers, hand_answers="while True:  # an infinite loop at the top of a cell\n    pass\n")
+    notebook = tmp_path / "two_keys.ipynb"
+    P.write_nb(P.fill(release_nb, looping), notebook)
+    assert self_check(notebook, A, root=root) == 0
+    out = capsys.readouterr().out
+    assert "interrupted: hand_answers ran past the time limit (6 s per cell)" in out, out
+    assert "FAIL test_hand_answers" in out and "automatic points: 9 of 11" in out
