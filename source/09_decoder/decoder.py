@@ -1213,7 +1213,9 @@ for trial in range(2):
 # %% [markdown]
 # ## Training
 #
-# The training loop of chapter 07, in a locked cell with a fixed seed: 60 AdamW steps at
+# The training loop of chapter 07, in a locked cell. The model starts from fixed weights,
+# `initial_state(0)` loaded by name, so the run is the same however your `DecoderBlock` creates
+# its submodules; the batches come from a fixed seed. 60 AdamW steps at
 # learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, cross-entropy between the
 # logits and `dec_out`. The first loss should be near $\ln 12 \approx 2.485$, a uniform guess.
 # It takes a few seconds on a CPU.
