@@ -19,6 +19,8 @@
    (``--cluster-students``, default 200, on 01_two_keys), the instructor side alone (the
    pipeline with the grading replaced by the results just prepared), and the estimate for
    1,000 students x 8 chapters on 10 and 50 machines (``--only cluster``).
+9. check: ``make check NB=...`` on a solved notebook of 01 and 09 whose source did not change,
+   over plain nbclient execution of the same notebook, interleaved (``--only check``).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -326,9 +328,42 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
               f"{serial / 3600:5.2f} h -> about {total / 3600:5.2f} h")
 
 
+def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
+    """``make check NB=...`` on a solved notebook whose chapter source did not change, beside plain execution."""
+    from instructor import selfcheck
+
+    print("\n## 9. self-check (make check NB=...) of a solved notebook, source unchanged, over plain nbclient "
+          "execution of the same notebook (interleaved, median of", repeat, "each)")
+    os.environ.setdefault(sandbox.ENV, "auto")  # as `python -m instructor check` does
+
+    def quiet(*args, **kwargs):
+        pass
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in assignments:
+            release, answers = REPOSITORY.release_and_answers(name)
+            path = Path(tmp) / f"{REPOSITORY.notebook_name(name)}.ipynb"
+            P.write_nb(P.fill(release, answers), path)
+            def check_it(path=path, name=name):
+                selfcheck.grade_copy(path, name, say=quiet)
+
+            def run_it(path=path):
+                execute(path, path.parent)
+
+            first = timed(check_it, 1)  # (re)builds the self-check course only when the source changed
+            plain, check = [], []
+            for _ in range(repeat):
+                plain.append(timed(run_it, 1))
+                check.append(timed(check_it, 1))
+            p, c = statistics.median(plain), statistics.median(check)
+            print(f"{name:<22} first check {first:6.1f} s | plain execution {p:6.1f} s | check {c:6.1f} s | "
+                  f"ratio check/plain {c / p:5.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster"])
+    parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster",
+                                                "check"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
@@ -338,7 +373,7 @@ def main() -> int:
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
              "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students),
              "sandbox": lambda: bench_sandbox(args.students, args.repeat),
-             "cluster": lambda: bench_cluster(args.cluster_students)}
+             "cluster": lambda: bench_cluster(args.cluster_students), "check": lambda: bench_check(args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

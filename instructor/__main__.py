@@ -113,7 +113,9 @@ def check_workspace(mine) -> int:
     from .selfcheck import grade_copy
 
     for assignment, notebook in mine:
-        _, _, report, result = grade_copy(notebook, assignment, say=lambda *a, **k: None)
+        # on a terminal, a line naming the running cell (rewritten in place, then cleared)
+        _, _, report, result = grade_copy(notebook, assignment, say=lambda *a, **k: None,
+                                          progress=sys.stdout.isatty())
         if result is None:
             line = f"could not grade it: {'; '.join(report.problems)}"
         else:

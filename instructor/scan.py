@@ -67,7 +67,15 @@ MODULES = {
     "sqlite3": "the gradebook", "nbgrader": "the gradebook", "sqlalchemy": "the gradebook",
     "shutil": "files outside the notebook",
 }
-ALLOWED_MAGICS = {"time", "timeit", "matplotlib", "config", "precision", "pprint", "who", "whos"}
+# Honest notebook habits, never flagged: timing, plotting, printing, listing names, reloading edited
+# modules, capturing a cell's output. ``%load_ext`` is allowed for ``autoreload`` only (an extension
+# is arbitrary code); ``%xmode``, ``%debug``, ``%pdb`` and the rest stay flagged.
+ALLOWED_MAGICS = {"time", "timeit", "matplotlib", "config", "precision", "pprint", "who", "whos", "who_ls",
+                  "autoreload", "capture"}
+ALLOWED_EXTENSIONS = {"autoreload"}
+# IPython's rich display (``from IPython.display import display, Math, Markdown``): how notebooks show
+# formulas, tables and images; the kernel's machinery lives elsewhere in IPython and stays flagged.
+DISPLAY_MODULES = {"IPython.display", "IPython.core.display"}
 PATH = re.compile(r"^(?:/[A-Za-z0-9_.~-]|~[/A-Za-z]|[A-Za-z]:\\)|(?:^|[/\\])\.\.(?:[/\\]|$)")
 GRADEBOOK = re.compile(r"gradebook|\.db\b|\.sqlite", re.IGNORECASE)
 
@@ -92,11 +100,13 @@ def _magics(source: str) -> tuple[str, list[str]]:
     for line in source.splitlines():
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
-        escape = re.match(r"^(?:[A-Za-z_][A-Za-z0-9_, ]*=\s*)?([!%]{1,2})\s*([A-Za-z_]*)", stripped)
+        escape = re.match(r"^(?:[A-Za-z_][A-Za-z0-9_, ]*=\s*)?([!%]{1,2})\s*([A-Za-z_]*)(.*)$", stripped)
         if escape:
-            kind, name = escape.groups()
+            kind, name, rest = escape.groups()
             if "!" in kind or name in ("system", "sx", "bash", "sh", "script", "writefile", "run", "load"):
                 found.append(f"runs a shell command or script ({stripped[:40]})")
+            elif name == "load_ext" and set(rest.split()) <= ALLOWED_EXTENSIONS and rest.split():
+                pass
             elif name not in ALLOWED_MAGICS:
                 found.append(f"uses the IPython magic {kind}{name} ({MACHINERY})")
             lines.append(indent + "pass")
@@ -123,7 +133,12 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset()) -
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and node.module == "IPython" \
+                    and all(alias.name == "display" for alias in node.names):
+                names = ["IPython.display"]  # from IPython import display
             for name in names:
+                if name in DISPLAY_MODULES:
+                    continue
                 for module, why in MODULES.items():
                     if name == module or name.startswith(module + "."):
                         found.append(f"imports {name} ({why})")

@@ -73,3 +73,41 @@ def test_sandbox_refusals_in_error_outputs():
     found = refusals(nb)
     assert [index for index, _ in found] == [0, 1]
     assert "read-only" in found[0][1] and "outside" in found[1][1]
+
+
+# Honest habits a student brings from other notebooks: rich display, reloading edited modules,
+# timing, inline plots, capturing output. Each is added as its own cell to the instructor's
+# solution of chapter 01; none may be flagged.
+HONEST_CELLS = {
+    "display_math": 'from IPython.display import display, Math\ndisplay(Math(r"\\frac{QK^\\top}{\\sqrt{d_k}}"))',
+    "display_markdown": "from IPython.display import Markdown, HTML\nMarkdown('**weights** sum to 1')",
+    "display_module": "import IPython.display as ipd\nfrom IPython import display\nipd.display(1)\ndisplay.display(2)",
+    "autoreload": "%load_ext autoreload\n%autoreload 2\nimport course",
+    "inline_plots": "%matplotlib inline\n%config InlineBackend.figure_format = 'retina'\nimport matplotlib.pyplot as plt",
+    "timing": "%%time\nout = softmax(np.zeros((3, 4)))\n%timeit softmax(np.zeros((3, 4)))",
+    "capture": "%%capture printed\nprint('a lot of output')",
+    "listing": "%who\n%whos\n%precision 3\n%pprint",
+}
+
+
+@pytest.mark.parametrize("habit", sorted(HONEST_CELLS))
+def test_honest_notebook_habits_are_never_flagged(habit):
+    release_nb, answers = REPOSITORY.release_and_answers("01_two_keys")
+    filled = P.fill(release_nb, answers)
+    filled.cells.insert(1, nbformat.v4.new_code_cell(HONEST_CELLS[habit]))
+    filled.cells.append(nbformat.v4.new_code_cell(HONEST_CELLS[habit]))
+    assert scan_notebook(filled) == []
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ("from IPython import get_ipython", "get_ipython"),
+    ("import IPython\nIPython.get_ipython()", "imports IPython"),
+    ("from IPython.display import display\nimport IPython.core.interactiveshell", "imports IPython.core.interactiveshell"),
+    ("%load_ext my_extension", "%load_ext"),
+    ("%load_ext autoreload my_extension", "%load_ext"),
+    ("%xmode Verbose", "%xmode"),
+    ("%debug", "%debug"),
+])
+def test_machinery_next_to_the_honest_habits_is_still_found(code, fragment):
+    found = " ".join(scan_source(code))
+    assert fragment in found, found

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import nbformat
 import pytest
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.selfcheck import self_check
+from instructor.selfcheck import explain, manual_points, private_root, self_check, timed_out
 from instructor.zoo import variants_for
 
 pytestmark = pytest.mark.pipeline
@@ -22,14 +23,22 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
 
     assert self_check(buggy, A) == 0
     out = capsys.readouterr().out
+    assert "running test_attention_scaling" in out, "no progress while the cells run"
     assert "FAIL test_attention_scaling" in out and "too peaked, were the scores divided by sqrt(d_k)?" in out
     assert "automatic points: 8 of 11" in out and "feedback: " in out
+    assert "graded by hand: 2 more points (equal_keys_answer: 2)" in out and "feedback shows 8/13" in out
     assert buggy.read_bytes() == before, "the learner's notebook must never be modified"
 
-    solved = tmp_path / "two_keys.ipynb"
-    P.write_nb(P.fill(release_nb, answers), solved)
-    assert self_check(solved) == 0  # the assignment is inferred from the file name
-    assert "automatic points: 11 of 11" in capsys.readouterr().out
+    private = private_root(REPOSITORY, A)
+    built = (private.path / ".selfcheck-stamp").stat().st_mtime_ns, private.notebook("release", A).stat().st_mtime_ns
+    renamed = tmp_path / "elsewhere" / "my_two_keys (copy).ipynb"  # neither its folder nor its name says 01
+    renamed.parent.mkdir()
+    P.write_nb(P.fill(release_nb, answers), renamed)
+    assert self_check(renamed) == 0  # the assignment is recognised by the cells' grade ids
+    out = capsys.readouterr().out
+    assert f"as {A}" in out and "automatic points: 11 of 11" in out
+    after = (private.path / ".selfcheck-stamp").stat().st_mtime_ns, private.notebook("release", A).stat().st_mtime_ns
+    assert after == built, "the self-check course was rebuilt although source/ did not change"
 
 
 def test_self_check_rejects_what_it_cannot_grade(tmp_path):
@@ -37,6 +46,34 @@ def test_self_check_rejects_what_it_cannot_grade(tmp_path):
     broken.write_text("{ not json")
     with pytest.raises(P.PipelineError, match="not a readable notebook"):
         self_check(broken)
+    mystery = nbformat.v4.new_notebook()
+    mystery.cells = [nbformat.v4.new_code_cell("print('my own notes')")]
+    P.write_nb(mystery, tmp_path / "mystery.ipynb")
     with pytest.raises(P.PipelineError, match="cannot tell which assignment"):
-        P.write_nb(P.read_nb(REPOSITORY.notebook("release", A)), tmp_path / "mystery.ipynb")
         self_check(tmp_path / "mystery.ipynb")
+
+
+def test_manual_points_and_timeouts_are_named():
+    assert manual_points(P.read_nb(REPOSITORY.notebook("release", A))) == {"equal_keys_answer": 2.0}
+    nb = nbformat.v4.new_notebook()
+    looping = nbformat.v4.new_code_cell("while True: pass")
+    looping.metadata["nbgrader"] = {"grade_id": "attention", "solution": True, "grade": False}
+    looping.outputs = [nbformat.v4.new_output("error", ename="KeyboardInterrupt", evalue="", traceback=[])]
+    honest = nbformat.v4.new_code_cell("x = 1")
+    nb.cells = [honest, looping]
+    assert timed_out(nb) == ["attention"]
+    assert "time limit" in explain("KeyboardInterrupt: ")
+
+
+def test_self_check_names_a_cell_stopped_at_the_time_limit(tmp_path, capsys):
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    with open(root.config, "a") as config:
+        config.write("\nc.Execute.timeout = 6  # a short limit for this test\n")
+    release_nb, answers = REPOSITORY.release_and_answers(A)
+    looping = dict(answers, hand_answers="while True:  # an infinite loop at the top of a cell\n    pass\n")
+    notebook = tmp_path / "two_keys.ipynb"
+    P.write_nb(P.fill(release_nb, looping), notebook)
+    assert self_check(notebook, A, root=root) == 0
+    out = capsys.readouterr().out
+    assert "interrupted: hand_answers ran past the time limit (6 s per cell)" in out, out
+    assert "FAIL test_hand_answers" in out and "automatic points: 9 of 11" in out

@@ -79,6 +79,12 @@ HAND_OUTPUT = np.array([[0.538, 2.924]])
 '''},
         expect={"test_hand_answers": "HAND_WEIGHTS is off"},
     ),
+    Variant(
+        "hand_output_left_none",
+        "the weights are filled in, the output is left as the stub's None",
+        edits={"hand_answers": (("\nHAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])", ""),)},
+        expect={"test_hand_answers": "HAND_OUTPUT is still None"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -32,6 +32,21 @@ VARIANTS = [
                 "test_window_mask_causal": "expected bool"},
     ),
     Variant(
+        "window_zero_means_full",
+        "window=0 is read as 'no limit' (a common API convention): every token sees every token",
+        edits={"sliding_window_mask": (("allowed = offset.abs() <= window",
+                                        "allowed = offset.abs() <= window if window > 0 else torch.ones(T, T, dtype=torch.bool)"),)},
+        expect={"test_window_mask_rule": "it does not mean 'no limit'",
+                "test_window_mask_causal": "with window=0 each token sees only itself"},
+    ),
+    Variant(
+        "window_numpy_mask",
+        "the mask is built and returned as a NumPy bool array",
+        edits={"sliding_window_mask": (("    return allowed", "    return allowed.numpy()"),)},
+        expect={"test_window_mask_rule": "torch.from_numpy turns a NumPy array into one",
+                "test_window_mask_causal": "torch.from_numpy turns a NumPy array into one"},
+    ),
+    Variant(
         "window_not_causal",
         "causal=True is ignored: the band still reaches into the future",
         edits={"sliding_window_mask": (("    if causal:\n        allowed &= offset <= 0\n", ""),)},
@@ -66,5 +81,17 @@ VARIANTS = [
     return int(sliding_window_mask(L, window, causal).sum())
 '''},
         expect={"test_window_pairs_large": "does not fit in memory"},
+    ),
+]
+
+# Correct answers written differently: each must keep full marks.
+ALTERNATIVES = [
+    Variant(
+        "window_mask_triu_tril",
+        "the band cut out of a matrix of ones with triu and tril (window=0 leaves the diagonal)",
+        replace={"sliding_window_mask": '''def sliding_window_mask(T, window, causal=False):
+    ones = torch.ones(T, T, dtype=torch.bool)
+    return ones.triu(-window).tril(0 if causal else window)  # j >= i - window, and j <= i (+ window)
+'''},
     ),
 ]

@@ -140,6 +140,22 @@ VARIANTS = [
             edits={"encoder_decoder": (("all_weights.append(weights)", "all_weights = [weights]"),)},
             expect={"test_model_shapes": "the cross weights of each of the",
                     "test_cross_attention_map": "both decoder blocks"}),
+    Variant("decode_weights_reversed", "decode collects the blocks' cross weights last block first",
+            edits={"encoder_decoder": (("all_weights.append(weights)", "all_weights.insert(0, weights)"),)},
+            expect={"test_model_block_weights": "decoder block 1's weights in place of block 0's"}),
+    Variant("decode_detaches_memory", "decode detaches the memory: the decoder trains, the encoder never does",
+            edits={"encoder_decoder": (("x, all_weights = self.embed(dec_in), []",
+                                        "x, all_weights, memory = self.embed(dec_in), [], memory.detach()"),)},
+            expect={"test_model_gradients": "gets no gradient from the loss on the logits"}),
+    Variant("encode_without_grad", "encode runs under torch.no_grad(), as if the memory were a constant",
+            edits={"encoder_decoder": (("        x = self.embed(src)\n        for block in self.encoder_blocks:\n"
+                                        "            x, _ = block(x, padding_mask=padding_mask)\n"
+                                        "        return self.encoder_norm(x)",
+                                        "        with torch.no_grad():\n            x = self.embed(src)\n"
+                                        "            for block in self.encoder_blocks:\n"
+                                        "                x, _ = block(x, padding_mask=padding_mask)\n"
+                                        "            return self.encoder_norm(x)"),)},
+            expect={"test_model_gradients": "must not run under torch.no_grad()"}),
     # ------------------------------------------------------------ Part D: quiz
     Variant("quiz_causal_everywhere", "Q1: the causal mask on both attentions",
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "b", "c", "c"'),)},
@@ -192,6 +208,23 @@ ALTERNATIVES = [
                                               average_attn_weights=False)
             x = self.norm2(x + h)"""),
         )},
+    ),
+    Variant(
+        "decoder_block_cross_attention_first",
+        "the solution with its two attention modules created in the other order (cross_attention first)",
+        edits={"decoder_block": ((
+            """        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)""",
+            """        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"""),)},
+    ),
+    Variant(
+        "decode_weights_by_index",
+        "decode fills a list of the right length by block index instead of appending",
+        edits={"encoder_decoder": (
+            ("x, all_weights = self.embed(dec_in), []", "x, all_weights = self.embed(dec_in), [None] * len(self.decoder_blocks)"),
+            ("for block in self.decoder_blocks:\n            x, weights", "for index, block in enumerate(self.decoder_blocks):\n            x, weights"),
+            ("all_weights.append(weights)", "all_weights[index] = weights"))},
     ),
     Variant(
         "causal_mask_from_ones",

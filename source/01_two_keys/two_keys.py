@@ -144,7 +144,7 @@ for trial in range(6):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part B · Scaled dot-product attention (5 points)
+# ## Part B · Scaled dot-product attention (6 points)
 #
 # For every query $i$ and key $j$ the score is the dot product $q_i \cdot k_j$ divided by
 # $\sqrt{d_k}$; all of them at once are the matrix $Q K^\top / \sqrt{d_k}$ of shape
@@ -346,6 +346,8 @@ for trial in range(3):
 # `np.e` is Euler's number if you want it.
 
 # %% nbgrader={"grade": false, "grade_id": "hand_answers", "locked": false, "schema_version": 3, "solution": true}
+HAND_WEIGHTS = None  # replace None with the weights of key 1 and key 2, as an array of shape (1, 2)
+HAND_OUTPUT = None  # replace None with the output, as an array of shape (1, 2)
 ### BEGIN SOLUTION
 HAND_WEIGHTS = np.array([[np.e / (np.e + 1), 1 / (np.e + 1)]])
 HAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])
@@ -353,6 +355,8 @@ HAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])
 
 # %% nbgrader={"grade": true, "grade_id": "test_hand_answers", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """HAND_WEIGHTS and HAND_OUTPUT hold the two-key answers to three decimals."""
+for name, answer in (("HAND_WEIGHTS", HAND_WEIGHTS), ("HAND_OUTPUT", HAND_OUTPUT)):
+    check_true(answer is not None, f"{name} is still None: replace None with your answer, an array of shape (1, 2)")
 check_shape("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), (1, 2), hint="one query, two keys: shape (1, 2)")
 check_shape("HAND_OUTPUT", np.asarray(HAND_OUTPUT), (1, 2), hint="one query, values of width 2: shape (1, 2)")
 check_rows_sum_to_one("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), atol=2e-3)

@@ -1258,7 +1258,8 @@ assert band_speedup > 2
 # %% nbgrader={"grade": true, "grade_id": "test_window_mask_rule", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """sliding_window_mask(T, w) is a (T, T) bool tensor, True exactly when |i - j| <= w."""
 mask = sliding_window_mask(6, 1)
-check_type("sliding_window_mask(6, 1)", mask, torch.Tensor)
+check_type("sliding_window_mask(6, 1)", mask, torch.Tensor,
+           hint="return a torch tensor of dtype torch.bool (torch.from_numpy turns a NumPy array into one)")
 check_shape("sliding_window_mask(6, 1)", mask, (6, 6))
 check_true(mask.dtype == torch.bool, f"sliding_window_mask(6, 1) has dtype {mask.dtype}: masks are bool tensors "
            "(True = may attend); a float mask would be *added* to the scores by F.scaled_dot_product_attention")
@@ -1273,12 +1274,18 @@ check_true(not bool(mask[0, 2]), "sliding_window_mask(6, 1) lets query 0 see key
            "window=1 only keys with |i - j| <= 1 are allowed (off by one?)")
 check_true(bool(mask[0, 1]), "sliding_window_mask(6, 1) hides key 1 from query 0, one position away: the window "
            "includes the distance `window` itself, |i - j| <= window (off by one?)")
+only_itself = sliding_window_mask(5, 0)
+check_type("sliding_window_mask(5, 0)", only_itself, torch.Tensor)
+check_true(torch.equal(only_itself, torch.eye(5, dtype=torch.bool)), "sliding_window_mask(5, 0) is not the diagonal "
+           "alone: window=0 lets each token see only itself (|i - j| <= 0); it does not mean 'no limit'")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(95)
 for trial in range(8):
     T = int(torch.randint(1, 14, (), generator=gen))
     window = int(torch.randint(0, T + 3, (), generator=gen))
     mine = sliding_window_mask(T, window)
+    check_type(f"sliding_window_mask({T}, {window})", mine, torch.Tensor,
+               hint="return a torch tensor of dtype torch.bool (torch.from_numpy turns a NumPy array into one)")
     check_shape(f"sliding_window_mask({T}, {window})", mine, (T, T))
     check_true(mine.dtype == torch.bool, f"sliding_window_mask({T}, {window}) has dtype {mine.dtype}, expected bool")
     rule = torch.tensor([[abs(i - j) <= window for j in range(T)] for i in range(T)]).reshape(T, T)
@@ -1297,6 +1304,8 @@ for trial in range(8):
 # %% nbgrader={"grade": true, "grade_id": "test_window_mask_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With causal=True the band keeps only its past half: True exactly when i - w <= j <= i."""
 mask = sliding_window_mask(6, 2, causal=True)
+check_type("sliding_window_mask(6, 2, causal=True)", mask, torch.Tensor,
+           hint="return a torch tensor of dtype torch.bool (torch.from_numpy turns a NumPy array into one)")
 check_shape("sliding_window_mask(6, 2, causal=True)", mask, (6, 6))
 check_true(mask.dtype == torch.bool, f"sliding_window_mask(6, 2, causal=True) has dtype {mask.dtype}, expected bool")
 future = bool(mask.triu(diagonal=1).any())
@@ -1307,12 +1316,15 @@ check_true(not future, "sliding_window_mask(6, 2, causal=True) lets queries see 
            "the mask is not causal when asked; with causal=True also require j <= i")
 check_true(bool(mask[3, 1]) and not bool(mask[3, 0]), "sliding_window_mask(6, 2, causal=True): query 3 must see "
            "keys 1, 2 and 3 (the window reaches `window` positions back) and not key 0")
+check_true(torch.equal(sliding_window_mask(4, 0, causal=True), torch.eye(4, dtype=torch.bool)),
+           "sliding_window_mask(4, 0, causal=True) is not the diagonal alone: with window=0 each token sees only itself")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(96)
 for trial in range(6):
     T = int(torch.randint(2, 14, (), generator=gen))
     window = int(torch.randint(0, T + 2, (), generator=gen))
     mine = sliding_window_mask(T, window, causal=True)
+    check_type(f"sliding_window_mask({T}, {window}, causal=True)", mine, torch.Tensor)
     check_shape(f"sliding_window_mask({T}, {window}, causal=True)", mine, (T, T))
     rule = torch.tensor([[0 <= i - j <= window for j in range(T)] for i in range(T)]).reshape(T, T)
     wrong_side = torch.tensor([[0 <= j - i <= window for j in range(T)] for i in range(T)]).reshape(T, T)

@@ -30,6 +30,7 @@
 #
 # **Conventions** (those of chapter 04). Tensors are batch first. The decoder input `x` is
 # `(B, T, D)`; the encoder output, the **memory**, is `(B, S, D)`, and `S` need not equal `T`.
+# An attention with `H` heads splits the width `D` into heads of width $d_{\text{head}} = D / H$.
 # Masks follow `nn.MultiheadAttention`: **True means drop**. A causal mask is `(T, T)`, True
 # above the diagonal; a memory padding mask is `(B, S)`, True at PAD positions of the source.
 # Dropout is 0 throughout, so every check is deterministic.
@@ -133,7 +134,10 @@ class EncoderBlock(nn.Module):
 
 # %% [markdown]
 # The graded tests call your code through `attempt`, which turns an exception into a failed
-# check that names the call, so a crash reads as a message rather than a bare traceback.
+# check that names the call, so a crash reads as a message rather than a bare traceback. They
+# also choose every parameter: `new_block` builds your `DecoderBlock` and loads parameters the
+# test drew, by the names the exercise gives (`load_state`), so no result depends on the order
+# in which you create the submodules or on their random initial values.
 
 # %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
 def attempt(what, function, *args, hint=None, **kwargs):
@@ -150,14 +154,95 @@ def causal_mask(n):
     return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
 
 
+def attention_state(width, gen, scale):
+    """Parameters of one nn.MultiheadAttention(width, heads), drawn by the test."""
+    return {"in_proj_weight": scale * torch.randn(3 * width, width, generator=gen),
+            "in_proj_bias": scale * torch.randn(3 * width, generator=gen),
+            "out_proj.weight": scale * torch.randn(width, width, generator=gen),
+            "out_proj.bias": scale * torch.randn(width, generator=gen)}
+
+
+def block_state(width, hidden, seed, attentions=("self_attention", "cross_attention"), norms=3, scale=0.4):
+    """Every parameter of a block, by the names of the exercise, drawn from `seed` (LayerNorm scales near 1).
+
+    The tests load these into your block, so no result depends on how, or in which order, it was built.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    state = {}
+    for name in attentions:
+        state.update({f"{name}.{key}": value for key, value in attention_state(width, gen, scale).items()})
+    for index in range(1, norms + 1):
+        state[f"norm{index}.weight"] = 1.0 + scale * torch.randn(width, generator=gen)
+        state[f"norm{index}.bias"] = scale * torch.randn(width, generator=gen)
+    state["ffn.linear1.weight"] = scale * torch.randn(hidden, width, generator=gen)
+    state["ffn.linear1.bias"] = scale * torch.randn(hidden, generator=gen)
+    state["ffn.linear2.weight"] = scale * torch.randn(width, hidden, generator=gen)
+    state["ffn.linear2.bias"] = scale * torch.randn(width, generator=gen)
+    return state
+
+
+def load_state(what, module, state):
+    """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
+    result = attempt(f"{what}.load_state_dict", module.load_state_dict, state, strict=False,
+                     hint="build the submodules with the names and sizes the exercise gives")
+    missing = list(getattr(result, "unexpected_keys", []))  # keys of the test's state that `module` lacks
+    check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
+               "the exercise names")
+    return module
+
+
+def initial_state(seed, width=64, heads=4, hidden=128, layers=2, max_positions=16, norm_first=False):
+    """The starting parameters of EncoderDecoder(width, heads, hidden, layers, max_positions), by name.
+
+    PyTorch's default initialisation, drawn after torch.manual_seed(seed) in the order of the text's
+    list of submodules, so a model starts from the same weights however its parts were created.
+    """
+    torch.manual_seed(seed)
+
+    def attention():
+        return nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+
+    def decoder_parts():
+        return nn.ModuleDict({"self_attention": attention(), "cross_attention": attention(),
+                              "norm1": nn.LayerNorm(width), "norm2": nn.LayerNorm(width),
+                              "norm3": nn.LayerNorm(width), "ffn": FeedForward(width, hidden)})
+
+    parts = nn.ModuleDict({
+        "token_embedding": nn.Embedding(VOCAB, width), "position_embedding": nn.Embedding(max_positions, width),
+        "encoder_blocks": nn.ModuleList(EncoderBlock(width, heads, hidden, norm_first) for _ in range(layers)),
+        "encoder_norm": nn.LayerNorm(width),
+        "decoder_blocks": nn.ModuleList(decoder_parts() for _ in range(layers)),
+        "decoder_norm": nn.LayerNorm(width), "head": nn.Linear(width, VOCAB)})
+    return {key: value.detach().clone() for key, value in parts.state_dict().items()}
+
+
+def new_model(seed, width=64, heads=4, hidden=128, layers=2, norm_first=False, noise=0.0):
+    """EncoderDecoder(...) holding initial_state(seed, ...), plus `noise` times a normal draw on every parameter."""
+    state = initial_state(seed, width, heads, hidden, layers, norm_first=norm_first)
+    gen = torch.Generator().manual_seed(seed)
+    state = {key: state[key] + noise * torch.randn(state[key].shape, generator=gen) for key in sorted(state)}
+    what = f"EncoderDecoder(width={width}, heads={heads}, hidden={hidden}, layers={layers}, norm_first={norm_first})"
+    model = attempt(what, EncoderDecoder, width=width, heads=heads, hidden=hidden, layers=layers, norm_first=norm_first)
+    return load_state(what, model, state), state
+
+
+def new_block(width, heads, hidden, norm_first=False, seed=0):
+    """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed`, in eval mode."""
+    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
+    block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
+    return load_state(what, block, block_state(width, hidden, seed)).eval()
+
+
 # %% [markdown]
 # ## Part A · Cross-attention (3 points)
 #
 # Cross-attention is the attention formula of chapter 01 with its inputs taken from two
 # sequences. With decoder states $X$ (`(T, D)`) and memory $M$ (`(S, D)`), per head
 #
+# (with $W^Q, W^K, W^V$ of shape $D \times d_{\text{head}}$, so the scale is the width of one head)
+#
 # $$Q = X W^Q, \quad K = M W^K, \quad V = M W^V, \qquad
-#   \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d}}\right) V .$$
+#   \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_{\text{head}}}}\right) V .$$
 #
 # The score matrix is $T \times S$: one row per decoder position, one column per source
 # position. Each row is a distribution over the source, so output $i$ is a mixture of source
@@ -336,7 +421,10 @@ for _ in range(4):
 # `ffn` (`FeedForward(width, hidden)`). `forward(x, memory, causal_mask=None,
 # memory_padding_mask=None)` returns `(out, cross_weights)`: `out` `(B, T, D)` and the
 # cross-attention weights of every head `(B, H, T, S)`. Your `cross_attention` from Part A
-# is there to be used. This is the computation of `nn.TransformerDecoderLayer(width, heads,
+# is there to be used. Mind the two names: `self.cross_attention` is the block's
+# `nn.MultiheadAttention` *module* (the name the graded API and `nn.TransformerDecoderLayer`'s
+# comparison expect), `cross_attention` is your Part A *function*, which takes that module as its
+# first argument: `cross_attention(self.cross_attention, h, memory, memory_padding_mask)`. This is the computation of `nn.TransformerDecoderLayer(width, heads,
 # hidden, dropout=0.0, activation="relu", batch_first=True, norm_first=...)`.
 
 # %% nbgrader={"grade": false, "grade_id": "decoder_block", "locked": false, "schema_version": 3, "solution": true}
@@ -446,7 +534,7 @@ for trial in range(4):
 """DecoderBlock returns (out (B, T, D), cross_weights (B, H, T, S)), also when T and S differ."""
 def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first):
     width = heads * d_head
-    block = DecoderBlock(width, heads, 2 * width, norm_first=norm_first).eval()
+    block = new_block(width, heads, 2 * width, norm_first=norm_first, seed=40 + length)
     x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
     call = f"DecoderBlock(norm_first={norm_first}) on x {tuple(x.shape)}, memory {tuple(memory.shape)}"
     with torch.no_grad():
@@ -492,13 +580,13 @@ def check_decoder_causal(block, x, memory):
 
 
 torch.manual_seed(5)
-check_decoder_causal(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
+check_decoder_causal(new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(96)
-for trial in range(4):
-    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can only output two values
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length, source_length = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
-    block = DecoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
+    block = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
     check_decoder_causal(block, torch.randn(2, length, heads * d_head, generator=gen),
                          torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
@@ -522,14 +610,14 @@ def check_sees_all_memory(block, x, memory):
 
 
 torch.manual_seed(6)
-check_sees_all_memory(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
+check_sees_all_memory(new_block(8, 2, 16, seed=6), torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(97)
 for trial in range(4):
-    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length = int(torch.randint(2, 7, (1,), generator=gen))
     source_length = length if trial < 2 else length + 1
-    block = DecoderBlock(heads * d_head, heads, 6, norm_first=bool(trial % 2)).eval()
+    block = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
     check_sees_all_memory(block, torch.randn(2, length, heads * d_head, generator=gen),
                           torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
@@ -556,17 +644,18 @@ def check_decoder_padding(block, x, memory, lengths):
 
 
 torch.manual_seed(7)
-check_decoder_padding(DecoderBlock(8, 2, 16).eval(), torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
+check_decoder_padding(new_block(8, 2, 16, seed=7), torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(98)
 for trial in range(4):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
+    d_head += 2  # widths of 3 and more
     length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
     if trial == 0:
         source_length = length = max(length, 2)  # T = S: a mask put on the wrong attention runs without an error
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    block = DecoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
+    block = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
     check_decoder_padding(block, torch.randn(batch + 1, length, heads * d_head, generator=gen),
                           torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
@@ -585,45 +674,59 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm and agrees with nn.TransformerDecoderLayer(norm_first=False)."""
 ### BEGIN HIDDEN TESTS
-def _reference_layer(block, norm_first):
-    """nn.TransformerDecoderLayer with the block's parameters, copied module by module."""
-    layer = nn.TransformerDecoderLayer(block.self_attention.embed_dim, block.self_attention.num_heads,
-                                       block.ffn.linear1.out_features, dropout=0.0, activation="relu",
-                                       batch_first=True, norm_first=norm_first)
-    layer.self_attn.load_state_dict(block.self_attention.state_dict())
-    layer.multihead_attn.load_state_dict(block.cross_attention.state_dict())
-    layer.linear1.load_state_dict(block.ffn.linear1.state_dict())
-    layer.linear2.load_state_dict(block.ffn.linear2.state_dict())
-    for index in (1, 2, 3):
-        getattr(layer, f"norm{index}").load_state_dict(getattr(block, f"norm{index}").state_dict())
+_LAYER_NAMES = (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", ""))
+
+
+def _reference_layer(state, width, heads, hidden, norm_first):
+    """nn.TransformerDecoderLayer holding the parameters `state` that the test loaded into the block."""
+    layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
+                                       norm_first=norm_first)
+    renamed = {}
+    for key, value in state.items():
+        for ours, theirs in _LAYER_NAMES:
+            key = key.replace(ours, theirs) if key.startswith(ours) else key
+        renamed[key] = value
+    layer.load_state_dict(renamed)
     return layer.train()  # dropout is 0; train mode avoids the fused fast path
 
 
-def _by_hand(block, x, memory, future, pad, pre, mistake=None):
-    """The decoder block computed from its parts, with one named mistake switched on."""
-    n1, n2, n3 = block.norm1, block.norm2, block.norm3
+def _by_hand(layer, x, memory, future, pad, pre, mistake=None):
+    """The decoder block computed from the reference layer's parts, with one named mistake switched on."""
+    n1, n2, n3 = layer.norm1, layer.norm2, layer.norm3
     if mistake == "norms":
         n1, n2, n3 = n2, n1, n3
     self_mask = None if mistake == "no causal" else future
 
     def self_attend(h):
-        return block.self_attention(h, h, h, attn_mask=self_mask, need_weights=False)[0]
+        return layer.self_attn(h, h, h, attn_mask=self_mask, need_weights=False)[0]
 
     def cross(h):
         source = h if mistake == "kv from x" else n2(memory) if mistake == "memory normed" else memory
         mask = None if mistake in ("no pad", "kv from x") else pad
         extra = future if mistake == "causal cross" else None
-        return block.cross_attention(h, source, source, key_padding_mask=mask, attn_mask=extra, need_weights=False)[0]
+        return layer.multihead_attn(h, source, source, key_padding_mask=mask, attn_mask=extra, need_weights=False)[0]
+
+    def ffn(h):
+        return layer.linear2(torch.relu(layer.linear1(h)))
 
     keep_cross = 0.0 if mistake == "no cross residual" else 1.0
     keep_ffn = 0.0 if mistake == "no ffn residual" else 1.0
     if pre:
         x = x + self_attend(n1(x))
         x = keep_cross * x + cross(n2(x))
-        return keep_ffn * x + block.ffn(n3(x))
+        return keep_ffn * x + ffn(n3(x))
     x = n1(x + self_attend(x))
     x = n2(keep_cross * x + cross(x))
-    return n3(keep_ffn * x + block.ffn(x))
+    return n3(keep_ffn * x + ffn(x))
+
+
+def _reference_cross_weights(layer, y, memory, future, pad, norm_first):
+    """The per-head cross-attention weights of the reference layer: queries from the stream after self-attention."""
+    h = layer.norm1(y) if norm_first else y
+    stream = y + layer.self_attn(h, h, h, attn_mask=future, need_weights=False)[0]
+    query = layer.norm2(stream) if norm_first else layer.norm1(stream)
+    return layer.multihead_attn(query, memory, memory, key_padding_mask=pad, need_weights=True,
+                                average_attn_weights=False)[1]
 
 
 _MISTAKES = {
@@ -645,10 +748,10 @@ def _compare_with_pytorch(norm_first, seed):
         length, hidden = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(2, 12, (1,), generator=gen))
         source_length = length if trial % 3 == 0 else int(torch.randint(2, 9, (1,), generator=gen))
         width = 2 * heads * d_head
-        block = DecoderBlock(width, heads, hidden, norm_first=norm_first).eval()
-        with torch.no_grad():
-            for p in block.parameters():
-                p.add_(0.3 * torch.randn(p.shape, generator=gen))
+        state = block_state(width, hidden, seed=10 * seed + trial)
+        what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
+        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state).eval()
+        layer = _reference_layer(state, width, heads, hidden, norm_first)
         x = torch.randn(batch, length, width, generator=gen)
         memory = torch.randn(batch, source_length, width, generator=gen)
         pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (batch,), generator=gen)[:, None]
@@ -657,22 +760,16 @@ def _compare_with_pytorch(norm_first, seed):
         with torch.no_grad():
             out, weights = attempt(f"DecoderBlock(norm_first={norm_first}) ({where})", block, x, memory,
                                    causal_mask=future, memory_padding_mask=pad)
-            want = _reference_layer(block, norm_first)(x, memory, tgt_mask=future, memory_key_padding_mask=pad)
+            want = layer(x, memory, tgt_mask=future, memory_key_padding_mask=pad)
             causes = {}
             for key, text in _MISTAKES.items():
                 if key == "causal cross" and (future is None or source_length != length):
                     continue
-                causes[text] = _by_hand(block, x, memory, future, pad, norm_first, key)
+                causes[text] = _by_hand(layer, x, memory, future, pad, norm_first, key)
             other = "post-norm" if norm_first else "pre-norm"
-            causes[f"the block computes {other}: follow norm_first"] = _by_hand(block, x, memory, future, pad,
+            causes[f"the block computes {other}: follow norm_first"] = _by_hand(layer, x, memory, future, pad,
                                                                                 not norm_first)
-            if norm_first:
-                h = block.norm1(x)
-                query = block.norm2(x + block.self_attention(h, h, h, attn_mask=future, need_weights=False)[0])
-            else:
-                query = block.norm1(x + block.self_attention(x, x, x, attn_mask=future, need_weights=False)[0])
-            want_weights = block.cross_attention(query, memory, memory, key_padding_mask=pad, need_weights=True,
-                                                 average_attn_weights=False)[1]
+            want_weights = _reference_cross_weights(layer, x, memory, future, pad, norm_first)
         check_close(f"out ({where})", out, want, atol=1e-4, likely_causes=causes,
                     hint=f"compare your {'pre' if norm_first else 'post'}-norm steps with the table of Part B")
         check_close(f"cross_weights ({where})", weights, want_weights, atol=1e-5,
@@ -683,7 +780,9 @@ def _compare_with_pytorch(norm_first, seed):
 _compare_with_pytorch(norm_first=False, seed=99)
 ### END HIDDEN TESTS
 torch.manual_seed(8)
-block = DecoderBlock(8, 2, 16, norm_first=False).eval()
+state = block_state(8, 16, seed=8)
+state["norm3.weight"], state["norm3.bias"] = torch.ones(8), torch.zeros(8)  # norm3 as at initialisation
+block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state).eval()
 with torch.no_grad():
     out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
                      causal_mask=causal_mask(4))
@@ -694,11 +793,14 @@ check_close("standard deviation over the features of every output token (post-no
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=True is pre-norm, with a clean residual path, and agrees with nn.TransformerDecoderLayer(norm_first=True)."""
-def check_clean_residual(block, x, memory):
+def check_clean_residual(width, heads, hidden, x, memory, seed):
+    state = block_state(width, hidden, seed)
+    for key in state:  # every sublayer's last linear map outputs zero
+        if key.startswith(("self_attention.out_proj.", "cross_attention.out_proj.", "ffn.linear2.")):
+            state[key] = torch.zeros_like(state[key])
+    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first=True)"
+    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state).eval()
     with torch.no_grad():
-        for layer in (block.self_attention.out_proj, block.cross_attention.out_proj, block.ffn.linear2):
-            layer.weight.zero_()
-            layer.bias.zero_()
         out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=causal_mask(x.shape[1]))
     check_close("out of a pre-norm block whose three sublayers output zero", out, x, atol=1e-6,
                 hint="pre-norm is x = x + sublayer(norm(x)) three times: the residual path goes through no norm, "
@@ -706,7 +808,7 @@ def check_clean_residual(block, x, memory):
 
 
 torch.manual_seed(9)
-check_clean_residual(DecoderBlock(8, 2, 16, norm_first=True).eval(), torch.randn(2, 4, 8), torch.randn(2, 5, 8))
+check_clean_residual(8, 2, 16, torch.randn(2, 4, 8), torch.randn(2, 5, 8), seed=9)
 ### BEGIN HIDDEN TESTS
 _compare_with_pytorch(norm_first=True, seed=100)
 ### END HIDDEN TESTS
@@ -728,12 +830,12 @@ def check_decoder_gradients(block, x, memory):
 
 
 torch.manual_seed(10)
-check_decoder_gradients(DecoderBlock(8, 2, 16), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
-    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
-    check_decoder_gradients(DecoderBlock(heads * d_head, heads, 9, norm_first=bool(trial)),
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
+    check_decoder_gradients(new_block(heads * d_head, heads, 9, norm_first=bool(trial), seed=1010 + trial),
                             torch.randn(2, 4, heads * d_head, generator=gen), torch.randn(2, 3, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
@@ -782,7 +884,7 @@ def greedy_decode(model, src, max_len):
 
 
 # %% [markdown]
-# ## Part C · The whole encoder-decoder (6 points)
+# ## Part C · The whole encoder-decoder (8 points)
 #
 # The model of the figure, with the sizes of chapter 07 (width 64, 4 heads, FFN width 128,
 # 2 encoder and 2 decoder blocks). `__init__` and `forward` are given; you write
@@ -953,56 +1055,91 @@ def check_model_masks(model, source_length, n):
                          "memory_padding_mask) in decode")
 
 
-torch.manual_seed(12)
-check_model_masks(EncoderDecoder().eval(), 6, 6)
+check_model_masks(new_model(12)[0].eval(), 6, 6)
 ### BEGIN HIDDEN TESTS
 for seed in range(2):
-    torch.manual_seed(103 + seed)
-    check_model_masks(EncoderDecoder(width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed)).eval(),
-                      4 + seed, 3 + 2 * seed)
+    model_, _ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed), noise=0.1)
+    check_model_masks(model_.eval(), 4 + seed, 3 + 2 * seed)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """With the same weights, the model computes what nn.Transformer computes, in both norm placements."""
 ### BEGIN HIDDEN TESTS
-def _stack_by_hand(net, src, dec_in, pad, final_norms=True, causal=True, block_pad=True):
-    x = net.embed(src)
-    for blk in net.encoder_blocks:
-        x = blk(x, padding_mask=pad if block_pad else None)[0]
-    memory = net.encoder_norm(x) if final_norms else x
-    y, n = net.embed(dec_in), dec_in.size(1)
-    for blk in net.decoder_blocks:
-        y = _reference_layer(blk, net.norm_first)(y, memory, tgt_mask=causal_mask(n) if causal else None,
-                                                  memory_key_padding_mask=pad if block_pad else None)
-    return net.head(net.decoder_norm(y) if final_norms else y)
+_TWIN_NAMES = (("encoder_blocks.", "encoder.layers."), ("decoder_blocks.", "decoder.layers."),
+               (".attention.", ".self_attn."), (".self_attention.", ".self_attn."),
+               (".cross_attention.", ".multihead_attn."), (".ffn.", "."), ("encoder_norm.", "encoder.norm."),
+               ("decoder_norm.", "decoder.norm."))
+
+
+class _Reference:
+    """nn.Transformer, embeddings and head holding the parameters `state` the test loaded into the model."""
+
+    def __init__(self, state, heads, norm_first):
+        width, hidden = state["head.weight"].shape[1], state["decoder_blocks.0.ffn.linear1.weight"].shape[0]
+        layers = len({key.split(".")[1] for key in state if key.startswith("decoder_blocks.")})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.twin = nn.Transformer(width, heads, layers, layers, hidden, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first).train()
+        renamed = {}
+        for key, value in state.items():
+            if key.startswith(("token_embedding.", "position_embedding.", "head.")):
+                continue
+            for ours, theirs in _TWIN_NAMES:
+                key = key.replace(ours, theirs)
+            renamed[key] = value
+        self.twin.load_state_dict(renamed)
+        self.state, self.norm_first = state, norm_first
+
+    def embed(self, tokens):
+        return self.state["token_embedding.weight"][tokens] + self.state["position_embedding.weight"][: tokens.size(1)]
+
+    def encode(self, src, pad=None, final_norm=True, block_pad=True):
+        x = self.embed(src)
+        for layer in self.twin.encoder.layers:
+            x = layer(x, src_key_padding_mask=pad if block_pad else None)
+        return self.twin.encoder.norm(x) if final_norm else x
+
+    def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True):
+        """Hidden states (B, n, D) and the cross weights of every block, first block first."""
+        y, n, all_weights = self.embed(dec_in), dec_in.size(1), []
+        future = causal_mask(n) if causal else None
+        for layer in self.twin.decoder.layers:
+            all_weights.append(_reference_cross_weights(layer, y, memory, future, pad if block_pad else None,
+                                                        self.norm_first))
+            y = layer(y, memory, tgt_mask=future, memory_key_padding_mask=pad if block_pad else None)
+        return (self.twin.decoder.norm(y) if final_norm else y), all_weights
+
+    def logits(self, src, dec_in, pad=None, final_norms=True, causal=True, block_pad=True):
+        memory = self.encode(src, pad, final_norms, block_pad)
+        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad)[0]
+        return hidden @ self.state["head.weight"].T + self.state["head.bias"]
 
 
 gen = torch.Generator().manual_seed(105)
 for trial in range(4):
     heads = int(torch.randint(1, 4, (1,), generator=gen))
-    net = EncoderDecoder(width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
-                         layers=1 + trial % 3, norm_first=bool(trial % 2)).train()
-    with torch.no_grad():
-        for p in net.parameters():
-            p.add_(0.3 * torch.randn(p.shape, generator=gen))
+    net, state = new_model(1050 + trial, width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
+                           layers=1 + trial % 3, norm_first=bool(trial % 2), noise=0.3)
+    net.train()
+    reference = _Reference(state, heads, bool(trial % 2))
     source_length, n = (int(v) for v in torch.randint(2, 9, (2,), generator=gen))
     src = torch.randint(2, VOCAB, (3, source_length), generator=gen)
     dec_in = torch.randint(0, VOCAB, (3, n), generator=gen)
     pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (3,), generator=gen)[:, None]
     with torch.no_grad():
         mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad)
-        want = twin_logits(net, pytorch_twin(net), src, dec_in, pad)
+        want = reference.logits(src, dec_in, pad)
         causes = {"encode or decode leaves out its final LayerNorm (encoder_norm, decoder_norm)":
-                  _stack_by_hand(net, src, dec_in, pad, final_norms=False),
-                  "decode passes no causal mask to the decoder blocks": _stack_by_hand(net, src, dec_in, pad, causal=False),
-                  "the padding mask does not reach the blocks": _stack_by_hand(net, src, dec_in, pad, block_pad=False)}
-    check_close(f"logits vs nn.Transformer ({len(net.encoder_blocks)} + {len(net.decoder_blocks)} blocks, "
-                f"norm_first={net.norm_first}, S={source_length}, n={n}, with source padding)", mine, want, atol=1e-4,
+                  reference.logits(src, dec_in, pad, final_norms=False),
+                  "decode passes no causal mask to the decoder blocks": reference.logits(src, dec_in, pad, causal=False),
+                  "the padding mask does not reach the blocks": reference.logits(src, dec_in, pad, block_pad=False)}
+    check_close(f"logits vs nn.Transformer ({1 + trial % 3} + {1 + trial % 3} blocks, "
+                f"norm_first={bool(trial % 2)}, S={source_length}, n={n}, with source padding)", mine, want, atol=1e-4,
                 likely_causes=causes, hint="encode: embed, every encoder block, encoder_norm; decode: embed, every "
                                            "decoder block with the causal mask and the memory, decoder_norm")
 ### END HIDDEN TESTS
-torch.manual_seed(13)
-model_ = EncoderDecoder(width=16, heads=2, hidden=32).eval()
+model_, _ = new_model(13, width=16, heads=2, hidden=32)
 src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
 with torch.no_grad():
     check_close("logits of your model vs nn.Transformer holding the same weights",
@@ -1011,9 +1148,74 @@ with torch.no_grad():
                                 "causal mask and the memory, decoder_norm")
 
 # %% [markdown]
+# Two more promises of the text: `decode` returns the cross weights **first block first**, and
+# the encoder learns **through** the decoder. The memory is the only path from the loss back to
+# the encoder: no `.detach()` and no `torch.no_grad()` may cut it.
+
+# %% nbgrader={"grade": true, "grade_id": "test_model_block_weights", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""decode returns the cross weights of every decoder block, first block first, as nn.Transformer computes them."""
+def check_weights_per_block(model, reference, src, dec_in):
+    """`reference`: the test's nn.Transformer with the model's parameters (defined in test_model_matches_pytorch)."""
+    with torch.no_grad():
+        memory = reference.encode(src)  # the reference memory: only decode is under test here
+        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory)
+        wanted = reference.decode(dec_in, memory)[1]
+    check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
+    weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
+    check_true(len(weights) == len(wanted), f"decode must return {len(wanted)} cross weight maps, one per decoder "
+               "block, first block first")
+    for index, (mine, want) in enumerate(zip(weights, wanted)):
+        others = {f"decode returns decoder block {other}'s weights in place of block {index}'s (append each "
+                  "block's weights as you go, first block first)": wanted[other]
+                  for other in range(len(wanted)) if other != index}
+        check_close(f"cross weights of decoder block {index}", mine, want, atol=1e-5, likely_causes=others,
+                    hint="return each block's own cross-attention weights, in the order of decoder_blocks")
+
+
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(107)
+for trial in range(3):
+    heads, layers = int(torch.randint(1, 4, (1,), generator=gen)), 2 + trial % 2
+    net, state = new_model(1070 + trial, width=4 * heads, heads=heads, hidden=12, layers=layers,
+                           norm_first=bool(trial % 2), noise=0.3)
+    source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
+    check_weights_per_block(net.eval(), _Reference(state, heads, bool(trial % 2)),
+                            torch.randint(2, VOCAB, (2, source_length), generator=gen),
+                            torch.randint(0, VOCAB, (2, n), generator=gen))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_model_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
+def check_encoder_learns(model, src, dec_in, dec_out):
+    model.train()
+    model.zero_grad(set_to_none=True)
+    logits = attempt("model(src, dec_in)", model, src, dec_in)
+    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()
+    for name, parameter in model.named_parameters():
+        if not name.startswith(("encoder_blocks.", "encoder_norm.")):
+            continue
+        grad = parameter.grad
+        check_true(grad is not None and bool(grad.abs().max() > 0), f"{name} gets no gradient from the loss on the "
+                   "logits: the encoder learns only through the memory, so decode must use it as it is (no "
+                   ".detach(), and encode must not run under torch.no_grad())")
+        check_finite(f"the gradient of {name}", grad)
+
+
+src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
+check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in, dec_out)
+### BEGIN HIDDEN TESTS
+for trial in range(2):
+    src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
+    check_encoder_learns(new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial),
+                                   noise=0.2)[0], src, dec_in, dec_out)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## Training
 #
-# The training loop of chapter 07, in a locked cell with a fixed seed: 60 AdamW steps at
+# The training loop of chapter 07, in a locked cell. The model starts from fixed weights,
+# `initial_state(0)` loaded by name, so the run is the same however your `DecoderBlock` creates
+# its submodules; the batches come from a fixed seed. 60 AdamW steps at
 # learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, cross-entropy between the
 # logits and `dec_out`. The first loss should be near $\ln 12 \approx 2.485$, a uniform guess.
 # It takes a few seconds on a CPU.
@@ -1033,8 +1235,7 @@ def train(model, steps=60, batch_size=64, lr=3e-3):
     return losses
 
 
-torch.manual_seed(0)
-model = EncoderDecoder()
+model = load_state("EncoderDecoder()", EncoderDecoder(), initial_state(0))  # fixed starting weights
 losses = train(model)
 model.eval()
 print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 30: {losses[30]:.4f}; "
@@ -1174,10 +1375,12 @@ with torch.no_grad():
 #   *last* source token, that is fatal.
 # * **Forgetting the shift-right**, covered above: the loss falls, generation fails. Evaluate by
 #   free-running generation, as in chapter 07.
-# * **"A wider beam is always better."** Beam search maximises the summed log-probability, which
-#   favours short outputs; a wider beam finds high-scoring short outputs more reliably, so without
-#   a length penalty it can make the results *worse*. The width and the penalty $\alpha$ are
-#   tuned on validation data, not set to "as large as possible".
+# * **The encoder cut off from the loss.** A `memory.detach()` (or an `encode` under
+#   `torch.no_grad()`) still runs, and the decoder still trains, but no gradient reaches the
+#   encoder: its blocks keep their random weights, and the model cannot learn to read the source.
+# * **The weights of the wrong block, or in the wrong order.** `decode` returns one map per
+#   block, first block first, so that `weights[0]` is the first block's; the anti-diagonal of the
+#   trained model shows in the first block.
 
 # %% [markdown]
 # ## Part D · Quiz (4 points)
