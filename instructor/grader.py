@@ -285,19 +285,13 @@ class Grader:
         out["status"] = GRADED
 
     def _read_autograded(self, graded: Path, out: dict) -> None:
-        from .nbgrader_ext import review_reasons
-
         out["files"] = read_folder(graded)
         for path in sorted(graded.glob("*.ipynb")):
-            text = path.read_text(errors="replace")
-            out["tampered"] |= TAMPER_MARK in text
-            try:
-                nb = P.read_nb(path)
-            except Exception as err:  # an autograded notebook we cannot read is itself worth a look
-                out["review"].append(f"{path.name}: the autograded notebook could not be read ({type(err).__name__})")
-                continue
-            out["review"] += [r for r in review_reasons(nb) if r not in out["review"]]
-            out["failed_cells"].update({P.grade_id(c): P.cell_error(c) for c in nb.cells if P.grade_id(c)})
+            tampered, reasons, nb = read_review(path)
+            out["tampered"] |= tampered
+            out["review"] += [r for r in reasons if r not in out["review"]]
+            if nb is not None:
+                out["failed_cells"].update({P.grade_id(c): P.cell_error(c) for c in nb.cells if P.grade_id(c)})
 
     def _read_gradebook(self, student: str, out: dict) -> None:
         from nbgrader.api import Gradebook
@@ -315,6 +309,18 @@ class Grader:
                     out["max_score"] += float(g.max_score)
                     if g.auto_score < g.max_score:
                         out["failed_cells"][g.name] = errors.get(g.name, "")
+
+
+def read_review(path: Path):
+    """An autograded notebook's ``(tampered, review reasons, notebook or None if unreadable)``."""
+    from .nbgrader_ext import review_reasons
+
+    text = path.read_text(errors="replace")
+    try:
+        nb = P.read_nb(path)
+    except Exception as err:  # an autograded notebook we cannot read is itself worth a look
+        return TAMPER_MARK in text, [f"{path.name}: the autograded notebook could not be read ({type(err).__name__})"], None
+    return TAMPER_MARK in text, review_reasons(nb), nb
 
 
 def failure_reason(text: str, fallback: str = "nbgrader autograde failed (see nbgrader.log)") -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 
 from . import batch
+from . import grader as G
 from . import pipeline as P
 from .course_root import REPOSITORY, CourseRoot
 
@@ -182,11 +183,13 @@ def grade_here(private: CourseRoot, assignment: str, progress: Progress | None) 
         graded_nb = private.notebook("autograded", assignment, LEARNER)
         if not result.get("success") or not graded_nb.exists():
             report.status = "failed"
-            report.problems.append(batch._failure_reason(result.get("log", "") + "\n" + result.get("error", "")))
+            report.problems.append(G.failure_reason(result.get("log", "") + "\n" + result.get("error", "")))
             return report
         api.generate_feedback(assignment, LEARNER, force=True)
     report.status = "graded"
-    batch._read_review(graded_nb, report)
+    tampered, report.review, _ = G.read_review(graded_nb)
+    if tampered:
+        report.problems.append(batch.TAMPERED)
     return report
 
 

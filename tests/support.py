@@ -84,6 +84,16 @@ def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
 # ---------------------------------------------------------------- secret lines
 
 
+_GRADED: dict = {}
+
+
+def graded_chapter(scratch_root: Path, assignment: str) -> GradedChapter:
+    """The chapter's one nbgrader run on this test worker (solution, stub and both zoos), shared by every test module."""
+    if assignment not in _GRADED:
+        _GRADED[assignment] = grade_chapter(scratch_course(scratch_root, assignment), assignment)
+    return _GRADED[assignment]
+
+
 def split_regions(nb, begin, end, skip=lambda cell: False):
     """Stripped lines inside ``begin``..``end`` regions, and the set of all other lines."""
     inside, outside = [], set()

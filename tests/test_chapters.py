@@ -21,7 +21,7 @@ from support import (
     ASSIGNMENTS,
     SOLUTION,
     STUB,
-    grade_chapter,
+    graded_chapter,
     hidden_lines,
     scratch_course,
     solution_lines,
@@ -31,8 +31,6 @@ from support import (
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
 from instructor.zoo import alternatives_for, variants_for
-
-_GRADED = {}
 
 
 def by_chapter(values=ASSIGNMENTS):
@@ -54,9 +52,7 @@ def alternative_params():
 
 
 def graded(scratch_root, assignment):
-    if assignment not in _GRADED:
-        _GRADED[assignment] = grade_chapter(scratch_course(scratch_root, assignment), assignment)
-    return _GRADED[assignment]
+    return graded_chapter(scratch_root, assignment)
 
 
 # ---------------------------------------------------------------- source and pairs

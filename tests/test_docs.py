@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from support import graded_chapter
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
@@ -77,9 +78,6 @@ def _buggy_rows():
 @pytest.mark.parametrize("assignment,score", _buggy_rows())
 def test_demo_buggy_scores_are_what_the_bug_earns(assignment, score, scratch_root):
     """The demo's buggy student is the chapter's first zoo variant: its score, from the chapter's grading run."""
-    # the chapter's one nbgrader run, shared with test_chapters on this worker
-    from test_chapters import graded
-
-    chapter = graded(scratch_root, assignment)
+    chapter = graded_chapter(scratch_root, assignment)  # the chapter's one nbgrader run on this worker
     result = chapter.variant_result(chapter.variants[variants_for(assignment)[0].name])
     assert result.auto_score == score, f"{assignment}: README's demo table says {score}, the bug earns {result.auto_score:g}"
