@@ -59,7 +59,7 @@ class WireError(ValueError):
 def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
     import numpy as np
 
-    array = np.ascontiguousarray(array, dtype=np.dtype(DTYPES[dtype_name]))
+    array = np.asarray(array, dtype=np.dtype(DTYPES[dtype_name]), order="C")  # keeps 0-d arrays 0-d
     return {"t": kind, "dtype": dtype_name, "shape": [int(n) for n in array.shape],
             "b64": base64.b64encode(array.tobytes()).decode("ascii")}
 
@@ -410,19 +410,24 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
     return _probe("gradients", module, inputs, direction, kwargs)
 
 
-def draw_parameters(module: Any, generator: Any, scale: float = 0.5) -> dict:
+def draw_parameters(module: Any, generator: Any) -> dict:
     """Give every floating-point parameter of ``module`` values drawn from ``generator``.
 
-    Tests choose every input, parameters included: the values are drawn here (in the grader,
-    under the oracle) and loaded into the student's module with ``load_state_dict``. Returns
-    the ``{name: tensor}`` loaded.
+    Tests choose every input, parameters included: the values are drawn where the test runs
+    (in the grader, under the oracle) and loaded into the student's module with
+    ``load_state_dict``. Each tensor is uniform in ``(-1/sqrt(n), 1/sqrt(n))``, ``n`` its last
+    dimension (PyTorch's default for a Linear layer's weight). Returns the ``{name: tensor}``
+    loaded.
     """
     import torch
 
     drawn = {}
     for name, parameter in module.named_parameters():
         if parameter.is_floating_point():
-            drawn[name] = scale * torch.randn(tuple(parameter.shape), generator=generator, dtype=parameter.dtype)
+            shape = tuple(parameter.shape)
+            bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
+            uniform = torch.rand(shape, generator=generator, dtype=torch.float64)
+            drawn[name] = ((2 * uniform - 1) * bound).to(parameter.dtype)
     module.load_state_dict(drawn, strict=False)
     return drawn
 

@@ -171,6 +171,25 @@ def _send(value: Any) -> Any:
 # ---------------------------------------------------------------- proxies
 
 
+_ORACLE_FILE = os.path.abspath(wire.__file__)
+
+
+def _asked_by_a_test() -> bool:
+    """True when the code using a proxy is a test cell's (or a provided cell's, or a probe's).
+
+    The grader's libraries (numpy, torch, the course checks) must never read a kernel object
+    through its methods: ``np.argsort(obj)`` would ask the student's object for its own
+    ``argsort``, and a duck type could answer each check with what that check wants. To them
+    a proxy is an opaque object with no attributes; only the source of the test itself may
+    call it or read its attributes.
+    """
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    filename = frame.f_code.co_filename if frame is not None else ""
+    return filename.startswith(("<test ", "<provided ")) or filename == _ORACLE_FILE
+
+
 class Proxy:
     """A kernel object seen from the grader: every use is a request, every answer data."""
 
@@ -178,6 +197,9 @@ class Proxy:
     _oracle_proxy = True
 
     def _oracle(self, op: str, *args: Any, **fields: Any) -> Any:
+        if not _asked_by_a_test():
+            raise AttributeError(f"a {type(self).__name__} from the kernel is not an array or tensor "
+                                 "(the grader's checks only read data)")
         link = object.__getattribute__(self, "_oracle_link")
         message = {"op": op, "h": object.__getattribute__(self, "_oracle_id"), **fields}
         if args:
@@ -196,6 +218,9 @@ class Proxy:
             Proxy._oracle(self, "setattr", value, name=name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _asked_by_a_test():
+            raise TypeError(f"a {type(self).__name__} from the kernel is not an array or tensor "
+                            "(the grader's checks only read data)")
         link = object.__getattribute__(self, "_oracle_link")
         return link.request({"op": "call", "h": object.__getattribute__(self, "_oracle_id"),
                              "args": [_send(a) for a in args],
@@ -263,7 +288,15 @@ def _trusted_class(qualified: str) -> type | None:
     if module is None or "." in qualname:
         return None
     found = vars(module).get(qualname)
-    return found if isinstance(found, type) else None
+    if not isinstance(found, type):
+        return None
+    import numpy
+    import torch
+
+    # a genuine array or tensor always arrives as data: a handle claiming to be one is not
+    if issubclass(found, (numpy.ndarray, numpy.generic, torch.Tensor)):
+        return None
+    return found
 
 
 # ---------------------------------------------------------------- the grader's namespace
@@ -357,7 +390,9 @@ class OracleExecute(GuardedExecute):
         if role == "test":
             self._grade_here(cell, gid, source)
             return cell, resources
-        cell, resources = super(GuardedExecute, self).preprocess_cell(cell, resources, index)
+        # the kernel's cells keep the in-kernel guard, as a reason for review only: no test
+        # cell runs in the kernel, so nothing it reports (or fails to) changes a score
+        cell, resources = super().preprocess_cell(cell, resources, index)
         if role == "provided" and not source.lstrip().startswith(KERNEL_ONLY):
             self._link.deadline = monotonic() + (self.timeout or 3600)
             self._namespace.from_kernel.clear()
