@@ -171,6 +171,9 @@ CH01_ATTACKS = {
     "forged-report": FORGED_REPORT,
     "rewritten-replies": REWRITTEN_REPLIES,
     "forged-oracle": FORGED_ORACLE,
+    # not a way to gain points, but a proxy call must cost only its own test: interrupted after
+    # Execute.timeout, the grader carries on (the class course below sets 20 s)
+    "endless-call": "def softmax(scores, axis=-1):\n    while True:\n        pass\n",
 }
 
 # chapter 06: the block of the zoo variant that never applies self.proj (13 of 19 honestly)
@@ -245,6 +248,8 @@ CH06_ATTACKS = {
 
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str]):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
+    with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
+        config.write("\nc.Execute.timeout = 20\n")
     release, answers = root.release_and_answers(assignment)
     students = {"solution": answers, "stub": None, "honest-wrong": {**answers, cell: wrong}}
     students.update({f"atk-{name}": {**answers, cell: wrong + "\n" + code} for name, code in attacks.items()})
@@ -296,5 +301,10 @@ def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
     results, _ = chapter01
     errors = " ".join(results["atk-forged-oracle"].cells[g].error for g in results["atk-forged-oracle"].failed())
     assert "WireError" in errors and "dtype 'object'" in errors
+    endless = results["atk-endless-call"]
+    assert {g for g in endless.failed() if g.startswith("test_softmax")} == {
+        "test_softmax_rows", "test_softmax_stable", "test_softmax_values"}
+    assert "OracleTimeout" in endless.cells["test_softmax_rows"].error
+    assert "test_hand_answers" not in endless.failed()
     duck = " ".join(results["atk-duck-type"].cells[g].error for g in results["atk-duck-type"].failed())
     assert "not an array or tensor" in duck or "shape ()" in duck
