@@ -184,6 +184,10 @@ def _array(entry: dict, budget: _Budget, torch_ok: bool):
     tensor = torch.from_numpy(array)
     if name in TORCH_ONLY:
         tensor = tensor.to(getattr(torch, name))
+    if "grad" in entry:  # a trainable parameter or an output with a graph in the kernel: the same flag here
+        if entry["grad"] is not True or not (tensor.is_floating_point() or tensor.is_complex()):
+            raise WireError("only a floating-point tensor can require a gradient")
+        tensor.requires_grad_(True)
     return tensor
 
 
@@ -411,7 +415,7 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
 
 
 def draw_parameters(module: Any, generator: Any) -> dict:
-    """Give every floating-point parameter of ``module`` values drawn from ``generator``.
+    """Give every trainable floating-point parameter of ``module`` values drawn from ``generator``.
 
     Tests choose every input, parameters included: the values are drawn where the test runs
     (in the grader, under the oracle) and loaded into the student's module with
@@ -423,7 +427,7 @@ def draw_parameters(module: Any, generator: Any) -> dict:
 
     drawn = {}
     for name, parameter in module.named_parameters():
-        if parameter.is_floating_point():
+        if parameter.is_floating_point() and parameter.requires_grad:  # trainable: frozen ones are design
             shape = tuple(parameter.shape)
             bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
             uniform = torch.rand(shape, generator=generator, dtype=torch.float64)

@@ -35,6 +35,8 @@ def test_data_roundtrips_as_fresh_genuine_objects():
     assert back[7] == "text" and type(back[("k", 1)]) is np.float32
     assert roundtrip(torch.float64) is torch.float64
     assert roundtrip(torch.ones(2, dtype=torch.bfloat16)).dtype == torch.bfloat16
+    trainable = roundtrip(torch.nn.Parameter(torch.ones(2)))
+    assert type(trainable) is torch.Tensor and trainable.requires_grad and trainable.is_leaf
 
 
 def test_subclasses_arrive_as_their_plain_values():
@@ -90,6 +92,7 @@ def entry(**fields):
     (json.dumps({"t": "tuple", "v": [{"t": "list", "v": []}] * (wire.MAX_ITEMS + 1)}), "more than"),
     (json.dumps({"t": "dict", "v": [[{"t": "list", "v": []}, 1]]}), "dict key"),
     (json.dumps({"t": "float", "v": "1e999999"}), "special float"),
+    (json.dumps({"t": "pt", "dtype": "int64", "shape": [], "b64": "AAAAAAAAAAA=", "grad": True}), "gradient"),
     (json.dumps({"t": "h", "id": 1, "type": [], "callable": False}), "only data"),
     (json.dumps({"t": "h", "id": "1", "type": [], "callable": False}), "malformed"),
     ("x" * 100, "not JSON"),
