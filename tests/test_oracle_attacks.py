@@ -173,7 +173,7 @@ CH01_ATTACKS = {
     "forged-oracle": FORGED_ORACLE,
     # not a way to gain points, but a proxy call must cost only its own test: interrupted after
     # Execute.timeout, the grader carries on (the class course below sets 20 s)
-    "endless-call": "def softmax(scores, axis=-1):\n    while True:\n        pass\n",
+    "endless-call": "def attention(Q, K, V):\n    while True:\n        pass\n",
 }
 
 # chapter 06: the block of the zoo variant that never applies self.proj (13 of 19 honestly)
@@ -302,9 +302,8 @@ def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
     errors = " ".join(results["atk-forged-oracle"].cells[g].error for g in results["atk-forged-oracle"].failed())
     assert "WireError" in errors and "dtype 'object'" in errors
     endless = results["atk-endless-call"]
-    assert {g for g in endless.failed() if g.startswith("test_softmax")} == {
-        "test_softmax_rows", "test_softmax_stable", "test_softmax_values"}
-    assert "OracleTimeout" in endless.cells["test_softmax_rows"].error
-    assert "test_hand_answers" not in endless.failed()
+    attention_tests = {g for g in endless.cells if g.startswith("test_attention")}
+    assert len(attention_tests) == 5 and set(endless.failed()) == attention_tests
+    assert all("OracleTimeout" in endless.cells[g].error for g in attention_tests)
     duck = " ".join(results["atk-duck-type"].cells[g].error for g in results["atk-duck-type"].failed())
     assert "not an array or tensor" in duck or "shape ()" in duck
