@@ -84,11 +84,16 @@ class KernelLink:
         self.executor = executor
         self.deadline = monotonic() + 3600
         self.round_trips = 0
+        self.waited = 0.0  # seconds spent waiting for the kernel's answers
 
     def request(self, message: dict) -> Any:
         from jupyter_core.utils import run_sync
 
-        text = run_sync(self._request)(json.dumps(message, separators=(",", ":")))
+        started = monotonic()
+        try:
+            text = run_sync(self._request)(json.dumps(message, separators=(",", ":")))
+        finally:
+            self.waited += monotonic() - started
         try:
             reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
         except ValueError:
@@ -391,7 +396,12 @@ class OracleExecute(GuardedExecute):
             _prefetch(source for role, source in self._trusted.values() if role == "provided")
             self._link = KernelLink(self)
             self._namespace = GraderNamespace(self._link)
-        return super().preprocess(nb, resources, km)
+            self._graded_here = 0.0
+        nb, resources = super().preprocess(nb, resources, km)
+        if self._oracle_on:
+            self.log.info("oracle: %d requests to the kernel, %.2f s waiting for them, %.2f s in test cells",
+                          self._link.round_trips, self._link.waited, self._graded_here)
+        return nb, resources
 
     @staticmethod
     def _gradebook_cells(info: dict) -> dict[str, tuple[str, str]]:
@@ -435,9 +445,11 @@ class OracleExecute(GuardedExecute):
     def _grade_here(self, cell, gid: str, source: str) -> None:
         from nbformat.notebooknode import NotebookNode
 
-        self._link.deadline = monotonic() + (self.timeout or 3600)
+        started = monotonic()
+        self._link.deadline = started + (self.timeout or 3600)
         self._namespace.from_kernel.clear()
         printed, error = _run(source, f"<test {gid}>", self._namespace)
+        self._graded_here += monotonic() - started
         outputs = []
         if printed:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=printed))
