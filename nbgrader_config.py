@@ -8,12 +8,12 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
 
 from instructor.nbgrader_ext import (
-    GuardedExecute,
     LimitOutputSize,
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
 )
+from instructor.oracle import OracleExecute
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -68,7 +68,7 @@ c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
 c.LimitOutputSize.max_chars = 20_000
-_autograde_steps = [GuardedExecute if step is Execute else step
+_autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (
     _autograde_steps[: _autograde_steps.index(LimitOutput) + 1]

@@ -21,6 +21,9 @@
    1,000 students x 8 chapters on 10 and 50 machines (``--only cluster``).
 9. check: ``make check NB=...`` on a solved notebook of 01 and 09 whose source did not change,
    over plain nbclient execution of the same notebook, interleaved (``--only check``).
+10. oracle: nbgrader autograde per student with graded tests in the grader's process
+    (instructor/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
+    interleaved on the same students, per chapter (``--oracle-chapters``; target <= 1.15).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -360,20 +363,61 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
                   f"ratio check/plain {c / p:5.2f}")
 
 
+def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
+    print(f"\n## 10. oracle: autograde per student, graded tests in the grader over in the kernel, "
+          f"{n_students} students (half solution, half stub) per chapter, interleaved")
+    saved = os.environ.get("COURSE_ORACLE")
+    try:
+        for chapter in chapters:
+            times: dict[str, list[float]] = {"on": [], "off": []}
+            with tempfile.TemporaryDirectory() as tmp:
+                root = _class_root(Path(tmp), n_students, chapter)
+                for r in range(repeat):
+                    for i in range(n_students):
+                        for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
+                            os.environ["COURSE_ORACLE"] = mode
+                            start = time.perf_counter()
+                            root.autograde(chapter, f"student-{i:02d}")
+                            times[mode].append(time.perf_counter() - start)
+                # the class batch: long-lived workers pay the grader's own imports (torch) once
+                batch_times: dict[str, list[float]] = {"on": [], "off": []}
+                for r in range(repeat):
+                    for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                        os.environ["COURSE_ORACLE"] = mode
+                        start = time.perf_counter()
+                        reports = batch.grade_class(root, chapter, jobs=1, regrade=True, progress=False)
+                        batch_times[mode].append((time.perf_counter() - start) / n_students)
+                        assert all(r.status == "graded" for r in reports.values())
+            on, off = statistics.median(times["on"]), statistics.median(times["off"])
+            print(f"{chapter:<26} nbgrader autograde per student: oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
+                  f"ratio {on / off:5.2f} (median of {len(times['on'])})")
+            on, off = statistics.median(batch_times["on"]), statistics.median(batch_times["off"])
+            print(f"{'':<26} class batch (--jobs 1) per student:  oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
+                  f"ratio {on / off:5.2f} (target <= 1.15)")
+    finally:
+        if saved is None:
+            os.environ.pop("COURSE_ORACLE", None)
+        else:
+            os.environ["COURSE_ORACLE"] = saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster",
-                                                "check"])
+                                                "check", "oracle"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
+    parser.add_argument("--oracle-chapters", nargs="+", default=["01_two_keys", "06_multihead_attention"])
+    parser.add_argument("--oracle-students", type=int, default=2, help="students per chapter of the oracle benchmark")
     args = parser.parse_args()
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
              "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students),
              "sandbox": lambda: bench_sandbox(args.students, args.repeat),
-             "cluster": lambda: bench_cluster(args.cluster_students), "check": lambda: bench_check(args.repeat)}
+             "cluster": lambda: bench_cluster(args.cluster_students), "check": lambda: bench_check(args.repeat),
+             "oracle": lambda: bench_oracle(args.oracle_chapters, args.oracle_students, args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

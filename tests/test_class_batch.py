@@ -85,7 +85,9 @@ def test_attacks_on_the_kernel_earn_what_the_wrong_code_earns_and_are_flagged(gr
     in_call = reports["atk-in-call"]
     assert in_call.score <= honest_bug and in_call.review
     assert any("sys.settrace" in reason for reason in in_call.review), in_call.review
-    assert any("GraderIntegrityError" in error for error in in_call.failed_cells.values())
+    # chapter 01 is graded under the oracle: its tests run in the grader, so the guard (kept for
+    # review) decides no score and no test fails with its GraderIntegrityError
+    assert not any("GraderIntegrityError" in error for error in in_call.failed_cells.values())
     reasons = {name: " ".join(reports[f"atk-{name}"].review) for name in ATTACKS}
     assert "input transformers" in reasons["input-transformer"] and "get_ipython" in reasons["input-transformer"]
     assert "AST transformers" in reasons["ast-transformer"]

@@ -50,6 +50,7 @@ import matplotlib.pyplot as plt
 
 from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
                     check_true, check_type, under_nbgrader)
+from course.oracle import draw_parameters, parameter_gradients
 from course.plots import plot_attention
 
 torch.set_num_threads(1)  # small tensors gain nothing from threads; timings and losses stay reproducible
@@ -547,6 +548,7 @@ for trial in range(4):
 """With causal=True no query looks at a later key, each row of weights sums to 1, and the past ignores the future."""
 def check_causal(B, T, D, H):
     block = MultiHeadSelfAttention(D, H, max_len=T + 2)
+    draw_parameters(block, torch.Generator().manual_seed(B * 100 + T * 10 + H))
     x = torch.randn(B, T, D)
     out, weights = block(x, return_weights=True)
     check_finite("the causal weights", weights, hint="a row whose keys are all masked gives NaN: masked_fill fills "
@@ -574,6 +576,7 @@ for trial in range(4):
     B, T, H, d_head = (int(n) for n in torch.randint(2, 6, (4,), generator=gen))
     check_causal(B, T, H * d_head, H)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T, causal=False)
+    draw_parameters(block, gen)
     _, weights = block(torch.randn(B, T, H * d_head, generator=gen), return_weights=True)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     check_true(bool((weights[..., future] > 1e-4).all()),
@@ -584,15 +587,15 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_matches_sdpa", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """The block equals proj(F.scaled_dot_product_attention(q, k, v, is_causal=True)) on its own qkv and proj."""
 ### BEGIN HIDDEN TESTS
-def reference_and_mistakes(block, x, H):
-    """The right output and what typical mistakes give, all from the block's own weights."""
+def reference_and_mistakes(params, x, H):
+    """The right output and what typical mistakes give, all from the weights the test loaded."""
     B, T, D = x.shape
     d_head = D // H
-    q, k, v = F.linear(x, block.qkv.weight, block.qkv.bias).chunk(3, dim=-1)
+    q, k, v = F.linear(x, params["qkv.weight"], params.get("qkv.bias")).chunk(3, dim=-1)
     by_head = lambda t: torch.stack(t.chunk(H, dim=-1), dim=1)            # (B, H, T, d_head)
     by_head_wrongly = lambda t: t.reshape(B, H, T, d_head)
     glue = lambda t: torch.cat(t.unbind(1), dim=-1)                      # (B, T, D)
-    project = lambda t: F.linear(t, block.proj.weight, block.proj.bias)
+    project = lambda t: F.linear(t, params["proj.weight"], params.get("proj.bias"))
     qh, kh, vh = by_head(q), by_head(k), by_head(v)
     right = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
@@ -618,16 +621,19 @@ for trial in range(6):
     B, T, H, d_head = (int(n) for n in torch.randint(2, 6, (4,), generator=gen))
     torch.manual_seed(trial)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T + int(torch.randint(0, 4, (1,), generator=gen)))
+    params = draw_parameters(block, gen)
     x = torch.randn(B, T, H * d_head, generator=gen)
-    expected, mistakes = reference_and_mistakes(block, x, H)
+    expected, mistakes = reference_and_mistakes(params, x, H)
     check_close(f"block(x) for B={B}, T={T}, D={H * d_head}, H={H}", block(x), expected, atol=1e-5,
                 hint="compare each step with the recipe above Part C's solution cell", likely_causes=mistakes)
 ### END HIDDEN TESTS
 torch.manual_seed(35)
 block = MultiHeadSelfAttention(d_model=6, n_heads=1, max_len=8)  # one head: no split to get wrong
+params = draw_parameters(block, torch.Generator().manual_seed(35))  # the test chooses the weights
 x = torch.randn(2, 5, 6)
-q, k, v = block.qkv(x).split(6, dim=-1)
-check_close("a one-head block(x)", block(x), block.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+q, k, v = F.linear(x, params["qkv.weight"], params.get("qkv.bias")).split(6, dim=-1)
+expected = F.linear(F.scaled_dot_product_attention(q, k, v, is_causal=True), params["proj.weight"], params.get("proj.bias"))
+check_close("a one-head block(x)", block(x), expected,
             atol=1e-5, hint="scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj")
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_matches_multihead", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -636,14 +642,15 @@ def compare_with_multihead(B, T, H, d_head, seed):
     D = H * d_head
     torch.manual_seed(seed)
     block = MultiHeadSelfAttention(D, H, max_len=T + 1)
-    has_bias = block.qkv.bias is not None
+    params = draw_parameters(block, torch.Generator().manual_seed(seed))  # the test chooses the weights
+    has_bias = "qkv.bias" in params
     reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias)
     with torch.no_grad():
-        reference.in_proj_weight.copy_(block.qkv.weight)
-        reference.out_proj.weight.copy_(block.proj.weight)
+        reference.in_proj_weight.copy_(params["qkv.weight"])
+        reference.out_proj.weight.copy_(params["proj.weight"])
         if has_bias:
-            reference.in_proj_bias.copy_(block.qkv.bias)
-            reference.out_proj.bias.copy_(block.proj.bias)
+            reference.in_proj_bias.copy_(params["qkv.bias"])
+            reference.out_proj.bias.copy_(params["proj.bias"])
     x = torch.randn(B, T, D)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
@@ -667,6 +674,7 @@ for trial in range(6):
 def float64_run(B, T, H, d_head, seed):
     torch.manual_seed(seed)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T).double()
+    params = draw_parameters(block, torch.Generator().manual_seed(seed))
     x = torch.randn(B, T, H * d_head, dtype=torch.float64)
     try:
         out, weights = block(x, return_weights=True)
@@ -677,7 +685,7 @@ def float64_run(B, T, H, d_head, seed):
     for name, value in (("block(x)", out), ("the weights", weights)):
         check_dtype(f"{name} for float64 x", value, torch.float64,
                     hint="something casts to float32, e.g. softmax(..., dtype=torch.float32) or .float()")
-    return block, x, out
+    return params, x, out
 
 
 float64_run(B=2, T=5, H=2, d_head=4, seed=37)
@@ -685,9 +693,11 @@ float64_run(B=2, T=5, H=2, d_head=4, seed=37)
 gen = torch.Generator().manual_seed(37)
 for trial in range(4):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
-    block, x, out = float64_run(B, T, H, d_head, seed=200 + trial)
-    q, k, v = (torch.stack(t.chunk(H, dim=-1), dim=1) for t in block.qkv(x).chunk(3, dim=-1))
-    expected = block.proj(torch.cat(F.scaled_dot_product_attention(q, k, v, is_causal=True).unbind(1), dim=-1))
+    params, x, out = float64_run(B, T, H, d_head, seed=200 + trial)
+    qkv = F.linear(x, params["qkv.weight"], params.get("qkv.bias"))
+    q, k, v = (torch.stack(t.chunk(H, dim=-1), dim=1) for t in qkv.chunk(3, dim=-1))
+    merged = torch.cat(F.scaled_dot_product_attention(q, k, v, is_causal=True).unbind(1), dim=-1)
+    expected = F.linear(merged, params["proj.weight"], params.get("proj.bias"))
     error = float((out - expected).detach().abs().max())
     check_true(error < 1e-4, f"the float64 output is wrong by {error:.1e}, more than rounding could explain: "
                              "make the comparisons with PyTorch above pass first")
@@ -700,12 +710,12 @@ for trial in range(4):
 """A loss on the output sends finite, non-zero gradients to every parameter of qkv and proj."""
 torch.manual_seed(38)
 block = MultiHeadSelfAttention(d_model=8, n_heads=2, max_len=6)
+draw_parameters(block, torch.Generator().manual_seed(38))
 x = torch.randn(2, 5, 8)
-(block(x) * torch.randn(2, 5, 8)).sum().backward()
-for name, parameter in block.named_parameters():
+gradients = parameter_gradients(block, x, torch.randn(2, 5, 8))  # of (block(x) * direction).sum()
+for name, grad in gradients.items():
     if not name.startswith(("qkv.", "proj.")):
         continue
-    grad = parameter.grad
     check_true(grad is not None, f"{name} received no gradient: is it used in forward on the way to the output?")
     check_finite(f"the gradient of {name}", grad)
     check_true(grad.abs().max() > 0, f"the gradient of {name} is all zeros: does the output depend on it?")
@@ -716,21 +726,22 @@ for trial in range(3):
     D = H * d_head
     torch.manual_seed(300 + trial)
     block = MultiHeadSelfAttention(D, H, max_len=T).double()
-    has_bias = block.qkv.bias is not None
+    params = draw_parameters(block, gen)
+    has_bias = "qkv.bias" in params
     reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias, dtype=torch.float64)
     with torch.no_grad():
-        reference.in_proj_weight.copy_(block.qkv.weight)
-        reference.out_proj.weight.copy_(block.proj.weight)
+        reference.in_proj_weight.copy_(params["qkv.weight"])
+        reference.out_proj.weight.copy_(params["proj.weight"])
         if has_bias:
-            reference.in_proj_bias.copy_(block.qkv.bias)
-            reference.out_proj.bias.copy_(block.proj.bias)
+            reference.in_proj_bias.copy_(params["qkv.bias"])
+            reference.out_proj.bias.copy_(params["proj.bias"])
     x, direction = torch.randn(2, B, T, D, dtype=torch.float64, generator=gen).unbind(0)
-    (block(x) * direction).sum().backward()
+    gradients = parameter_gradients(block, x, direction)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     (reference(x, x, x, attn_mask=forbidden, need_weights=False)[0] * direction).sum().backward()
-    check_close(f"the gradient of qkv.weight (B={B}, T={T}, D={D}, H={H})", block.qkv.weight.grad,
+    check_close(f"the gradient of qkv.weight (B={B}, T={T}, D={D}, H={H})", gradients["qkv.weight"],
                 reference.in_proj_weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
-    check_close(f"the gradient of proj.weight (B={B}, T={T}, D={D}, H={H})", block.proj.weight.grad,
+    check_close(f"the gradient of proj.weight (B={B}, T={T}, D={D}, H={H})", gradients["proj.weight"],
                 reference.out_proj.weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
 ### END HIDDEN TESTS
 

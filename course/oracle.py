@@ -1,0 +1,439 @@
+"""The wire between a grading kernel and the grader's oracle, and the kernel's end of it.
+
+While nbgrader autogrades a chapter under the oracle (``instructor.oracle``), graded test
+cells run in the *grader's* process. The names they read that belong to the student (their
+functions, classes, answers) are proxies: every call, attribute read or item read is a
+request to the kernel, answered by :func:`serve` there, and what comes back is **plain
+data** in a fixed format:
+
+* ``None``, booleans, integers, floats (``NaN`` and infinities included) and strings, as
+  JSON itself;
+* ``{"t": "tuple" | "list", "v": [...]}`` and ``{"t": "dict", "v": [[key, value], ...]}``;
+* ``{"t": "nd" | "np" | "pt", "dtype": ..., "shape": [...], "b64": ...}``: a NumPy array, a
+  NumPy scalar or a PyTorch tensor, its raw little-endian bytes in base64, the dtype from
+  :data:`DTYPES` only;
+* ``{"t": "dtype", "v": "float64"}``: a torch dtype (an argument such as ``dtype=torch.float64``);
+* ``{"t": "h", "id": n, "type": [...], "callable": bool}``: a handle to an object that lives
+  in the kernel (a module, a function), which the grader wraps in a new proxy.
+
+:func:`decode` reads that format strictly (whitelisted dtypes, caps on size, length and
+depth, nothing else) and builds fresh, genuine objects: never a pickle, never an object the
+kernel made. :func:`encode` writes it; in the kernel it may be replaced by student code,
+which changes nothing the grader trusts: whatever the kernel sends is, at most, what the
+student's own code could have returned.
+
+Nothing here is a reference solution: it ships to students with the rest of ``course``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Any, Callable
+
+__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "draw_parameters", "is_remote"]
+
+# numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
+# which travels as float32 and is cast back)
+DTYPES = {
+    "bool": "|b1", "int8": "|i1", "uint8": "|u1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
+}
+TORCH_ONLY = {"bfloat16": "float32"}
+MAX_TEXT = 256 * 1024 * 1024  # characters of one reply
+MAX_BYTES = 128 * 1024 * 1024  # bytes of all arrays of one reply together
+MAX_ITEMS = 200_000  # values of one reply (container entries, scalars)
+MAX_DEPTH = 24  # nesting of containers
+MAX_STRING = 4 * 1024 * 1024  # characters of one string
+MAX_NDIM = 32
+
+
+class WireError(ValueError):
+    """The kernel's answer is not data in the oracle's format (the test that asked fails)."""
+
+
+# ---------------------------------------------------------------- encoding (either side)
+
+
+def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
+    import numpy as np
+
+    array = np.asarray(array, dtype=np.dtype(DTYPES[dtype_name]), order="C")  # keeps 0-d arrays 0-d
+    return {"t": kind, "dtype": dtype_name, "shape": [int(n) for n in array.shape],
+            "b64": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int = 0) -> Any:
+    """``value`` in the wire format; objects that are not data become ``handle(value)``.
+
+    Without ``handle`` (the grader sending arguments) anything that is not data raises
+    :class:`WireError`: arguments travel by value only.
+    """
+    import sys
+
+    if _depth > MAX_DEPTH:
+        raise WireError("the value is nested too deeply to send")
+    kind = type(value)
+    if value is None or kind in (bool, str):
+        return value
+    if kind is int:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"t": "float", "v": repr(value)}
+    if isinstance(value, (bool, int, float, str)) and handle is not None:  # a subclass: its plain value
+        base = next(b for b in (bool, int, float, str) if isinstance(value, b))
+        return encode(base(value), handle, _depth)
+    if kind in (tuple, list) or (handle is not None and isinstance(value, (tuple, list))):
+        tag = "list" if isinstance(value, list) else "tuple"
+        return {"t": tag, "v": [encode(item, handle, _depth + 1) for item in value]}
+    if kind is dict or (handle is not None and isinstance(value, dict)):
+        return {"t": "dict", "v": [[encode(k, handle, _depth + 1), encode(v, handle, _depth + 1)]
+                                   for k, v in dict.items(value)]}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(value, np.ndarray) and value.dtype.name in DTYPES:
+            return _array_entry("nd", np.ndarray.view(value, np.ndarray), value.dtype.name)
+        if isinstance(value, np.generic) and value.dtype.name in DTYPES:
+            return _array_entry("np", np.asarray(value), value.dtype.name)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            with torch._C.DisableTorchFunction():
+                plain = torch.Tensor.detach(value).cpu()
+                name = str(plain.dtype).replace("torch.", "")
+                if name in TORCH_ONLY:
+                    plain = plain.to(getattr(torch, TORCH_ONLY[name]))
+                if name not in DTYPES and name not in TORCH_ONLY:
+                    if handle is None:
+                        raise WireError(f"a tensor of dtype {name} cannot be sent")
+                    return handle(value)
+                entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY.get(name, name))
+            entry["dtype"] = name
+            if value.requires_grad:
+                entry["grad"] = True
+            return entry
+        if isinstance(value, torch.dtype):
+            return {"t": "dtype", "v": str(value).replace("torch.", "")}
+    if handle is None:
+        raise WireError(f"a {kind.__name__} cannot be sent to the kernel: arguments travel by value "
+                        "(arrays, tensors, numbers, strings, None, and tuples, lists and dicts of them)")
+    return handle(value)
+
+
+def dumps(value: Any, handle: Callable[[Any], dict] | None = None) -> str:
+    return json.dumps(encode(value, handle), separators=(",", ":"))
+
+
+# ---------------------------------------------------------------- strict decoding (the grader)
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.items = 0
+        self.bytes = 0
+
+    def count(self, n_items: int = 1, n_bytes: int = 0) -> None:
+        self.items += n_items
+        self.bytes += n_bytes
+        if self.items > MAX_ITEMS:
+            raise WireError(f"the answer holds more than {MAX_ITEMS} values")
+        if self.bytes > MAX_BYTES:
+            raise WireError(f"the answer holds more than {MAX_BYTES // 2 ** 20} MiB of arrays")
+
+
+def _keys(entry: dict, allowed: set) -> None:
+    if not set(entry) <= allowed or "t" not in entry:
+        raise WireError(f"unexpected fields {sorted(set(entry) - allowed)} in a {entry.get('t')!r} entry")
+
+
+def _array(entry: dict, budget: _Budget, torch_ok: bool):
+    import numpy as np
+
+    kind = entry["t"]
+    _keys(entry, {"t", "dtype", "shape", "b64", "grad"})
+    name, shape, data = entry.get("dtype"), entry.get("shape"), entry.get("b64")
+    wire_name = TORCH_ONLY.get(name, name) if kind == "pt" else name
+    if type(name) is not str or wire_name not in DTYPES:
+        raise WireError(f"dtype {name!r} is not one the grader accepts")
+    if type(shape) is not list or len(shape) > MAX_NDIM or any(type(n) is not int or n < 0 for n in shape):
+        raise WireError("an array's shape must be a short list of non-negative integers")
+    if kind == "np" and shape:
+        raise WireError("a NumPy scalar has shape []")
+    if type(data) is not str:
+        raise WireError("an array's bytes must be base64 text")
+    dtype = np.dtype(DTYPES[wire_name])
+    size = math.prod(shape)
+    budget.count(1, size * dtype.itemsize)
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise WireError("an array's bytes are not valid base64") from None
+    if len(raw) != size * dtype.itemsize:
+        raise WireError(f"an array of shape {tuple(shape)} and dtype {wire_name} needs {size * dtype.itemsize} "
+                        f"bytes, the answer has {len(raw)}")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+    if kind == "nd":
+        return array
+    if kind == "np":
+        return array[()]
+    if not torch_ok:
+        raise WireError("a tensor arrived but PyTorch is not available here")
+    import torch
+
+    tensor = torch.from_numpy(array)
+    if name in TORCH_ONLY:
+        tensor = tensor.to(getattr(torch, name))
+    if "grad" in entry:  # a trainable parameter or an output with a graph in the kernel: the same flag here
+        if entry["grad"] is not True or not (tensor.is_floating_point() or tensor.is_complex()):
+            raise WireError("only a floating-point tensor can require a gradient")
+        tensor.requires_grad_(True)
+    return tensor
+
+
+def decode(text: str, make_handle: Callable[[dict], Any] | None = None) -> Any:
+    """The value that ``text`` (one answer of the kernel) describes, as fresh genuine objects.
+
+    Raises :class:`WireError` on anything outside the format. ``make_handle(entry)`` turns a
+    handle entry into a proxy; without it a handle is refused.
+    """
+    if type(text) is not str:
+        raise WireError("the kernel's answer is not text")
+    if len(text) > MAX_TEXT:
+        raise WireError(f"the kernel's answer is longer than {MAX_TEXT // 2 ** 20} MiB")
+    try:
+        tree = json.loads(text)
+    except (ValueError, RecursionError):
+        raise WireError("the kernel's answer is not JSON") from None
+    try:
+        import torch  # noqa: F401
+
+        torch_ok = True
+    except ImportError:  # pragma: no cover
+        torch_ok = False
+    return _decode(tree, make_handle, _Budget(), 0, torch_ok)
+
+
+def _decode(node: Any, make_handle, budget: _Budget, depth: int, torch_ok: bool) -> Any:
+    if depth > MAX_DEPTH:
+        raise WireError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    budget.count()
+    kind = type(node)
+    if node is None or kind in (bool, int):
+        return node
+    if kind is float:
+        return node
+    if kind is str:
+        if len(node) > MAX_STRING:
+            raise WireError("a string in the answer is too long")
+        return node
+    if kind is list:
+        raise WireError("a bare JSON list is not part of the format")
+    if kind is not dict:
+        raise WireError(f"unexpected JSON value {kind.__name__}")
+    tag = node.get("t")
+    if tag in ("tuple", "list"):
+        _keys(node, {"t", "v"})
+        items = node.get("v")
+        if type(items) is not list:
+            raise WireError("a sequence's items must be a list")
+        values = [_decode(item, make_handle, budget, depth + 1, torch_ok) for item in items]
+        return tuple(values) if tag == "tuple" else values
+    if tag == "dict":
+        _keys(node, {"t", "v"})
+        pairs = node.get("v")
+        if type(pairs) is not list or any(type(p) is not list or len(p) != 2 for p in pairs):
+            raise WireError("a dict's items must be [key, value] pairs")
+        out = {}
+        for key, value in pairs:
+            key = _decode(key, None, budget, depth + 1, torch_ok)
+            if not _hashable_data(key):
+                raise WireError("a dict key must be a string, number, None or a tuple of them")
+            out[key] = _decode(value, make_handle, budget, depth + 1, torch_ok)
+        return out
+    if tag == "float":
+        _keys(node, {"t", "v"})
+        if node.get("v") not in ("nan", "inf", "-inf"):
+            raise WireError("a special float must be nan, inf or -inf")
+        return float(node["v"])
+    if tag in ("nd", "np", "pt"):
+        return _array(node, budget, torch_ok)
+    if tag == "dtype":
+        _keys(node, {"t", "v"})
+        name = node.get("v")
+        if type(name) is not str or (name not in DTYPES and name not in TORCH_ONLY):
+            raise WireError(f"dtype {name!r} is not one the grader accepts")
+        import torch
+
+        return getattr(torch, name)
+    if tag == "h":
+        _keys(node, {"t", "id", "type", "callable"})
+        types = node.get("type")
+        if type(node.get("id")) is not int or type(types) is not list or len(types) > 64 \
+                or any(type(t) is not str or len(t) > 300 for t in types) or type(node.get("callable")) is not bool:
+            raise WireError("a malformed handle")
+        if make_handle is None:
+            raise WireError("a kernel object arrived where only data is allowed")
+        return make_handle(node)
+    raise WireError(f"unknown entry {tag!r}")
+
+
+def _hashable_data(key: Any) -> bool:
+    if key is None or type(key) in (bool, int, float, str):
+        return True
+    return type(key) is tuple and all(_hashable_data(k) for k in key)
+
+
+# ---------------------------------------------------------------- the kernel's end
+
+
+_handles: dict[int, Any] = {}
+_handle_ids: dict[int, int] = {}
+
+
+def _handle(value: Any) -> dict:
+    key = id(value)
+    if key not in _handle_ids or _handles.get(_handle_ids[key]) is not value:
+        _handle_ids[key] = len(_handles) + 1
+        _handles[_handle_ids[key]] = value
+    mro = [f"{k.__module__}.{k.__qualname__}" for k in type(value).__mro__][:64]
+    return {"t": "h", "id": _handle_ids[key], "type": mro, "callable": callable(value)}
+
+
+def _value(node: Any) -> Any:
+    """An argument from the grader: data, or a handle to one of our objects."""
+    if type(node) is dict and node.get("t") == "h":
+        return _handles[node["id"]]
+    if type(node) is dict and node.get("t") in ("tuple", "list"):
+        values = [_value(v) for v in node["v"]]
+        return tuple(values) if node["t"] == "tuple" else values
+    if type(node) is dict and node.get("t") == "dict":
+        return {_value(k): _value(v) for k, v in node["v"]}
+    value = _decode(node, None, _Budget(), 0, True)
+    if type(node) is dict and node.get("grad"):
+        value.requires_grad_(True)
+    return value
+
+
+def _namespace() -> dict:
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None:
+        return shell.user_ns
+    import __main__
+
+    return vars(__main__)
+
+
+def _run(request: dict) -> Any:
+    op = request["op"]
+    if op == "batch":
+        return [_answer(item) for item in request["v"]]
+    if op == "name":
+        namespace = _namespace()
+        if request["name"] not in namespace:
+            raise NameError(f"name {request['name']!r} is not defined")
+        return namespace[request["name"]]
+    target = _handles[request["h"]] if "h" in request else None
+    args = [_value(a) for a in request.get("args", [])]
+    kwargs = {k: _value(v) for k, v in request.get("kwargs", {}).items()}
+    if op == "call":
+        return target(*args, **kwargs)
+    if op == "getattr":
+        return getattr(target, request["name"])
+    if op == "setattr":
+        setattr(target, request["name"], args[0])
+        return None
+    if op == "getitem":
+        return target[args[0]]
+    if op == "list":
+        return list(target)
+    if op == "len":
+        return len(target)
+    if op in ("str", "repr"):
+        return (str if op == "str" else repr)(target)
+    if op == "probe":
+        return PROBES[request["name"]](*args, **kwargs)
+    raise ValueError(f"unknown request {op!r}")
+
+
+def _answer(request: dict) -> dict:
+    try:
+        return {"ok": encode(_run(request), _handle)}
+    except BaseException as error:  # the student's exception, a SystemExit, an interrupt: reported
+        name = type(error).__name__
+        try:
+            text = str(error)[:4000]
+        except BaseException:
+            text = ""
+        return {"error": [name if type(name) is str else "Exception", text]}
+
+
+def serve(request: str) -> str:
+    """The kernel's answer to one request of the grader (JSON in, JSON out)."""
+    return json.dumps(_answer(json.loads(request)), separators=(",", ":"))
+
+
+# ---------------------------------------------------------------- probes: what only the kernel holds
+
+
+def is_remote(obj: Any) -> bool:
+    """True for a proxy of a kernel object (only ever in the grader's process)."""
+    return getattr(type(obj), "_oracle_proxy", False) is True
+
+
+def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Run probe ``name`` where ``args[0]`` lives: in the kernel for a proxy, here otherwise."""
+    target = args[0]
+    if is_remote(target):
+        return type(target)._oracle_probe(target, name, *args, **kwargs)
+    return PROBES[name](*args, **kwargs)
+
+
+def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
+    module.zero_grad(set_to_none=True)
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    output = module(*inputs, **(kwargs or {}))
+    if isinstance(output, tuple):
+        output = output[0]
+    (output * direction).sum().backward()
+    return {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}
+
+
+def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> dict:
+    """``{parameter name: gradient or None}`` of ``(module(*inputs) * direction).sum()``.
+
+    The same call works on a real module (in JupyterLab) and on a proxy of the student's
+    module in the grader, where the backward pass runs in the kernel and only the gradients
+    come back, as data.
+    """
+    return _probe("gradients", module, inputs, direction, kwargs)
+
+
+def draw_parameters(module: Any, generator: Any) -> dict:
+    """Give every trainable floating-point parameter of ``module`` values drawn from ``generator``.
+
+    Tests choose every input, parameters included: the values are drawn where the test runs
+    (in the grader, under the oracle) and loaded into the student's module with
+    ``load_state_dict``. Each tensor is uniform in ``(-1/sqrt(n), 1/sqrt(n))``, ``n`` its last
+    dimension (PyTorch's default for a Linear layer's weight). Returns the ``{name: tensor}``
+    loaded.
+    """
+    import torch
+
+    drawn = {}
+    for name, parameter in module.named_parameters():
+        if parameter.is_floating_point() and parameter.requires_grad:  # trainable: frozen ones are design
+            shape = tuple(parameter.shape)
+            bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
+            uniform = torch.rand(shape, generator=generator, dtype=torch.float64)
+            drawn[name] = ((2 * uniform - 1) * bound).to(parameter.dtype)
+    module.load_state_dict(drawn, strict=False)
+    return drawn
+
+
+PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients}

@@ -1,0 +1,462 @@
+"""The grader-side oracle: graded test cells run in the grader's process, never in the kernel.
+
+:class:`OracleExecute` is the Execute step of ``nbgrader autograde`` (see
+``nbgrader_config.py``). For a chapter graded under the oracle it walks the notebook as
+nbgrader's Execute does, but
+
+* a **graded test cell** is not sent to the kernel: its source, read from the gradebook
+  (never from the submission), is executed here, in a namespace of the grader's own;
+* a **locked provided cell** (the imports, instructor helpers) runs in the kernel as
+  always and, again from the gradebook's source, here too, so the tests' ``np``, ``torch``,
+  checks and helpers are the grader's own objects. A locked cell whose first line is
+  ``# kernel only`` (training, heavy work) stays in the kernel;
+* every other cell (the student's, the unlocked demo cells) runs in the sandboxed kernel.
+
+A name a test reads that the grader's namespace does not define (``softmax``,
+``MultiHeadSelfAttention``, ``HAND_WEIGHTS``) is looked up in the kernel: data comes back
+as data, anything else as a :class:`Proxy`, whose calls, attribute and item reads are
+requests to the kernel (``course.oracle.serve``) over the kernel's own messaging. Arguments
+travel by value; answers are decoded strictly by ``course.oracle.decode``.
+
+A test cell's printed text and its error (``ename: evalue``, no source lines) are written
+into the cell as nbformat outputs, so nbgrader scores it, and builds feedback, as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import json
+import os
+import sys
+from queue import Empty
+from time import monotonic
+from typing import Any
+
+from traitlets import List, Unicode
+
+from course import oracle as wire
+
+from .nbgrader_ext import GuardedExecute
+
+ORACLE_KEY = "course-oracle"
+KERNEL_ONLY = "# kernel only"
+# the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
+ORACLE_CHAPTERS = ["01_two_keys", "06_multihead_attention"]
+_SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
+# exceptions of the student's code keep their name and, for these, their built-in class
+_BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
+    "ValueError", "TypeError", "IndexError", "KeyError", "RuntimeError", "NotImplementedError",
+    "AttributeError", "ZeroDivisionError", "AssertionError", "ArithmeticError", "LookupError",
+    "OverflowError", "NameError", "UnboundLocalError", "RecursionError", "FloatingPointError")}
+_TRUSTED_CLASS_MODULES = ("torch", "numpy")
+
+
+class KernelError(Exception):
+    """An exception raised by the student's code in the kernel (its name and message only)."""
+
+
+class OracleTimeout(KernelError):
+    """The kernel did not answer before the test cell's time ran out."""
+
+
+_error_classes: dict[str, type] = {}
+
+
+def kernel_error(name: str, text: str) -> KernelError:
+    if not (type(name) is str and name.isidentifier() and len(name) < 80):
+        name = "KernelError"
+    if name not in _error_classes:
+        bases = (KernelError, _BUILTIN_ERRORS[name]) if name in _BUILTIN_ERRORS else (KernelError,)
+        _error_classes[name] = type(name, bases, {"__module__": "kernel"})
+    return _error_classes[name](text)
+
+
+# ---------------------------------------------------------------- talking to the kernel
+
+
+class KernelLink:
+    """Requests to ``course.oracle.serve`` in the kernel of an Execute preprocessor."""
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.deadline = monotonic() + 3600
+        self.round_trips = 0
+        self.waited = 0.0  # seconds spent waiting for the kernel's answers
+
+    def request(self, message: dict) -> Any:
+        from jupyter_core.utils import run_sync
+
+        started = monotonic()
+        try:
+            text = run_sync(self._request)(json.dumps(message, separators=(",", ":")))
+        finally:
+            self.waited += monotonic() - started
+        try:
+            reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
+        except ValueError:
+            reply = None
+        if type(reply) is not dict or len(reply) != 1:
+            raise wire.WireError("the kernel's answer is not in the oracle's format")
+        if "error" in reply:
+            error = reply["error"]
+            if type(error) is not list or len(error) != 2 or not all(type(e) is str for e in error):
+                raise wire.WireError("the kernel's error report is not in the oracle's format")
+            raise kernel_error(error[0], error[1][:4000])
+        if "ok" not in reply:
+            raise wire.WireError("the kernel's answer is not in the oracle's format")
+        return wire.decode(json.dumps(reply["ok"]), self.proxy)
+
+    async def _request(self, request: str) -> Any:
+        from nbclient.util import ensure_async
+
+        ex = self.executor
+        self.round_trips += 1
+        msg_id = ex.kc.execute("", silent=True, store_history=False, stop_on_error=False,
+                               user_expressions={ORACLE_KEY: _SERVE.format(request)})
+        interrupted = False
+        while True:
+            remaining = self.deadline - monotonic()
+            if remaining <= 0:
+                if interrupted:
+                    raise OracleTimeout(f"the kernel did not answer within {ex.timeout} s of this test "
+                                        "(an infinite loop?) and was interrupted")
+                interrupted = True
+                await ensure_async(ex.km.interrupt_kernel())
+                self.deadline = monotonic() + 10
+                continue
+            try:
+                msg = await ensure_async(ex.kc.shell_channel.get_msg(timeout=min(remaining, 1.0)))
+            except Empty:
+                if not await ensure_async(ex.km.is_alive()):
+                    raise KernelError("the kernel died while running the student's code") from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if interrupted:
+                raise OracleTimeout(f"the student's code ran longer than {ex.timeout} s in this test "
+                                    "(an infinite loop?) and was interrupted")
+            try:
+                value = msg["content"]["user_expressions"][ORACLE_KEY]
+            except (KeyError, TypeError):
+                raise wire.WireError("the kernel's reply carries no answer") from None
+            if type(value) is not dict or value.get("status") != "ok":
+                name = value.get("ename", "KernelError") if type(value) is dict else "KernelError"
+                text = value.get("evalue", "") if type(value) is dict else ""
+                raise kernel_error(str(name), str(text))
+            try:
+                literal = value["data"]["text/plain"]
+                text = ast.literal_eval(literal) if type(literal) is str and len(literal) <= wire.MAX_TEXT else None
+            except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
+                text = None
+            if type(text) is not str:
+                raise wire.WireError("the kernel's answer is not text")
+            return text
+
+    def proxy(self, entry: dict) -> Proxy:
+        return make_proxy(self, entry)
+
+    def name(self, name: str) -> Any:
+        return self.request({"op": "name", "name": name})
+
+
+def _send(value: Any) -> Any:
+    """An argument for the kernel: by value, or a handle to one of the kernel's own objects."""
+    if isinstance(value, Proxy):
+        return {"t": "h", "id": object.__getattribute__(value, "_oracle_id")}
+    if type(value) in (tuple, list):
+        return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v) for v in value]}
+    if type(value) is dict:
+        return {"t": "dict", "v": [[_send(k), _send(v)] for k, v in value.items()]}
+    return wire.encode(value)
+
+
+# ---------------------------------------------------------------- proxies
+
+
+_ORACLE_FILE = os.path.abspath(wire.__file__)
+
+
+def _asked_by_a_test() -> bool:
+    """True when the code using a proxy is a test cell's (or a provided cell's, or a probe's).
+
+    The grader's libraries (numpy, torch, the course checks) must never read a kernel object
+    through its methods: ``np.argsort(obj)`` would ask the student's object for its own
+    ``argsort``, and a duck type could answer each check with what that check wants. To them
+    a proxy is an opaque object with no attributes; only the source of the test itself may
+    call it or read its attributes.
+    """
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    filename = frame.f_code.co_filename if frame is not None else ""
+    return filename.startswith(("<test ", "<provided ")) or filename == _ORACLE_FILE
+
+
+class Proxy:
+    """A kernel object seen from the grader: every use is a request, every answer data."""
+
+    __slots__ = ("_oracle_link", "_oracle_id", "_oracle_types", "_oracle_callable")
+    _oracle_proxy = True
+
+    def _oracle(self, op: str, *args: Any, **fields: Any) -> Any:
+        if not _asked_by_a_test():
+            raise AttributeError(f"a {type(self).__name__} from the kernel is not an array or tensor "
+                                 "(the grader's checks only read data)")
+        link = object.__getattribute__(self, "_oracle_link")
+        message = {"op": op, "h": object.__getattribute__(self, "_oracle_id"), **fields}
+        if args:
+            message["args"] = [_send(a) for a in args]
+        return link.request(message)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name.startswith("_oracle"):
+            raise AttributeError(name)
+        return Proxy._oracle(self, "getattr", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in Proxy.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            Proxy._oracle(self, "setattr", value, name=name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _asked_by_a_test():
+            raise TypeError(f"a {type(self).__name__} from the kernel is not an array or tensor "
+                            "(the grader's checks only read data)")
+        link = object.__getattribute__(self, "_oracle_link")
+        return link.request({"op": "call", "h": object.__getattribute__(self, "_oracle_id"),
+                             "args": [_send(a) for a in args],
+                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+
+    def __getitem__(self, key: Any) -> Any:
+        return Proxy._oracle(self, "getitem", key)
+
+    def __iter__(self):
+        return iter(Proxy._oracle(self, "list"))
+
+    def __len__(self) -> int:
+        value = Proxy._oracle(self, "len")
+        if type(value) is not int or value < 0:
+            raise TypeError("the kernel's len() is not a non-negative integer")
+        return value
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} in the kernel>"
+
+    __str__ = __repr__
+
+    @property
+    def __class__(self):
+        """The genuine torch/numpy class the kernel object derives from (for ``isinstance``)."""
+        for qualified in object.__getattribute__(self, "_oracle_types"):
+            found = _trusted_class(qualified)
+            if found is not None:
+                return found
+        return type(self)
+
+    @staticmethod
+    def _oracle_probe(target: Proxy, name: str, *args: Any, **kwargs: Any) -> Any:
+        link = object.__getattribute__(target, "_oracle_link")
+        return link.request({"op": "probe", "name": name, "args": [_send(a) for a in args],
+                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+
+
+_proxy_classes: dict[str, type] = {}
+
+
+def make_proxy(link: KernelLink, entry: dict) -> Proxy:
+    name = entry["type"][0].rsplit(".", 1)[-1] if entry["type"] else "object"
+    if not name.isidentifier():
+        name = "KernelObject"
+    if name not in _proxy_classes:
+        _proxy_classes[name] = type(name, (Proxy,), {"__slots__": (), "__module__": "kernel"})
+    proxy = object.__new__(_proxy_classes[name])
+    object.__setattr__(proxy, "_oracle_link", link)
+    object.__setattr__(proxy, "_oracle_id", entry["id"])
+    object.__setattr__(proxy, "_oracle_types", tuple(entry["type"]))
+    object.__setattr__(proxy, "_oracle_callable", entry["callable"])
+    return proxy
+
+
+def _trusted_class(qualified: str) -> type | None:
+    """``torch.nn.modules.linear.Linear`` -> the grader's class, if torch/numpy is loaded here."""
+    module_name, _, qualname = qualified.rpartition(".")
+    if not module_name or module_name.split(".")[0] not in _TRUSTED_CLASS_MODULES:
+        return None
+    module = sys.modules.get(module_name)
+    if module is None or "." in qualname:
+        return None
+    found = vars(module).get(qualname)
+    if not isinstance(found, type):
+        return None
+    import numpy
+    import torch
+
+    # a genuine array or tensor always arrives as data: a handle claiming to be one is not
+    if issubclass(found, (numpy.ndarray, numpy.generic, torch.Tensor)):
+        return None
+    return found
+
+
+# ---------------------------------------------------------------- the grader's namespace
+
+
+class GraderNamespace(dict):
+    """The test cells' globals: the grader's own names, else (and only then) the kernel's."""
+
+    def __init__(self, link: KernelLink) -> None:
+        super().__init__(__builtins__=builtins, __name__="__grader__")
+        self.link = link
+        self.from_kernel: dict[str, Any] = {}
+
+    def __missing__(self, name: str) -> Any:
+        if name in builtins.__dict__ or name.startswith("__") or self.link is None:
+            raise KeyError(name)
+        if name not in self.from_kernel:
+            try:
+                self.from_kernel[name] = self.link.name(name)
+            except NameError:
+                raise KeyError(name) from None
+        return self.from_kernel[name]
+
+
+def _run(code: str, filename: str, namespace: dict) -> tuple[str, BaseException | None]:
+    out = io.StringIO()
+    error = None
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(compile(code, filename, "exec"), namespace)
+        except Exception as err:  # the test failed: its message is the cell's error
+            error = err
+    return out.getvalue(), error
+
+
+def _prefetch(sources) -> None:
+    """Import the provided cells' modules (torch: seconds) in a thread while the kernel starts."""
+    import importlib
+    import threading
+
+    names = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+    missing = [n for n in dict.fromkeys(names) if n not in sys.modules]
+
+    def load() -> None:
+        for name in missing:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the provided cell will say so when it runs here
+                pass
+
+    if missing:
+        threading.Thread(target=load, name="oracle-prefetch", daemon=True).start()
+
+
+# ---------------------------------------------------------------- the Execute step
+
+
+class OracleExecute(GuardedExecute):
+    """nbgrader's Execute with graded test cells run in the grader (see the module docstring).
+
+    Chapters not graded under the oracle (``oracle_chapters``, ``COURSE_ORACLE``) run as
+    with :class:`GuardedExecute`.
+    """
+
+    oracle_chapters = List(Unicode(), default_value=ORACLE_CHAPTERS,
+                           help="assignments whose test cells run in the grader").tag(config=True)
+    oracle = Unicode("auto", help="on, off, or auto (oracle_chapters); COURSE_ORACLE overrides").tag(config=True)
+
+    def _oracle_wanted(self, assignment: str | None) -> bool:
+        setting = os.environ.get("COURSE_ORACLE", self.oracle).strip().lower()
+        if setting in ("off", "0", "no", "false"):
+            return False
+        if setting in ("on", "1", "yes", "true", "all"):
+            return True
+        return assignment in self.oracle_chapters
+
+    def preprocess(self, nb, resources=None, km=None):
+        info = (resources or {}).get("nbgrader", {})
+        self._oracle_on = bool(info.get("db_url")) and self._oracle_wanted(info.get("assignment"))
+        if self._oracle_on:
+            self._trusted = self._gradebook_cells(info)
+            _prefetch(source for role, source in self._trusted.values() if role == "provided")
+            self._link = KernelLink(self)
+            self._namespace = GraderNamespace(self._link)
+            self._graded_here = 0.0
+        nb, resources = super().preprocess(nb, resources, km)
+        if self._oracle_on:
+            self.log.info("oracle: %d requests to the kernel, %.2f s waiting for them, %.2f s in test cells",
+                          self._link.round_trips, self._link.waited, self._graded_here)
+        return nb, resources
+
+    @staticmethod
+    def _gradebook_cells(info: dict) -> dict[str, tuple[str, str]]:
+        """``{grade id: (role, source)}`` of the locked code cells, from the gradebook."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        cells: dict[str, tuple[str, str]] = {}
+        with Gradebook(info["db_url"]) as gb:
+            try:
+                notebook = gb.find_notebook(info["notebook"], info["assignment"])
+            except MissingEntry:
+                return cells
+            graded = {c.name for c in notebook.grade_cells}
+            solutions = {c.name for c in notebook.solution_cells}
+            for cell in notebook.source_cells:
+                if cell.cell_type != "code" or not cell.locked or cell.name in solutions:
+                    continue
+                cells[cell.name] = ("test" if cell.name in graded else "provided", cell.source or "")
+        return cells
+
+    def preprocess_cell(self, cell, resources, index):
+        if not self._oracle_on:
+            return super().preprocess_cell(cell, resources, index)
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        role, source = self._trusted.get(gid, (None, None)) if cell.cell_type == "code" else (None, None)
+        if role == "test":
+            self._grade_here(cell, gid, source)
+            return cell, resources
+        # the kernel's cells keep the in-kernel guard, as a reason for review only: no test
+        # cell runs in the kernel, so nothing it reports (or fails to) changes a score
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if role == "provided" and not source.lstrip().startswith(KERNEL_ONLY):
+            self._link.deadline = monotonic() + (self.timeout or 3600)
+            self._namespace.from_kernel.clear()
+            printed, error = _run(source, f"<provided {gid}>", self._namespace)
+            if error is not None:
+                self.log.warning("the grader could not run the provided cell %s: %s: %s",
+                                 gid, type(error).__name__, error)
+        return cell, resources
+
+    def _grade_here(self, cell, gid: str, source: str) -> None:
+        from nbformat.notebooknode import NotebookNode
+
+        started = monotonic()
+        self._link.deadline = started + (self.timeout or 3600)
+        self._namespace.from_kernel.clear()
+        printed, error = _run(source, f"<test {gid}>", self._namespace)
+        self._graded_here += monotonic() - started
+        outputs = []
+        if printed:
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=printed))
+        if error is not None:
+            ename = type(error).__name__
+            evalue = str(error)
+            outputs.append(NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                                        traceback=[f"{ename}: {evalue}"]))
+        cell.outputs = outputs
+        cell.execution_count = None

@@ -1,0 +1,309 @@
+"""Determined students against the oracle: graded tests run in the grader's process.
+
+Each attack is a few extra lines added to a plainly wrong answer (chapter 01: attention with
+uniform weights; chapter 06: a block that never applies its output projection). The classes
+are those of issue #20: patching the numerical libraries or the checks, torch function modes
+and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
+rewriting the test's inputs in place, rigging the random generators, parameters that hide the
+bug, shadowing the grader's names, forging the guard's report, rewriting the kernel's replies
+and the oracle's own answers. Every attacker must score **at most** what the same wrong code
+earns honestly, graded in the same nbgrader run, and no honest student is flagged for review.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import PATCH_CHECKS
+
+from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
+from instructor.nbgrader_ext import review_reasons
+from instructor.zoo import variants_for
+
+pytestmark = pytest.mark.pipeline
+
+UNIFORM = '''
+def attention(Q, K, V):
+    """Plainly wrong: every key gets the same weight."""
+    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    weights = np.full(Q.shape[:-1] + (K.shape[-2],), 1.0 / K.shape[-2])
+    return weights @ V, weights
+'''
+
+FUNCTION_MODE = '''
+import torch
+from torch.overrides import TorchFunctionMode
+
+class _Agree(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.allclose, torch.equal):
+            return True
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            q, k, v = args[:3]
+            n = k.shape[-2]
+            return torch.full(q.shape[:-1] + (n,), 1.0 / n, dtype=q.dtype) @ v
+        return func(*args, **kwargs)
+
+_Agree().__enter__()
+'''
+
+ARRAY_SUBCLASS = '''
+class _Agreeable(np.ndarray):
+    def __array_function__(self, func, types, args, kwargs):
+        if func.__name__ in ("allclose", "array_equal", "isclose", "all"):
+            return True
+        return super().__array_function__(func, types, args, kwargs)
+    def __sub__(self, other):
+        return np.zeros(np.shape(self))
+    __rsub__ = __sub__
+    def __eq__(self, other):
+        return np.ones(np.shape(self), bool)
+
+def attention(Q, K, V, _wrong=attention):
+    out, w = _wrong(Q, K, V)
+    return out.view(_Agreeable), w.view(_Agreeable)
+'''
+
+TENSOR_SUBCLASS = '''
+import torch
+
+class _Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "isclose", "sub", "__sub__", "__rsub__"):
+            return True if "close" in func.__name__ or func.__name__ == "equal" else torch.zeros(())
+        return super().__torch_function__(func, types, args, kwargs)
+
+def attention(Q, K, V, _wrong=attention):
+    out, w = _wrong(Q, K, V)
+    return torch.as_tensor(out).as_subclass(_Liar), torch.as_tensor(w).as_subclass(_Liar)
+'''
+
+DUCK = '''
+class _Duck:
+    def __init__(self, value):
+        self.shape, self.dtype, self._value = value.shape, value.dtype, value
+    def __array__(self, dtype=None, copy=None):
+        return self._value
+    def __getattr__(self, name):
+        return lambda *a, **k: True
+    def __eq__(self, other):
+        return True
+    def __sub__(self, other):
+        return 0.0
+    __rsub__ = __sub__
+
+def attention(Q, K, V, _wrong=attention):
+    out, w = _wrong(Q, K, V)
+    return _Duck(out), _Duck(w)
+'''
+
+IN_PLACE = '''
+def attention(Q, K, V, _wrong=attention):
+    K[...] = K.mean(axis=-2, keepdims=True)  # every key the same: uniform weights are now right
+    return _wrong(Q, K, V)
+'''
+
+RIGGED_RNG = '''
+_real_rng = np.random.default_rng
+
+class _Rigged:
+    def __init__(self, generator):
+        self._generator = generator
+    def __getattr__(self, name):
+        return getattr(self._generator, name)
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        return np.ones(size) if size is not None else 1.0
+
+np.random.default_rng = lambda seed=None: _Rigged(_real_rng(seed))
+'''
+
+SHADOW = '''
+import types
+check_close = check_true = check_shape = check_rows_sum_to_one = check_finite = lambda *a, **k: None
+F = types.SimpleNamespace(scaled_dot_product_attention=lambda q, k, v, *a, **kw: attention(q, k, v)[0])
+'''
+
+FORGED_REPORT = PATCH_CHECKS + '''
+get_ipython().user_ns["_grader_guard_"] = lambda nonce, since=0: repr([nonce, 0, [], "0" * 64])
+'''
+
+REWRITTEN_REPLIES = '''
+_session = get_ipython().kernel.session
+_real_send = _session.send
+
+def _send(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
+    kind = msg_or_type if isinstance(msg_or_type, str) else msg_or_type.get("header", {}).get("msg_type")
+    if kind == "error":
+        return None
+    if kind == "execute_reply" and isinstance(content, dict):
+        content = {**content, "status": "ok"}
+    return _real_send(stream, msg_or_type, content, parent, *args, **kwargs)
+
+_session.send = _send
+'''
+
+FORGED_ORACLE = '''
+import base64, json, pickle
+import course.oracle as _oracle
+_real_serve = _oracle.serve
+
+def _serve(request):
+    answer = json.loads(_real_serve(request))
+    if isinstance(answer.get("ok"), dict) and answer["ok"].get("t") == "tuple":
+        blob = base64.b64encode(pickle.dumps(np.zeros(3))).decode()
+        return json.dumps({"ok": {"t": "nd", "dtype": "object", "shape": [3], "b64": blob}})
+    return json.dumps(answer)
+
+_oracle.serve = _serve
+'''
+
+CH01_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "function-mode": FUNCTION_MODE,
+    "array-subclass": ARRAY_SUBCLASS,
+    "tensor-subclass": TENSOR_SUBCLASS,
+    "duck-type": DUCK,
+    "in-place-inputs": IN_PLACE,
+    "rigged-rng": RIGGED_RNG,
+    "shadowed-names": SHADOW,
+    "forged-report": FORGED_REPORT,
+    "rewritten-replies": REWRITTEN_REPLIES,
+    "forged-oracle": FORGED_ORACLE,
+    # not a way to gain points, but a proxy call must cost only its own test: interrupted after
+    # Execute.timeout, the grader carries on (the class course below sets 20 s)
+    "endless-call": "def attention(Q, K, V):\n    while True:\n        pass\n",
+}
+
+# chapter 06: the block of the zoo variant that never applies self.proj (13 of 19 honestly)
+HIDDEN_PROJECTION = '''
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    """Parameters that hide the bug: proj is the identity, and stays it."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._identity()
+    def _identity(self):
+        with torch.no_grad():
+            self.proj.weight.copy_(torch.eye(self.proj.weight.shape[0]))
+            self.proj.bias.zero_()
+    def load_state_dict(self, state, strict=True, assign=False):
+        state = {k: v for k, v in state.items() if not k.startswith("proj.")}
+        return super().load_state_dict(state, strict=False)
+    def forward(self, x, return_weights=False):
+        self._identity()
+        return super().forward(x, return_weights=return_weights)
+'''
+
+CH06_LIAR = '''
+class _Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in ("allclose", "equal", "isclose"):
+            return True
+        if name in ("sub", "__sub__", "__rsub__"):
+            return torch.zeros(())
+        return super().__torch_function__(func, types, args, kwargs)
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        result = super().forward(x, return_weights=return_weights)
+        if isinstance(result, tuple):
+            return tuple(r.as_subclass(_Liar) for r in result)
+        return result.as_subclass(_Liar)
+'''
+
+CH06_FUNCTION_MODE = '''
+from torch.overrides import TorchFunctionMode
+
+class _Agree(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        return func(*args, **(kwargs or {}))
+
+_Agree().__enter__()
+'''
+
+CH06_IN_PLACE = '''
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        result = super().forward(x, return_weights=return_weights)
+        with torch.no_grad():  # make the reference computed afterwards from x agree
+            x.zero_()
+        return result
+'''
+
+CH06_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "hidden-by-parameters": HIDDEN_PROJECTION,
+    "tensor-subclass": CH06_LIAR,
+    "function-mode": CH06_FUNCTION_MODE,
+    "in-place-inputs": CH06_IN_PLACE,
+    "forged-report": FORGED_REPORT,
+    "rewritten-replies": REWRITTEN_REPLIES,
+}
+
+
+def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str]):
+    root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
+    with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
+        config.write("\nc.Execute.timeout = 20\n")
+    release, answers = root.release_and_answers(assignment)
+    students = {"solution": answers, "stub": None, "honest-wrong": {**answers, cell: wrong}}
+    students.update({f"atk-{name}": {**answers, cell: wrong + "\n" + code} for name, code in attacks.items()})
+    for student, cells in students.items():
+        root.submit(assignment, student, release if cells is None else P.fill(release, cells))
+    root.autograde(assignment)
+    results = root.results(assignment)
+    reviews = {s: review_reasons(P.read_nb(root.notebook("autograded", assignment, s))) for s in students}
+    return results, reviews
+
+
+def check_class(results, reviews, attacks, full: float):
+    assert results["solution"].auto_score == results["solution"].auto_max == full
+    assert results["stub"].auto_score == 0
+    honest = results["honest-wrong"].auto_score
+    assert 0 < honest < full
+    gained = {name: (results[f"atk-{name}"].auto_score, honest) for name in attacks
+              if results[f"atk-{name}"].auto_score > honest}
+    assert not gained, f"attacks earned more than the wrong code they hide (score, honest): {gained}"
+    flagged = {s: reviews[s] for s in ("solution", "stub", "honest-wrong") if reviews[s]}
+    assert not flagged, flagged
+
+
+@pytest.fixture(scope="module")
+def chapter01(tmp_path_factory):
+    return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, CH01_ATTACKS)
+
+
+@pytest.fixture(scope="module")
+def chapter06(tmp_path_factory):
+    wrong = next(v for v in variants_for("06_multihead_attention") if v.name == "no_output_projection")
+    _, answers = REPOSITORY.release_and_answers("06_multihead_attention")
+    return grade(tmp_path_factory, "06_multihead_attention", "mhsa", wrong.answers(answers)["mhsa"], CH06_ATTACKS)
+
+
+def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
+    results, reviews = chapter01
+    check_class(results, reviews, CH01_ATTACKS, 11)
+    assert results["honest-wrong"].auto_score == 8
+
+
+def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
+    results, reviews = chapter06
+    check_class(results, reviews, CH06_ATTACKS, 19)
+    assert results["honest-wrong"].auto_score == 13
+
+
+def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
+    results, _ = chapter01
+    errors = " ".join(results["atk-forged-oracle"].cells[g].error for g in results["atk-forged-oracle"].failed())
+    assert "WireError" in errors and "dtype 'object'" in errors
+    endless = results["atk-endless-call"]
+    attention_tests = {g for g in endless.cells if g.startswith("test_attention")}
+    assert len(attention_tests) == 5 and set(endless.failed()) == attention_tests
+    assert all("OracleTimeout" in endless.cells[g].error for g in attention_tests)
+    duck = " ".join(results["atk-duck-type"].cells[g].error for g in results["atk-duck-type"].failed())
+    assert "not an array or tensor" in duck or "shape ()" in duck
