@@ -35,6 +35,7 @@ from queue import Empty
 from time import monotonic
 from typing import Any
 
+from nbclient.util import run_hook, run_sync
 from traitlets import List, Unicode
 
 from course import oracle as wire
@@ -428,7 +429,10 @@ class OracleExecute(GuardedExecute):
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         role, source = self._trusted.get(gid, (None, None)) if cell.cell_type == "code" else (None, None)
         if role == "test":
+            # nbclient's cell hooks (the self-check's progress line) see this cell as if the kernel ran it
+            run_sync(run_hook)(self.on_cell_start, cell=cell, cell_index=index)
             self._grade_here(cell, gid, source)
+            run_sync(run_hook)(self.on_cell_complete, cell=cell, cell_index=index)
             return cell, resources
         # the kernel's cells keep the in-kernel guard, as a reason for review only: no test
         # cell runs in the kernel, so nothing it reports (or fails to) changes a score
