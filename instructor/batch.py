@@ -360,7 +360,8 @@ class Recorder:
 
 def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, regrade: bool = False,
                 progress: bool = True, stats: BatchStats | None = None, on_result=None,
-                batch_size: int = 50, sandbox_mode: str | None = None) -> dict[str, StudentReport]:
+                batch_size: int = 50, sandbox_mode: str | None = None,
+                flush_seconds: float = 2.0) -> dict[str, StudentReport]:
     """Plan, grade (with ``runner``, default ``LocalPool(jobs)``) and record every student.
 
     ``on_result(runner, student, n_done)`` is called after each student is recorded (tests kill
@@ -372,7 +373,7 @@ def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, r
     stats = stats if stats is not None else BatchStats()
     p = plan(root, assignment, regrade)
     job = G.make_job(root, assignment, sandbox_mode) if p.todo else None
-    recorder = Recorder(root, p, stats, batch_size=batch_size)
+    recorder = Recorder(root, p, stats, batch_size=batch_size, flush_seconds=flush_seconds)
     bar = None
     if progress and p.todo:
         from tqdm import tqdm
