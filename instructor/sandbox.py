@@ -543,6 +543,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _unsandboxed_start(self, **kw):
         """No sandbox: the kernel still imports the grader's ``course`` package, not the editable one."""
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
+        from . import forkserver
+
+        if forkserver.wanted():  # COURSE_KERNEL_FORK=1: forked from a process with torch imported
+            forkserver.use_zygote(self.provisioner)
         entry = _package_path(_course_package(), sandboxed=False)
         if entry:
             env = dict(kw.get("env") or os.environ)

@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,27 @@ class GradedChapter:
         return self.results[alternative.student_id(ALTERNATIVE)]
 
 
+@contextmanager
+def trusted_kernels():
+    """Grade the course's own code (solutions, stubs, both zoos) fast: no OS sandbox, and
+    kernels forked from a process that imported torch once (instructor/forkserver.py).
+
+    What these runs prove is how the graded tests score and what they say; the sandbox is
+    proven where untrusted students are graded (test_sandbox, test_oracle_attacks,
+    test_class_batch, test_course_root_copy), with kernels started as in a real class.
+    """
+    saved = {name: os.environ.get(name) for name in ("COURSE_SANDBOX", "COURSE_KERNEL_FORK")}
+    os.environ.update(COURSE_SANDBOX="off", COURSE_KERNEL_FORK="1")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
     """Grade the solution, the stub, every bug-zoo variant and every alternative of an assignment
     in one nbgrader run."""
@@ -70,13 +92,15 @@ def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
     alternatives = {v.name: v for v in alternatives_for(assignment)}
     for alternative in alternatives.values():
         root.submit(assignment, alternative.student_id(ALTERNATIVE), P.fill(release_nb, alternative.answers(answers)))
-    root.autograde(assignment)
+    with trusted_kernels():
+        root.autograde(assignment)
     expected = ({SOLUTION, STUB} | {v.student_id() for v in variants.values()}
                 | {v.student_id(ALTERNATIVE) for v in alternatives.values()})
     for student in sorted(s for s in expected if not root.notebook("autograded", assignment, s).exists()):
         # nbgrader gives up on a notebook whose kernel did not start (a loaded machine):
         # try that student once more on its own before judging anything
-        root.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", check=False)
+        with trusted_kernels():
+            root.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", check=False)
     root.feedback(assignment)
     return GradedChapter(root, assignment, variants, root.results(assignment), alternatives)
 
