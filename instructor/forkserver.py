@@ -80,8 +80,8 @@ for line in requests:
 
 
 def wanted() -> bool:
-    """``COURSE_KERNEL_FORK`` is set to a true value."""
-    return os.environ.get(ENV, "").strip().lower() in ("1", "on", "yes", "true")
+    """``COURSE_KERNEL_FORK`` is set to a true value, on Linux (``prctl``, ``/proc``)."""
+    return sys.platform == "linux" and os.environ.get(ENV, "").strip().lower() in ("1", "on", "yes", "true")
 
 
 class ForkedKernel:
