@@ -410,9 +410,9 @@ def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, r
     stats.wall_seconds = time.perf_counter() - start
     _fill_from_gradebook(root, assignment, p.reports, [s for s, r in p.reports.items() if r.status == "unchanged"])
     if stop:
-        message = (f"{stop[0]}\nThe batch stopped after {n_done} of {len(p.todo)} students; those "
-                   f"{n_done} are recorded (gradebook, {STATE_FILE}). Run the same command again "
-                   "to grade the rest.")
+        kept = {0: "none is recorded", 1: "that one is recorded"}.get(n_done, f"those {n_done} are recorded")
+        message = (f"{stop[0]}\nThe batch stopped after {n_done} of {len(p.todo)} students; {kept} "
+                   f"(gradebook, {STATE_FILE}). Run the same command again to grade the rest.")
         raise BatchStopped(message, p.reports) from stop[1]
     return p.reports
 

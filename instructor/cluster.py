@@ -24,7 +24,9 @@ of :func:`instructor.batch.grade_class`; this module only runs tasks.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import logging
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -50,8 +52,6 @@ def connect(address: str):
             n = int(address.split(":", 1)[1])
         except ValueError:
             raise ClusterError(f"--cluster {address}: expected local:N with N worker processes") from None
-        import logging
-
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)
         return Client(cluster)
@@ -78,6 +78,10 @@ class Dask:
         return getattr(scheduler, "address", "?")
 
     def run(self, job: dict, tasks: Iterable[tuple[str, dict]]) -> Iterator[dict]:
+        _quiet_reconnects()
+        yield from self._run(job, tasks)
+
+    def _run(self, job: dict, tasks: Iterable[tuple[str, dict]]) -> Iterator[dict]:
         from distributed import as_completed
 
         own = self.client is None
@@ -123,6 +127,24 @@ class Dask:
     def _gone(self, err: BaseException) -> ClusterError:
         return ClusterError(f"the Dask scheduler at {self.address} went away ({type(err).__name__}); "
                             "its workers stop with it (a worker whose scheduler is gone exits)")
+
+
+class _LostConnection(logging.Filter):
+    """Drop dask's own log records of a connection it lost (a 30-line traceback per attempt to
+    reconnect): the pipeline says in one message that the scheduler went away, and what to do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, (OSError, asyncio.CancelledError, concurrent.futures.CancelledError))
+
+
+def _quiet_reconnects() -> None:
+    """From the first batch on, for the life of this process (a client keeps trying to reconnect
+    until it is closed, which may be after the batch)."""
+    for name in ("distributed.client", "distributed.utils", "distributed.core"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _LostConnection) for f in logger.filters):
+            logger.addFilter(_LostConnection())
 
 
 def _close(client) -> None:

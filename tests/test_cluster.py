@@ -196,7 +196,7 @@ def test_feedback_export_and_an_idempotent_rerun(graded):
     assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in graded["reports"].items()}
 
 
-def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded):
+def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded, capfd):
     import json
 
     from distributed import Client, LocalCluster
@@ -226,6 +226,8 @@ def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded):
     finally:
         client.close()
         cluster.close()
+    said = capfd.readouterr().err
+    assert "Traceback" not in said, f"losing the scheduler printed dask's tracebacks:\n{said[-2000:]}"
     kept = set(redo) & set(json.loads(state_path.read_text())[A])
     assert len(kept) == 1, "the student written before the scheduler left is saved"
     # the table, report and CSV of the stopped batch cover those already graded
