@@ -28,7 +28,7 @@ import time
 from jupyter_client.provisioning import LocalProvisioner
 
 ENV = "COURSE_KERNEL_FORK"
-PRELOAD = ("numpy", "torch", "ipykernel.kernelapp")
+PRELOAD = ("numpy", "torch", "matplotlib.pyplot", "ipykernel.kernelapp")
 
 # The zygote: import the heavy modules once, then fork one kernel per request line
 # ({"argv", "cwd", "env"}) and answer with its pid. Children are reaped by the kernel
@@ -125,7 +125,7 @@ class ForkedKernel:
 
 
 class Zygote:
-    """One zygote process, for kernels of one interpreter and ``PYTHONPATH``."""
+    """One zygote process, for kernels of one interpreter, ``PYTHONPATH`` and matplotlib setting."""
 
     def __init__(self, python: str, env: dict[str, str]) -> None:
         self._lock = threading.Lock()
@@ -149,7 +149,7 @@ class Zygote:
         return self.process.poll() is None
 
 
-_zygotes: dict[tuple[str, str], Zygote] = {}
+_zygotes: dict[tuple[str, ...], Zygote] = {}
 
 
 def forkable(cmd: list[str]) -> bool:
@@ -159,7 +159,8 @@ def forkable(cmd: list[str]) -> bool:
 
 def launch(cmd: list[str], cwd: str | None, env: dict[str, str]) -> ForkedKernel:
     """A kernel for ``cmd`` (see :func:`forkable`), forked from this grader's zygote."""
-    key = (cmd[0], env.get("PYTHONPATH", ""))
+    # what the preloaded modules read at import: where packages come from, matplotlib's backend
+    key = (cmd[0], env.get("PYTHONPATH", ""), env.get("MPLBACKEND", ""), env.get("MPLCONFIGDIR", ""))
     zygote = _zygotes.get(key)
     if zygote is None or not zygote.alive():
         zygote = _zygotes[key] = Zygote(cmd[0], env)
