@@ -24,6 +24,9 @@
 10. oracle: nbgrader autograde per student with graded tests in the grader's process
     (instructor/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
     interleaved on the same students, per chapter (``--oracle-chapters``; target <= 1.15).
+11. fork: one nbgrader run of ``--students`` students without the sandbox, kernels forked from
+    a process that imported torch once (instructor/forkserver.py, what the test suite uses for
+    the course's own code) over kernels started as usual, 01 and 09 (``--only fork``).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -401,10 +404,37 @@ def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
             os.environ["COURSE_ORACLE"] = saved
 
 
+def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
+    print(f"\n## 11. forked kernels (COURSE_KERNEL_FORK=1, no sandbox: how the suite grades the course's own "
+          f"code) over kernels started as usual, one nbgrader run of {n_students} students, interleaved")
+    saved = {name: os.environ.get(name) for name in ("COURSE_SANDBOX", "COURSE_KERNEL_FORK")}
+    os.environ["COURSE_SANDBOX"] = "off"
+    try:
+        for chapter in chapters:
+            times: dict[str, list[float]] = {"1": [], "0": []}
+            with tempfile.TemporaryDirectory() as tmp:
+                root = _class_root(Path(tmp), n_students, chapter)
+                for r in range(repeat):
+                    for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
+                        os.environ["COURSE_KERNEL_FORK"] = mode
+                        start = time.perf_counter()
+                        root.autograde(chapter)
+                        times[mode].append((time.perf_counter() - start) / n_students)
+            forked, usual = statistics.median(times["1"]), statistics.median(times["0"])
+            print(f"{chapter:<26} per student: forked {forked:6.2f} s | usual {usual:6.2f} s | "
+                  f"ratio {forked / usual:5.2f} (median of {repeat})")
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster",
-                                                "check", "oracle"])
+                                                "check", "oracle", "fork"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
@@ -417,7 +447,8 @@ def main() -> int:
              "lab": lambda: bench_lab(args.repeat), "batch": lambda: bench_batch(args.students),
              "sandbox": lambda: bench_sandbox(args.students, args.repeat),
              "cluster": lambda: bench_cluster(args.cluster_students), "check": lambda: bench_check(args.repeat),
-             "oracle": lambda: bench_oracle(args.oracle_chapters, args.oracle_students, args.repeat)}
+             "oracle": lambda: bench_oracle(args.oracle_chapters, args.oracle_students, args.repeat),
+             "fork": lambda: bench_fork(["01_two_keys", "09_decoder"], args.students, args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()

@@ -39,6 +39,7 @@ import weakref
 from pathlib import Path
 
 from . import pipeline as P
+from .sandbox import KERNEL_METADATA
 
 ROOT_PREFIX = "course-grader-"
 TAMPER_MARK = "grader: this notebook had replaced"
@@ -292,6 +293,12 @@ class Grader:
             out["review"] += [r for r in reasons if r not in out["review"]]
             if nb is not None:
                 out["failed_cells"].update({P.grade_id(c): P.cell_error(c) for c in nb.cells if P.grade_id(c)})
+                said = nb.metadata.get(KERNEL_METADATA, {}).get("sandboxed")  # this kernel's, not the probe's
+                if said is not True and out["sandboxed"]:
+                    out["sandboxed"] = False
+                    out["sandbox"] = ("its grading kernel started without the OS sandbox" if said is False else
+                                      "its kernel was not started by the course's sandboxed Execute step "
+                                      "(see nbgrader_config.py)")
 
     def _read_gradebook(self, student: str, out: dict) -> None:
         from nbgrader.api import Gradebook

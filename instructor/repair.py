@@ -41,6 +41,8 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode, from_dict
 
+from .sandbox import KERNEL_METADATA
+
 REPO = Path(__file__).resolve().parents[1]  # the course this grader ships with
 REPAIR_METADATA = "grader_repair"  # notebook metadata of the sanitized notebook: {"notes": [...]}
 ANSWERED_COPY_LIMIT = 20  # other notebooks listed by name at most
@@ -379,6 +381,7 @@ class RepairSubmission(NbGraderPreprocessor):
             notes.insert(0, "the notebook had none of this assignment's graded cells (grader metadata lost?): "
                             "every test was put back")
         nb.metadata.pop(REPAIR_METADATA, None)
+        nb.metadata.pop(KERNEL_METADATA, None)  # only the grading kernel's own Execute step says that
         if notes:
             nb.metadata[REPAIR_METADATA] = {"notes": notes}
             self.log.warning("repaired the submission: %s", "; ".join(notes))

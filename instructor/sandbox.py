@@ -76,6 +76,8 @@ def mode() -> str:
 
 
 BWRAP_ENV = "COURSE_SANDBOX_BWRAP"
+# autograded notebook metadata: {"sandboxed": bool}, whether the kernel(s) that ran it were
+KERNEL_METADATA = "grading_kernel"
 
 
 def bwrap_path() -> str | None:
@@ -588,6 +590,7 @@ def sandboxed_steps(steps: list) -> list:
     ``Execute`` (or subclass of it) in ``steps`` is replaced by such a subclass, so its
     ``c.Execute...`` settings still apply.
     """
+    from nbclient.util import run_sync
     from nbgrader.preprocessors import Execute
 
     def sandboxed(step):
@@ -598,8 +601,21 @@ def sandboxed_steps(steps: list) -> list:
             kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
             step.__init__(self, *args, **kwargs)
 
+        async def async_start_new_kernel(self, **kwargs):
+            await step.async_start_new_kernel(self, **kwargs)
+            self._kernels_sandboxed.append(bool(getattr(self.km, "sandboxed", False)))
+
+        def preprocess(self, nb, resources=None, km=None):
+            self._kernels_sandboxed = []
+            nb, resources = step.preprocess(self, nb, resources, km)
+            if self._kernels_sandboxed:  # what this notebook's kernel(s) really ran in
+                nb.metadata.setdefault(KERNEL_METADATA, {})["sandboxed"] = all(self._kernels_sandboxed)
+            return nb, resources
+
         return type(f"Sandboxed{step.__name__}", (step,),
-                    {"__init__": __init__, "_sandboxed": True, "__module__": __name__})
+                    {"__init__": __init__, "_sandboxed": True, "__module__": __name__,
+                     "async_start_new_kernel": async_start_new_kernel,
+                     "start_new_kernel": run_sync(async_start_new_kernel), "preprocess": preprocess})
 
     return [sandboxed(step) for step in steps]
 

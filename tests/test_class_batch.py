@@ -57,6 +57,7 @@ def test_honest_students_get_what_they_earned(graded_class):
         assert reports[f"empty-{i}"].score == 0 and reports[f"empty-{i}"].max_score == 11
     for bug in ("softmax_axis0", "attention_no_scale", "attention_hardcoded_two_keys"):
         assert 0 < reports[f"bug-{bug}"].score < 11
+    assert all(reports[f"correct-{i}"].sandboxed is True for i in range(3)), "each kernel says it was sandboxed"
 
 
 def test_tampering_earns_nothing_more_than_the_bug_it_hides(graded_class):

@@ -58,3 +58,24 @@ def test_a_grader_that_cannot_sandbox_refuses_unless_the_instructor_said_no_sand
     assert warning and "1 student(s)" in warning and solution.where in warning and "switched off" in warning
     text = batch.write_report(tmp_path / "report.txt", A, reports).read_text()
     assert text.startswith("WARNING") and f"solution: {solution.where}, NOT SANDBOXED" in text
+
+
+def test_the_report_says_what_each_kernel_ran_in_not_what_the_machine_offers(tmp_path):
+    """A course config whose Execute step is not the sandboxed one: the machine could sandbox,
+    but this kernel was not; a stamp forged in the submission changes nothing."""
+    if not sandbox.sandbox_status()[0]:
+        pytest.skip("no sandbox on this machine: " + sandbox.sandbox_status()[1])
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    with open(root.config, "a") as config:
+        config.write("\nc.Autograde.autograde_preprocessors = [step.__bases__[0] if step.__dict__.get('_sandboxed') "
+                     "else step for step in c.Autograde.autograde_preprocessors]\n")
+    release, answers = root.release_and_answers(A)
+    forged = P.fill(release, answers)
+    forged.metadata[sandbox.KERNEL_METADATA] = {"sandboxed": True}
+    root.submit(A, "solution", forged)
+    reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False, sandbox_mode="on")
+    solution = reports["solution"]
+    assert (solution.status, solution.score, solution.sandboxed) == ("graded", 11, False)
+    assert "not started by the course's sandboxed Execute step" in solution.sandbox
+    warning = batch.sandbox_warning(reports)
+    assert warning and "1 student(s)" in warning and solution.where in warning
