@@ -112,8 +112,26 @@ def _unsafe(member: zipfile.ZipInfo) -> str | None:
     return None
 
 
+# Unpacked sizes a zip may reach (a zip bomb fills the disk otherwise): a notebook is a few MB.
+MEMBER_LIMIT = 64 * 2**20
+ZIP_LIMIT = 2 * 2**30
+
+
+def _copy_at_most(src, dst, limit: int) -> int:
+    """Copy up to ``limit`` bytes; the number copied, or -1 if there was more."""
+    copied = 0
+    while chunk := src.read(min(2**20, limit + 1 - copied)):
+        copied += len(chunk)
+        if copied > limit:
+            return -1
+        dst.write(chunk)
+    return copied
+
+
 def _extract(zip_path: Path, into: Path, refused: dict[str, str], label: str) -> None:
-    """Extract a zip member by member, refusing paths outside it and links."""
+    """Extract a zip member by member, refusing paths outside it, links, and what unpacks too big
+    (counted while unpacking: the sizes a zip states may lie)."""
+    left = ZIP_LIMIT
     with zipfile.ZipFile(zip_path) as zf:
         for member in zf.infolist():
             why = _unsafe(member)
@@ -125,8 +143,16 @@ def _extract(zip_path: Path, into: Path, refused: dict[str, str], label: str) ->
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
+            limit = min(MEMBER_LIMIT, left)
             with zf.open(member) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+                copied = _copy_at_most(src, dst, limit)
+            if copied < 0:
+                target.unlink()
+                refused[f"{label}:{member.filename}"] = (
+                    f"unpacks to more than {MEMBER_LIMIT // 2**20} MB: not extracted" if limit == MEMBER_LIMIT else
+                    f"the zip unpacks to more than {ZIP_LIMIT // 2**30} GB in all: not extracted")
+                continue
+            left -= copied
 
 
 def _class_level(folder: Path) -> Path:

@@ -188,3 +188,22 @@ def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(cou
     assert proc.returncode == 0, proc.stderr
     assert not (root.path / "downloaded").exists() and not (root.path / f"report-{A}.txt").exists()
     assert root.notebook("submitted", A, space).exists(), "make clean never removes students' work"
+
+
+def test_a_zip_bomb_is_refused_by_name_and_the_rest_collected(course, tmp_path, monkeypatch):
+    root, _, solved = course
+    monkeypatch.setattr(C, "MEMBER_LIMIT", 2**20)
+    monkeypatch.setattr(C, "ZIP_LIMIT", 3 * 2**20)
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"alice/{NB}.ipynb", solved)
+        zf.writestr("bob/huge.bin", b"\0" * (2**20 + 1))  # compresses to about 1 KB
+        for i in range(4):
+            zf.writestr(f"fill-{i}/{NB}.ipynb", solved + " " * (2**20 - len(solved) - 10))
+    found = C.collect_class(root, A, bomb)
+    assert "alice" in found.students
+    refused = {key.split(":", 1)[1]: why for key, why in found.refused.items()}
+    assert "more than 1 MB" in refused["bob/huge.bin"]
+    assert any("in all" in why for why in refused.values()), "the zip's total is capped too"
+    extracted = root.archive(A).parent / "extracted"
+    assert sum(p.stat().st_size for p in extracted.rglob("*") if p.is_file()) <= 3 * 2**20
