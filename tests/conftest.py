@@ -27,18 +27,25 @@ def scope_of(nodeid: str) -> str:
     return match.group(1) if match else nodeid.split("::", 1)[0]
 
 
-# Seconds a scope took on the 2-core machine (session 24, `make test`), for the order only:
-# the longest scopes start first, so that no worker is left alone with a long one at the end.
-# A chapter's cost is its zoo (every entry is one autograde), estimated from its size.
-FILE_SECONDS = {
-}
+# Rough seconds a scope takes on the 2-core machine, for the order only: the longest scopes
+# start first, so that no worker is left alone with a long one at the end. A chapter costs one
+# autograde per zoo entry (NOTEBOOK_SECONDS each, its slowest cells included); a file what its
+# graded students cost.
+NOTEBOOK_SECONDS = {"01_two_keys": 3, "02_scaling": 4, "03_masks": 6, "04_encoder_block": 5,
+                    "05_positional_encoding": 4, "06_multihead_attention": 8, "07_seq2seq_beam_search": 16,
+                    "08_attention_cost": 7, "09_decoder": 8}
+FILE_SECONDS = {"tests/test_oracle_attacks.py": 400, "tests/test_class_batch.py": 300, "tests/test_sandbox.py": 150,
+                "tests/test_collect.py": 120, "tests/test_repair.py": 120, "tests/test_course_root_copy.py": 100,
+                "tests/test_selfcheck.py": 80, "tests/test_grader.py": 60, "tests/test_exchange.py": 40,
+                "tests/test_forkserver.py": 20}
 
 
 def scope_seconds(scope: str, tests: int) -> float:
     if re.fullmatch(r"\d\d_[a-z0-9_]+", scope):
         from instructor.zoo import alternatives_for, variants_for
 
-        return 4.0 * (len(variants_for(scope)) + len(alternatives_for(scope)) + 2)
+        entries = len(variants_for(scope)) + len(alternatives_for(scope)) + 2
+        return entries * NOTEBOOK_SECONDS.get(scope, 6)
     return FILE_SECONDS.get(scope, 0.5 * tests)
 
 
