@@ -215,8 +215,10 @@ class LocalPool:
         tasks = list(tasks)
         if not tasks:
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), initializer=G.pool_start,
-                                   initargs=(job,), mp_context=multiprocessing.get_context("spawn"))
+        workers = min(self.jobs, len(tasks))
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=G.pool_start,
+                                   initargs=({**job, "workers_here": workers},),
+                                   mp_context=multiprocessing.get_context("spawn"))
         try:
             futures = {pool.submit(G.pool_grade, student, files): student for student, files in tasks}
             for future in as_completed(futures):

@@ -90,7 +90,8 @@ class Dask:
         client, futures = self.client, {}
         try:
             try:
-                [shared] = client.scatter([job], broadcast=True, hash=False)
+                [shared] = client.scatter([{**job, "workers_here": _workers_per_host(client)}],
+                                          broadcast=True, hash=False)
                 for student, files in tasks:
                     future = client.submit(G.grade_task, shared, student, files, pure=False,
                                            key=f"autograde-{job['assignment']}-{student}-{time.time_ns()}")
@@ -127,6 +128,19 @@ class Dask:
     def _gone(self, err: BaseException) -> ClusterError:
         return ClusterError(f"the Dask scheduler at {self.address} went away ({type(err).__name__}); "
                             "its workers stop with it (a worker whose scheduler is gone exits)")
+
+
+def _workers_per_host(client) -> int | None:
+    """The most Dask workers on one host: they share its cores (instructor.grader.kernel_threads)."""
+    try:
+        workers = client.scheduler_info().get("workers", {})
+    except Exception:  # an old scheduler, or one going away: the kernels keep their defaults
+        return None
+    hosts: dict[str, int] = {}
+    for address in workers:
+        host = address.rsplit(":", 1)[0]
+        hosts[host] = hosts.get(host, 0) + 1
+    return max(hosts.values(), default=None)
 
 
 class _LostConnection(logging.Filter):

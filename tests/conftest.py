@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Two test workers keep both cores busy: a kernel's second OpenMP thread then spins for a core
+# it does not get (a small training loop took 36 s with 2 threads, 1.6 s with 1, on this machine
+# under load). The class pipeline does the same for its workers (grader.kernel_threads).
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 
 @pytest.fixture(scope="session")

@@ -79,3 +79,14 @@ def test_the_report_says_what_each_kernel_ran_in_not_what_the_machine_offers(tmp
     assert "not started by the course's sandboxed Execute step" in solution.sandbox
     warning = batch.sandbox_warning(reports)
     assert warning and "1 student(s)" in warning and solution.where in warning
+
+
+def test_graders_sharing_a_machine_share_its_cores_out_to_their_kernels(monkeypatch):
+    for name in G.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert G.kernel_threads(2) == {name: "4" for name in G.THREAD_VARIABLES}
+    assert G.kernel_threads(16) == {name: "1" for name in G.THREAD_VARIABLES}
+    assert G.kernel_threads(None) == {}, "one grader alone: torch's own choice"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert G.kernel_threads(2) == {}, "the instructor's setting wins"
