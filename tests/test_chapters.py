@@ -26,10 +26,12 @@ from support import (
     scratch_course,
     solution_lines,
     source_nb,
+    trusted_kernels,
 )
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
+from instructor.sandbox import SandboxedKernelManager
 from instructor.zoo import alternatives_for, variants_for
 
 
@@ -102,8 +104,9 @@ def test_graded_cells_follow_conventions(assignment):
 def test_source_notebook_executes(assignment, tmp_path):
     """The instructor notebook runs top to bottom with its solutions, hidden tests included."""
     nb = source_nb(assignment)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    with trusted_kernels():  # the course's own code: a kernel forked with torch imported
+        NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [P.cell_error(c) for c in nb.cells if P.cell_error(c)]
     assert not errors, f"{assignment} raised: {errors}"
 
