@@ -159,8 +159,10 @@ def forkable(cmd: list[str]) -> bool:
 
 def launch(cmd: list[str], cwd: str | None, env: dict[str, str]) -> ForkedKernel:
     """A kernel for ``cmd`` (see :func:`forkable`), forked from this grader's zygote."""
-    # what the preloaded modules read at import: where packages come from, matplotlib's backend
-    key = (cmd[0], env.get("PYTHONPATH", ""), env.get("MPLBACKEND", ""), env.get("MPLCONFIGDIR", ""))
+    # what the preloaded modules read at import: where packages come from, matplotlib's backend,
+    # the thread counts of torch, MKL and OpenBLAS
+    key = (cmd[0], *(env.get(name, "") for name in ("PYTHONPATH", "MPLBACKEND", "MPLCONFIGDIR", "OMP_NUM_THREADS",
+                                                     "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")))
     zygote = _zygotes.get(key)
     if zygote is None or not zygote.alive():
         zygote = _zygotes[key] = Zygote(cmd[0], env)
