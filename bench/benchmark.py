@@ -34,6 +34,7 @@ The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -65,6 +66,21 @@ def timed(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+@contextlib.contextmanager
+def _env(**values: str):
+    """Environment variables set for a block, then put back as they were."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def execute(nb_path: Path, cwd: Path) -> None:
@@ -215,27 +231,20 @@ def bench_sandbox(n_students: int, repeat: int) -> None:
         return
     from jupyter_client.manager import AsyncKernelManager
 
-    saved = os.environ.get(sandbox.ENV)
     times: dict[str, list[float]] = {"on": [], "off": []}
     starts: dict[str, list[float]] = {"on": [], "off": []}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            root = _class_root(Path(tmp), n_students)
-            for r in range(repeat):
-                for i in range(n_students):
-                    for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
-                        os.environ[sandbox.ENV] = mode
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _class_root(Path(tmp), n_students)
+        for r in range(repeat):
+            for i in range(n_students):
+                for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
+                    with _env(**{sandbox.ENV: mode}):
                         start = time.perf_counter()
                         root.autograde(A, f"student-{i:02d}")
                         times[mode].append(time.perf_counter() - start)
-                for mode, manager in (("on", sandbox.SandboxedKernelManager), ("off", AsyncKernelManager)):
-                    os.environ[sandbox.ENV] = mode
+            for mode, manager in (("on", sandbox.SandboxedKernelManager), ("off", AsyncKernelManager)):
+                with _env(**{sandbox.ENV: mode}):
                     starts[mode].append(timed(lambda m=manager: _kernel_start(m), 1))
-    finally:
-        if saved is None:
-            os.environ.pop(sandbox.ENV, None)
-        else:
-            os.environ[sandbox.ENV] = saved
     on, off = statistics.median(times["on"]), statistics.median(times["off"])
     print(f"autograde per student (median of {len(times['on'])}): sandboxed {on:5.2f} s | unsandboxed "
           f"{off:5.2f} s | ratio sandboxed/unsandboxed {on / off:5.2f} (target <= 1.10)")
@@ -407,28 +416,19 @@ def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
 def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
     print(f"\n## 11. forked kernels (COURSE_KERNEL_FORK=1, no sandbox: how the suite grades the course's own "
           f"code) over kernels started as usual, one nbgrader run of {n_students} students, interleaved")
-    saved = {name: os.environ.get(name) for name in ("COURSE_SANDBOX", "COURSE_KERNEL_FORK")}
-    os.environ["COURSE_SANDBOX"] = "off"
-    try:
-        for chapter in chapters:
-            times: dict[str, list[float]] = {"1": [], "0": []}
-            with tempfile.TemporaryDirectory() as tmp:
-                root = _class_root(Path(tmp), n_students, chapter)
-                for r in range(repeat):
-                    for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
-                        os.environ["COURSE_KERNEL_FORK"] = mode
+    for chapter in chapters:
+        times: dict[str, list[float]] = {"1": [], "0": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            root = _class_root(Path(tmp), n_students, chapter)
+            for r in range(repeat):
+                for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
+                    with _env(COURSE_SANDBOX="off", COURSE_KERNEL_FORK=mode):
                         start = time.perf_counter()
                         root.autograde(chapter)
                         times[mode].append((time.perf_counter() - start) / n_students)
-            forked, usual = statistics.median(times["1"]), statistics.median(times["0"])
-            print(f"{chapter:<26} per student: forked {forked:6.2f} s | usual {usual:6.2f} s | "
-                  f"ratio {forked / usual:5.2f} (median of {repeat})")
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        forked, usual = statistics.median(times["1"]), statistics.median(times["0"])
+        print(f"{chapter:<26} per student: forked {forked:6.2f} s | usual {usual:6.2f} s | "
+              f"ratio {forked / usual:5.2f} (median of {repeat})")
 
 
 def main() -> int:
