@@ -45,7 +45,7 @@ from .nbgrader_ext import GuardedExecute
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
-ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "06_multihead_attention"]
+ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
 # exceptions of the student's code keep their name and, for these, their built-in class
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
