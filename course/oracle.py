@@ -13,6 +13,10 @@ data** in a fixed format:
   NumPy scalar or a PyTorch tensor, its raw little-endian bytes in base64, the dtype from
   :data:`DTYPES` only;
 * ``{"t": "dtype", "v": "float64"}``: a torch dtype (an argument such as ``dtype=torch.float64``);
+* ``{"t": "rng", "v": state}``: a NumPy ``Generator`` argument, by the state of its bit generator
+  (a dict of integers and strings); the kernel draws from a fresh generator in that state, and
+  its reply carries the states the call left (``"rng"``), which the grader loads back into its
+  own generators, so a test sees ``rng`` move on exactly as in JupyterLab;
 * ``{"t": "h", "id": n, "type": [...], "callable": bool}``: a handle to an object that lives
   in the kernel (a module, a function), which the grader wraps in a new proxy.
 
@@ -32,7 +36,8 @@ import json
 import math
 from typing import Any, Callable
 
-__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "draw_parameters", "is_remote"]
+__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "draw_parameters", "is_remote",
+           "call_keeping_arguments"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
 # which travels as float32 and is cast back)
@@ -96,6 +101,8 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
             return _array_entry("nd", np.ndarray.view(value, np.ndarray), value.dtype.name)
         if isinstance(value, np.generic) and value.dtype.name in DTYPES:
             return _array_entry("np", np.asarray(value), value.dtype.name)
+        if handle is None and type(value) is np.random.Generator:  # an argument: by its state
+            return {"t": "rng", "v": encode(value.bit_generator.state, None, _depth + 1)}
     torch = sys.modules.get("torch")
     if torch is not None:
         if isinstance(value, torch.Tensor):
@@ -289,6 +296,20 @@ def _hashable_data(key: Any) -> bool:
 
 _handles: dict[int, Any] = {}
 _handle_ids: dict[int, int] = {}
+_generators: list = []  # the generators built from the arguments of the request being answered
+
+
+def _generator(state: Any) -> Any:
+    import numpy as np
+
+    if type(state) is not dict or type(state.get("bit_generator")) is not str \
+            or not isinstance(getattr(np.random, state["bit_generator"], None), type):
+        raise WireError("a generator's state names no NumPy bit generator")
+    bit_generator = getattr(np.random, state["bit_generator"])()
+    bit_generator.state = state
+    generator = np.random.Generator(bit_generator)
+    _generators.append(generator)
+    return generator
 
 
 def _handle(value: Any) -> dict:
@@ -309,6 +330,8 @@ def _value(node: Any) -> Any:
         return tuple(values) if node["t"] == "tuple" else values
     if type(node) is dict and node.get("t") == "dict":
         return {_value(k): _value(v) for k, v in node["v"]}
+    if type(node) is dict and node.get("t") == "rng":
+        return _generator(_value(node["v"]))
     value = _decode(node, None, _Budget(), 0, True)
     if type(node) is dict and node.get("grad"):
         value.requires_grad_(True)
@@ -362,8 +385,13 @@ def _run(request: dict) -> Any:
 
 
 def _answer(request: dict) -> dict:
+    outer = _generators[:]
+    _generators.clear()
     try:
-        return {"ok": encode(_run(request), _handle)}
+        answer = {"ok": encode(_run(request), _handle)}
+        if _generators:  # where the call left the generators it was given
+            answer["rng"] = [encode(g.bit_generator.state) for g in _generators]
+        return answer
     except BaseException as error:  # the student's exception, a SystemExit, an interrupt: reported
         name = type(error).__name__
         try:
@@ -371,6 +399,8 @@ def _answer(request: dict) -> dict:
         except BaseException:
             text = ""
         return {"error": [name if type(name) is str else "Exception", text]}
+    finally:
+        _generators[:] = outer
 
 
 def serve(request: str) -> str:
@@ -436,4 +466,18 @@ def draw_parameters(module: Any, generator: Any) -> dict:
     return drawn
 
 
-PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients}
+def _arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:
+    return function(*args, **kwargs), args
+
+
+def call_keeping_arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:
+    """``(function(*args, **kwargs), args)``: the result, and the arguments as the call left them.
+
+    A test that must see whether a function modified its arguments in place calls it this
+    way: in JupyterLab ``args`` are the caller's own objects; under the oracle, where
+    arguments travel by value, they are the kernel's copies after the call, sent back as data.
+    """
+    return _probe("arguments", function, *args, **kwargs)
+
+
+PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _arguments}

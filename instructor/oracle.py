@@ -45,7 +45,7 @@ from .nbgrader_ext import GuardedExecute
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
-ORACLE_CHAPTERS = ["01_two_keys", "06_multihead_attention"]
+ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
 # exceptions of the student's code keep their name and, for these, their built-in class
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
@@ -87,7 +87,8 @@ class KernelLink:
         self.round_trips = 0
         self.waited = 0.0  # seconds spent waiting for the kernel's answers
 
-    def request(self, message: dict) -> Any:
+    def request(self, message: dict, generators: list = ()) -> Any:
+        """The kernel's answer to ``message``; ``generators`` (sent by state) take the states it reports."""
         from jupyter_core.utils import run_sync
 
         started = monotonic()
@@ -99,16 +100,17 @@ class KernelLink:
             reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
         except ValueError:
             reply = None
-        if type(reply) is not dict or len(reply) != 1:
+        if type(reply) is not dict or not (set(reply) == {"error"} or set(reply) in ({"ok"}, {"ok", "rng"})):
             raise wire.WireError("the kernel's answer is not in the oracle's format")
         if "error" in reply:
             error = reply["error"]
             if type(error) is not list or len(error) != 2 or not all(type(e) is str for e in error):
                 raise wire.WireError("the kernel's error report is not in the oracle's format")
             raise kernel_error(error[0], error[1][:4000])
-        if "ok" not in reply:
-            raise wire.WireError("the kernel's answer is not in the oracle's format")
-        return wire.decode(json.dumps(reply["ok"]), self.proxy)
+        value = wire.decode(json.dumps(reply["ok"]), self.proxy)
+        if generators or "rng" in reply:
+            _load_states(generators, reply.get("rng"))
+        return value
 
     async def _request(self, request: str) -> Any:
         from nbclient.util import ensure_async
@@ -163,15 +165,36 @@ class KernelLink:
         return self.request({"op": "name", "name": name})
 
 
-def _send(value: Any) -> Any:
-    """An argument for the kernel: by value, or a handle to one of the kernel's own objects."""
+def _load_states(generators: list, states: Any) -> None:
+    """The states the kernel's call left its generators in, loaded into the grader's generators."""
+    if type(states) is not list or len(states) != len(generators):
+        raise wire.WireError("the kernel's answer does not report where the generators it was given stand")
+    for generator, state in zip(generators, states, strict=True):
+        state = wire.decode(json.dumps(state))
+        try:
+            generator.bit_generator.state = state
+        except (TypeError, ValueError, KeyError, OverflowError) as error:
+            raise wire.WireError(f"a generator's state from the kernel is not valid: {error}") from None
+
+
+def _send(value: Any, generators: list | None = None) -> Any:
+    """An argument for the kernel: by value, or a handle to one of the kernel's own objects.
+
+    A NumPy generator travels by its state and is appended to ``generators``, to take the
+    state the call leaves it in.
+    """
     if isinstance(value, Proxy):
         return {"t": "h", "id": object.__getattribute__(value, "_oracle_id")}
     if type(value) in (tuple, list):
-        return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v) for v in value]}
+        return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v, generators) for v in value]}
     if type(value) is dict:
-        return {"t": "dict", "v": [[_send(k), _send(v)] for k, v in value.items()]}
-    return wire.encode(value)
+        return {"t": "dict", "v": [[_send(k, generators), _send(v, generators)] for k, v in value.items()]}
+    entry = wire.encode(value)
+    if type(entry) is dict and entry.get("t") == "rng":
+        if generators is None:
+            raise wire.WireError("a generator can only be an argument of a call")
+        generators.append(value)
+    return entry
 
 
 # ---------------------------------------------------------------- proxies
@@ -228,9 +251,10 @@ class Proxy:
             raise TypeError(f"a {type(self).__name__} from the kernel is not an array or tensor "
                             "(the grader's checks only read data)")
         link = object.__getattribute__(self, "_oracle_link")
+        generators: list = []
         return link.request({"op": "call", "h": object.__getattribute__(self, "_oracle_id"),
-                             "args": [_send(a) for a in args],
-                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+                             "args": [_send(a, generators) for a in args],
+                             "kwargs": {str(k): _send(v, generators) for k, v in kwargs.items()}}, generators)
 
     def __getitem__(self, key: Any) -> Any:
         return Proxy._oracle(self, "getitem", key)

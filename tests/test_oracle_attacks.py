@@ -246,6 +246,74 @@ CH06_ATTACKS = {
 }
 
 
+# chapter 02: score_statistics draws q with one query per key (zoo variant statistics_query_per_key)
+CH02_LIARS = '''
+class _Agreeing(float):
+    def __eq__(self, other):
+        return True
+    def __lt__(self, other):
+        return True
+    __le__ = __gt__ = __ge__ = __lt__
+    def __sub__(self, other):
+        return 0.0
+    __rsub__ = __sub__
+    __hash__ = float.__hash__
+
+class _Keys(dict):
+    def keys(self):
+        return _Agreeing(0)
+
+def score_statistics(d_k, rng, n_queries=2000, n_keys=8, _wrong=score_statistics):
+    return _Keys({key: _Agreeing(value) for key, value in _wrong(d_k, rng, n_queries, n_keys).items()})
+'''
+
+CH02_FORGED_STATE = '''
+import json
+import course.oracle as _oracle
+_real_answer = _oracle._answer
+
+def _answer(request):
+    answer = _real_answer(request)
+    if "rng" in answer:  # claim the generator stands wherever the grader's reference does not
+        answer["rng"] = [_oracle.encode({"bit_generator": "PCG64", "state": {"state": 0, "inc": 1},
+                                         "has_uint32": 0, "uinteger": 0})] * len(answer["rng"])
+    return answer
+
+_oracle._answer = _answer
+'''
+
+CH02_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "lying-subclasses": CH02_LIARS,
+    "forged-generator-state": CH02_FORGED_STATE,
+    "rewritten-replies": REWRITTEN_REPLIES,
+}
+
+# chapter 03: future_leak_check perturbs the caller's x itself (zoo variant leak_check_changes_x_in_place)
+CH03_FORGED_PROBE = '''
+import course.oracle as _oracle
+
+def _arguments(function, *args, **kwargs):  # the function gets copies; the untouched originals go back
+    copies = [arg.clone() if isinstance(arg, torch.Tensor) else arg for arg in args]
+    return function(*copies, **kwargs), args
+
+_oracle.PROBES["arguments"] = _arguments
+'''
+
+CH03_SHADOWED_BLOCKS = '''
+def _shadow(*args):  # after every cell, the tests' blocks are replaced by ones that never read the future
+    get_ipython().user_ns["leak_test_block"] = lambda kind, state=None, heads=2: (lambda x: x.clone())
+
+get_ipython().events.register("post_run_cell", _shadow)
+'''
+
+CH03_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "forged-probe": CH03_FORGED_PROBE,
+    "shadowed-blocks": CH03_SHADOWED_BLOCKS,
+}
+
+
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str]):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
     with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
@@ -285,6 +353,22 @@ def chapter06(tmp_path_factory):
     return grade(tmp_path_factory, "06_multihead_attention", "mhsa", wrong.answers(answers)["mhsa"], CH06_ATTACKS)
 
 
+@pytest.fixture(scope="module")
+def chapter02(tmp_path_factory):
+    wrong = next(v for v in variants_for("02_scaling") if v.name == "statistics_query_per_key")
+    _, answers = REPOSITORY.release_and_answers("02_scaling")
+    return grade(tmp_path_factory, "02_scaling", "score_statistics", wrong.answers(answers)["score_statistics"],
+                 CH02_ATTACKS)
+
+
+@pytest.fixture(scope="module")
+def chapter03(tmp_path_factory):
+    wrong = next(v for v in variants_for("03_masks") if v.name == "leak_check_changes_x_in_place")
+    _, answers = REPOSITORY.release_and_answers("03_masks")
+    return grade(tmp_path_factory, "03_masks", "future_leak_check", wrong.answers(answers)["future_leak_check"],
+                 CH03_ATTACKS)
+
+
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
     results, reviews = chapter01
     check_class(results, reviews, CH01_ATTACKS, 11)
@@ -295,6 +379,18 @@ def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
     check_class(results, reviews, CH06_ATTACKS, 19)
     assert results["honest-wrong"].auto_score == 13
+
+
+def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):
+    results, reviews = chapter02
+    check_class(results, reviews, CH02_ATTACKS, 14)
+    assert results["honest-wrong"].auto_score == 11
+
+
+def test_chapter03_attacks_earn_no_more_than_the_wrong_code(chapter03):
+    results, reviews = chapter03
+    check_class(results, reviews, CH03_ATTACKS, results["solution"].auto_max)
+    assert results["honest-wrong"].auto_score == results["solution"].auto_max - 2
 
 
 def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):

@@ -131,3 +131,53 @@ def test_kernel_end_answers_with_data_or_handles():
         assert missing["error"][0] == "NameError"
     finally:
         del __main__.oracle_test_layer
+
+
+def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
+    """A NumPy Generator argument: the kernel draws from a copy, and reports where it left it."""
+    import __main__
+    from instructor.oracle import _load_states, _send
+
+    __main__.oracle_test_draw = lambda rng, n: rng.standard_normal(n)
+    try:
+        mine, reference = np.random.default_rng(5), np.random.default_rng(5)
+        sent: list = []
+        args = [_send(mine, sent), _send(3, sent)]
+        assert sent == [mine] and args[0]["t"] == "rng"
+        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_draw"})))["ok"]
+        answer = json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": args, "kwargs": {}})))
+        assert np.array_equal(wire.decode(json.dumps(answer["ok"])), reference.standard_normal(3))
+        assert mine.bit_generator.state != reference.bit_generator.state  # by value: not moved yet
+        _load_states(sent, answer["rng"])
+        assert mine.bit_generator.state == reference.bit_generator.state
+        with pytest.raises(wire.WireError, match="where the generators"):
+            _load_states(sent, [])
+        forged = {"bit_generator": "MT19937", "state": {"key": [1], "pos": 0}}
+        with pytest.raises(wire.WireError, match="not valid"):
+            _load_states(sent, [json.loads(wire.dumps(forged))])
+        with pytest.raises(wire.WireError, match="by value"):
+            wire.dumps(np.random.RandomState(0))
+    finally:
+        del __main__.oracle_test_draw
+
+
+def test_call_keeping_arguments_returns_the_arguments_as_the_call_left_them():
+    def shift(x):
+        x += 1
+        return x.sum()
+
+    x = torch.zeros(3)
+    result, (after,) = wire.call_keeping_arguments(shift, x)  # in JupyterLab: the caller's own x
+    assert after is x and torch.equal(x, torch.ones(3)) and float(result) == 3.0
+    import __main__
+
+    __main__.oracle_test_shift = shift
+    try:  # in the kernel: the copy the call modified comes back as data
+        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_shift"})))["ok"]
+        request = {"op": "probe", "name": "arguments", "args": [handle, json.loads(wire.dumps(torch.zeros(2)))],
+                   "kwargs": {}}
+        answer = json.loads(wire.serve(json.dumps(request)))
+        value = wire.decode(json.dumps(answer["ok"]), make_handle=lambda entry: entry)
+        assert float(value[0]) == 2.0 and torch.equal(value[1][0], torch.ones(2))
+    finally:
+        del __main__.oracle_test_shift

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 
 from course import check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import under_nbgrader
+from course.oracle import call_keeping_arguments, draw_parameters
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -730,28 +731,49 @@ assert future_leak_check(torch.zeros_like, x_leak) == (True, False)
 # In a deep model, run the test on the **whole** model, not on one layer: a single step that
 # mixes along the sequence (pooling, a normalisation over the length axis) is enough to let
 # the future in.
+#
+# The graded tests below hand `future_leak_check` blocks of a few kinds, built by
+# `leak_test_block` from parameters each test draws: self-attention with and without a
+# causal mask, after a LayerNorm, a running average, a mean over the sequence, a block that
+# never reads the last token, and one that returns zeros.
+
+# %% nbgrader={"grade": false, "grade_id": "leak_test_blocks", "locked": true, "schema_version": 3, "solution": false}
+# kernel only
+def leak_test_block(kind, state=None, heads=2):
+    """A block for the tests of future_leak_check, from the parameters `state`: x (B, T, D) -> output."""
+    if state is not None and "in_proj_weight" in state:
+        layer = nn.MultiheadAttention(state["out_proj.weight"].shape[0], heads, batch_first=True).eval()
+        layer.load_state_dict(state)
+        norm = nn.LayerNorm(layer.embed_dim)
+    future = lambda x: torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), diagonal=1)  # True = blocked
+    counts = lambda x: torch.arange(1, x.shape[1] + 1).view(1, -1, 1)  # (1, T, 1)
+
+    def drops_last(x):  # self-attention on x with its last position zeroed out
+        keep = torch.ones_like(x)
+        keep[:, -1] = 0.0
+        return layer(x * keep, x * keep, x * keep)
+
+    blocks = {"causal": lambda x: layer(x, x, x, attn_mask=future(x)),  # returns (output, weights)
+              "normed_causal": lambda x: layer(norm(x), norm(x), norm(x), attn_mask=future(x)),
+              "open": lambda x: layer(x, x, x), "drops_last": drops_last,
+              "running_average": lambda x: torch.tanh(x.cumsum(1) / counts(x) @ state["weights"]),
+              "mean_leak": lambda x: x + x.mean(dim=1, keepdim=True), "zeros": torch.zeros_like}
+    return blocks[kind]
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block with a causal mask passes both checks: (past_unchanged, last_changed) == (True, True)."""
-torch.manual_seed(61)
-causal_layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
-blocked_future = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)  # nn.MultiheadAttention: True = blocked
-
-
-def masked_layer(x):
-    """Causal self-attention; returns (output, weights) like nn.MultiheadAttention."""
-    return causal_layer(x, x, x, attn_mask=blocked_future)
-
-
-x = torch.randn(2, 5, 6)
+g = torch.Generator().manual_seed(61)
+attention_state = draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)
+masked_layer = leak_test_block("causal", attention_state)  # returns (output, weights) like nn.MultiheadAttention
+x = torch.randn(2, 5, 6, generator=g)
 x_before = x.clone()
 try:
-    result = future_leak_check(masked_layer, x)
+    result, (_, x_after) = call_keeping_arguments(future_leak_check, masked_layer, x)
 except Exception as error:
     raise AssertionError(f"future_leak_check raised {type(error).__name__} ({error}) on a block that returns "
                          f"(output, weights): when block(x) returns a tuple, its first item is the output") from None
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
-check_true(torch.equal(x, x_before), "future_leak_check modified the caller's x: change a copy (x.clone())")
+check_true(torch.equal(x_after, x_before), "future_leak_check modified the caller's x: change a copy (x.clone())")
 past_unchanged, last_changed = result
 check_true(bool(past_unchanged), "future_leak_check reports that the past changed for a causally masked block: "
                                  "compare only positions 0 .. T-2, and change only the last position")
@@ -760,15 +782,7 @@ check_true(bool(last_changed), "future_leak_check says the last output did not c
                                "outputs at the last position")
 ### BEGIN HIDDEN TESTS
 g = torch.Generator().manual_seed(62)
-norm = nn.LayerNorm(6)
-
-
-def normed_masked_layer(x):
-    h = norm(x)
-    return causal_layer(h, h, h, attn_mask=blocked_future[:x.shape[1], :x.shape[1]])
-
-
-result = future_leak_check(normed_masked_layer, torch.randn(3, 4, 6, generator=g))
+result = future_leak_check(leak_test_block("normed_causal", attention_state), torch.randn(3, 4, 6, generator=g))
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a causally masked block: "
                             "compare only positions 0 .. T-2, and change only the last position")
 check_true(bool(result[1]), "future_leak_check says the last output did not change for a block that starts with "
@@ -776,9 +790,8 @@ check_true(bool(result[1]), "future_leak_check says the last output did not chan
                             "erases a rescaling), so change the features by different amounts (random noise, say)")
 for trial in range(3):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
-    weights = torch.randn(D, D, generator=g)
-    counts = torch.arange(1, T + 1).view(1, T, 1)
-    result = future_leak_check(lambda x: torch.tanh(x.cumsum(1) / counts @ weights), torch.randn(B, T, D, generator=g))
+    running_average = leak_test_block("running_average", {"weights": torch.randn(D, D, generator=g)})
+    result = future_leak_check(running_average, torch.randn(B, T, D, generator=g))
     check_true(tuple(bool(r) for r in result) == (True, True),
                f"future_leak_check gave {result} for a causal running-average block that returns a plain tensor "
                f"(B={B}, T={T}, D={D}), expected both checks to pass")
@@ -786,9 +799,9 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_detects_leak", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block without a causal mask leaks: past_unchanged must be False (and last_changed True)."""
-torch.manual_seed(63)
-open_layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
-result = future_leak_check(lambda x: open_layer(x, x, x), torch.randn(2, 5, 6))
+g = torch.Generator().manual_seed(63)
+open_layer = leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
+result = future_leak_check(open_layer, torch.randn(2, 5, 6, generator=g))
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(not bool(result[0]), "future_leak_check missed a leak: without a mask every position reads the last "
                                 "token, so the earlier outputs must differ once x[:, -1] changes. Compute the "
@@ -799,25 +812,17 @@ check_true(bool(result[1]), "future_leak_check says the last output did not chan
 g = torch.Generator().manual_seed(64)
 for trial in range(3):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
-    result = future_leak_check(lambda x: x + x.mean(dim=1, keepdim=True), torch.randn(B, T, D, generator=g))
+    result = future_leak_check(leak_test_block("mean_leak"), torch.randn(B, T, D, generator=g))
     check_true(not bool(result[0]), f"future_leak_check missed a leak through a mean over the sequence "
                                     f"(B={B}, T={T}, D={D}): the earlier outputs depend on the last token")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_control", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The control: for a block that never reads the last token, last_changed must be False."""
-torch.manual_seed(65)
-layer = nn.MultiheadAttention(6, 2, batch_first=True).eval()
-
-
-def drops_last_token(x):
-    """Self-attention on x with its last position zeroed out: the output never depends on x[:, -1]."""
-    keep = torch.ones_like(x)
-    keep[:, -1] = 0.0
-    return layer(x * keep, x * keep, x * keep)
-
-
-result = future_leak_check(drops_last_token, torch.randn(2, 5, 6))
+g = torch.Generator().manual_seed(65)
+# self-attention on x with its last position zeroed out: the output never depends on x[:, -1]
+drops_last_token = leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
+result = future_leak_check(drops_last_token, torch.randn(2, 5, 6, generator=g))
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a block that never reads the "
                             "last token: compare only positions 0 .. T-2")
@@ -828,7 +833,7 @@ check_true(not bool(result[1]), "future_leak_check reports that the last output 
 g = torch.Generator().manual_seed(66)
 for trial in range(2):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
-    result = future_leak_check(torch.zeros_like, torch.randn(B, T, D, generator=g))
+    result = future_leak_check(leak_test_block("zeros"), torch.randn(B, T, D, generator=g))
     check_true(not bool(result[1]), "future_leak_check reports that the last output changed for a block that "
                                     "always returns zeros: last_changed must compare real outputs (the control)")
 ### END HIDDEN TESTS
