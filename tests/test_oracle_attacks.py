@@ -399,6 +399,9 @@ def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
     assert "not an array or tensor" in duck or "shape ()" in duck
 
 
+HONEST_07 = 20  # the greedy beam search, graded honestly (of 27)
+
+
 def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
     results, reviews = chapter07
     check_class(results, reviews, CH07_ATTACKS, 27)
