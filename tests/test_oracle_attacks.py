@@ -1,7 +1,8 @@
 """Determined students against the oracle: graded tests run in the grader's process.
 
 Each attack is a few extra lines added to a plainly wrong answer (chapter 01: attention with
-uniform weights; chapter 06: a block that never applies its output projection). The classes
+uniform weights; chapter 06: a block that never applies its output projection; chapter 07: a
+beam search that keeps one candidate per step, attacking the instructor callables it receives). The classes
 are those of issue #20: patching the numerical libraries or the checks, torch function modes
 and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
 rewriting the test's inputs in place, rigging the random generators, parameters that hide the
