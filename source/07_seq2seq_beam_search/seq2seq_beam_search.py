@@ -1005,14 +1005,23 @@ seq = torch.zeros(500, 1, dtype=torch.long)
 for _ in range(LENGTH + 1):
     seq = torch.cat([seq, reference(src, seq, tgt_mask=causal(seq.size(1)))[:, -1].argmax(-1, keepdim=True)], 1)
 free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
-if min(forced_score, free_score) < 0.99:  # what the student's own forward makes of the true prefixes
+if min(forced_score, free_score) < 0.99:  # what the student's own forward makes of the test's inputs
     trained.eval()
     with torch.no_grad():
         own_forced = (trained(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
-    check_true(own_forced < 0.99,
-               f"the trained model scores {own_forced:.3f} teacher-forced but only {free_score:.3f} when it generates "
+        own = torch.zeros(500, 1, dtype=torch.long)
+        for _ in range(LENGTH + 1 if own_forced >= 0.99 else 0):
+            own = torch.cat([own, trained(src, own)[:, -1].argmax(-1, keepdim=True)], 1)
+    own_free = (own[:, 1:] == labels).all(1).float().mean().item() if own.size(1) > 1 else 0.0
+    check_true(own_forced < 0.99 or own_free >= 0.99,
+               f"the trained model scores {own_forced:.3f} teacher-forced but only {own_free:.3f} when it generates "
                "freely from <BOS>: during training it could see the tokens it had to predict; is the causal "
                "mask (tgt_mask) of the decoder's self-attention missing?")
+    check_true(own_forced < 0.99,
+               f"the model reverses new sequences with your forward, but its weights in the lesson's model (causal "
+               f"tgt_mask, no other mask) reverse only {forced_score:.3f} teacher-forced: forward must put exactly "
+               "the causal tgt_mask on the decoder's self-attention and no mask on the cross-attention (memory_mask) "
+               "or the encoder (src_mask)")
 check_true(forced_score >= 0.99,
            f"teacher-forced, the trained model reverses only {forced_score:.3f} of 500 new sequences: check that "
            "make_reversal_batch shifts the decoder input right (<BOS> + target), ends the labels with <EOS>, "
