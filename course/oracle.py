@@ -19,6 +19,13 @@ data** in a fixed format:
   own generators, so a test sees ``rng`` move on exactly as in JupyterLab;
 * ``{"t": "h", "id": n, "type": [...], "callable": bool}``: a handle to an object that lives
   in the kernel (a module, a function), which the grader wraps in a new proxy.
+* ``{"t": "generator", "state": ...}`` (grader to kernel only): a CPU ``torch.Generator`` by
+  value, its state as a uint8 tensor; the kernel draws from a copy;
+* ``{"t": "fresh", "src": ..., "name": ..., "env": [[name, value], ...]}`` (grader to kernel
+  only): an instructor function or class a student function must receive (:func:`fresh`),
+  sent as its source and the data, modules and other definitions its code reads; with
+  ``"args"``, ``"kwargs"`` (and ``"state"``, a module's weights) it is built into an object.
+  The kernel defines it afresh; the grader's own copy is what its references use.
 
 :func:`decode` reads that format strictly (whitelisted dtypes, caps on size, length and
 depth, nothing else) and builds fresh, genuine objects: never a pickle, never an object the
@@ -37,7 +44,7 @@ import math
 from typing import Any, Callable
 
 __all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "draw_parameters", "is_remote",
-           "call_keeping_arguments"]
+           "call_keeping_arguments", "fresh", "Fresh"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
 # which travels as float32 and is cast back)
@@ -325,6 +332,10 @@ def _value(node: Any) -> Any:
     """An argument from the grader: data, or a handle to one of our objects."""
     if type(node) is dict and node.get("t") == "h":
         return _handles[node["id"]]
+    if type(node) is dict and node.get("t") == "fresh":  # an instructor callable: its source, defined here
+        return _define_fresh(node)
+    if type(node) is dict and node.get("t") == "generator":  # a random generator: its state, by value
+        return _generator_from(node)
     if type(node) is dict and node.get("t") in ("tuple", "list"):
         values = [_value(v) for v in node["v"]]
         return tuple(values) if node["t"] == "tuple" else values
@@ -481,3 +492,215 @@ def call_keeping_arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:
 
 
 PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _arguments}
+
+
+# ---------------------------------------------------------------- instructor callables (fresh in the kernel)
+
+_GRADER_SIDE = False  # set by the grader's oracle (instructor.oracle) while it grades a chapter
+
+
+class Fresh:
+    """An instructor function or object that a student function receives, under the oracle.
+
+    Arguments travel by value only, and a function is not a value: what crosses is the
+    instructor's **source** (read from the gradebook's copy of the cell that defines it), the
+    data it reads (its closure, the constants and modules its code names) and, for an object,
+    its constructor's arguments and its ``state_dict``. The kernel defines it fresh, in a
+    namespace of its own, and hands that to the student's function. In the grader the marker
+    behaves as the grader's own copy (``marker(...)``, ``marker.attr``), which is the one the
+    tests' references use: nothing the kernel's copy computes is read back.
+    """
+
+    __slots__ = ("local", "_factory", "_args", "_kwargs", "_entry")
+
+    def __init__(self, factory: Any, args: tuple = (), kwargs: dict | None = None, instance: bool = False) -> None:
+        self._factory, self._args, self._kwargs = factory, tuple(args), dict(kwargs or {})
+        self.local = factory(*self._args, **self._kwargs) if instance else factory
+        self._entry = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.local(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.local, name)
+
+    def __repr__(self) -> str:
+        return f"<instructor {getattr(self._factory, '__name__', 'object')}, defined fresh in the kernel>"
+
+    def wire_entry(self) -> dict:
+        """``{"t": "fresh", ...}``: the source, its data and (for an object) how to build it."""
+        if self._entry is None:
+            entry = _definition(self._factory)
+            if self.local is not self._factory:
+                entry["args"] = encode(list(self._args))
+                entry["kwargs"] = {str(k): encode(v) for k, v in self._kwargs.items()}
+                state = getattr(self.local, "state_dict", None)
+                if callable(state):  # a module's weights as the grader holds them, whatever the kernel's RNG
+                    entry["state"] = encode({k: v.detach().clone() for k, v in state().items()})
+            self._entry = entry
+        return self._entry
+
+
+def fresh(factory: Any, *args: Any, **kwargs: Any) -> Any:
+    """An instructor function (``fresh(toy_next_probs)``) or object (``fresh(TableModel, table)``,
+    built as ``TableModel(table)``) for a student function to receive.
+
+    In JupyterLab, or wherever tests run in the kernel, this is simply the function or the new
+    object. In the grader (under the oracle) it is a :class:`Fresh` marker: sent to a student
+    function it becomes the instructor's source, defined fresh in the kernel; used by the
+    test itself it is the grader's own copy.
+    """
+    instance = bool(args or kwargs) or isinstance(factory, type)
+    if not _GRADER_SIDE:
+        return factory(*args, **kwargs) if instance else factory
+    return Fresh(factory, args, kwargs, instance)
+
+
+def _source_of(obj: Any) -> tuple[str, Any]:
+    """(dedented source, globals) of a function or class defined in a cell the grader ran."""
+    import ast
+    import linecache
+    import textwrap
+
+    is_class = isinstance(obj, type)
+    if is_class:
+        methods = [getattr(v, "__func__", v) for v in vars(obj).values() if hasattr(getattr(v, "__func__", v), "__code__")]
+        if not methods:
+            raise WireError(f"class {obj.__name__} has no method to find its source by")
+        code, scope = methods[0].__code__, methods[0].__globals__
+    elif hasattr(obj, "__code__") and obj.__name__ != "<lambda>":
+        code, scope = obj.__code__, obj.__globals__
+    else:
+        raise WireError(f"{obj!r} cannot be sent to the kernel: pass fresh() a function defined with def, "
+                        "or a class and its constructor's arguments")
+    text = "".join(linecache.getlines(code.co_filename))
+    if not text:
+        raise WireError(f"the source of {obj.__name__} is not known to the grader")
+    kinds = ast.ClassDef if is_class else (ast.FunctionDef, ast.AsyncFunctionDef)
+    first = code.co_firstlineno
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, kinds) or node.name != obj.__name__:
+            continue
+        if (node.lineno <= first <= node.end_lineno) if is_class else \
+                first in [node.lineno] + [d.lineno for d in node.decorator_list]:
+            return textwrap.dedent(ast.get_source_segment(text, node, padded=True)), scope
+    raise WireError(f"the source of {obj.__name__} is not in its cell")
+
+
+def _global_names(code: Any) -> set[str]:
+    import dis
+
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            names |= _global_names(const)
+    return names
+
+
+def _definition(obj: Any) -> dict:
+    """The wire entry of a function or class: its source and what its code reads."""
+    import builtins
+    import types
+
+    if _library_object(obj):  # a class of torch or numpy (nn.MultiheadAttention): the kernel imports it
+        return {"t": "fresh", "module": obj.__module__, "name": obj.__qualname__}
+    source, scope = _source_of(obj)
+    values: dict[str, Any] = {}
+    if isinstance(obj, type):
+        functions = [getattr(v, "__func__", getattr(v, "fget", v)) for v in vars(obj).values()]
+        names = set().union(*(_global_names(f.__code__) for f in functions if hasattr(f, "__code__")))
+        names |= {b.__name__ for b in obj.__bases__} | set(_base_roots(source))
+    else:
+        names = _global_names(obj.__code__)
+        for var, cell in zip(obj.__code__.co_freevars, obj.__closure__ or (), strict=True):
+            values[var] = cell.cell_contents
+    for name in names:
+        if name in scope and name != obj.__name__ and name not in vars(builtins):
+            values.setdefault(name, scope[name])
+    env = []
+    for name, value in sorted(values.items()):
+        if isinstance(value, types.ModuleType):
+            env.append([name, {"t": "module", "name": value.__name__}])
+        elif isinstance(value, Fresh):
+            env.append([name, value.wire_entry()])
+        elif isinstance(value, (type, types.FunctionType)):
+            if _library_object(value):
+                env.append([name, {"t": "import", "module": value.__module__, "name": value.__qualname__}])
+            else:
+                env.append([name, _definition(value)])
+        else:
+            try:
+                env.append([name, encode(value)])
+            except WireError:  # an attribute name that is also a global of the grader: not needed
+                continue
+    return {"t": "fresh", "src": source, "name": obj.__name__, "env": env}
+
+
+def _library_object(obj: Any) -> bool:
+    return isinstance(obj, type) and (getattr(obj, "__module__", None) or "").split(".")[0] in ("torch", "numpy", "math")
+
+
+def _base_roots(source: str) -> list[str]:
+    import ast
+
+    node = ast.parse(source).body[0]
+    roots = []
+    for base in getattr(node, "bases", []):
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if isinstance(base, ast.Name):
+            roots.append(base.id)
+    return roots
+
+
+def _define_fresh(node: dict) -> Any:
+    """The kernel's end: the instructor's function or object, defined fresh from its source."""
+    import builtins
+    import importlib
+
+    if "module" in node:  # a library class: imported, not defined
+        made = importlib.import_module(node["module"])
+        for part in node["name"].split("."):
+            made = getattr(made, part)
+        return _build(made, node)
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "__instructor__"}
+    for name, value in node["env"]:
+        if type(value) is dict and value.get("t") == "module":
+            namespace[name] = importlib.import_module(value["name"])
+        elif type(value) is dict and value.get("t") == "import":
+            found = importlib.import_module(value["module"])
+            for part in value["name"].split("."):
+                found = getattr(found, part)
+            namespace[name] = found
+        else:
+            namespace[name] = _value(value)
+    exec(compile(node["src"], f"<instructor {node['name']}>", "exec"), namespace)
+    return _build(namespace[node["name"]], node)
+
+
+def _build(made: Any, node: dict) -> Any:
+    if "args" in node:
+        made = made(*_value(node["args"]), **{k: _value(v) for k, v in node["kwargs"].items()})
+        if "state" in node:
+            made.load_state_dict(_value(node["state"]))
+    return made
+
+
+def generator_entry(generator: Any) -> dict:
+    """``{"t": "generator", "state": ...}``: a ``torch.Generator`` sent by value (its state), so a
+    student function called with ``generator=`` draws what the test's generator would draw."""
+    import torch
+
+    if type(generator) is not torch.Generator or generator.device.type != "cpu":
+        raise WireError("only a CPU torch.Generator can be sent to the kernel")
+    return {"t": "generator", "state": encode(generator.get_state())}
+
+
+def _generator_from(node: dict) -> Any:
+    import torch
+
+    generator = torch.Generator()
+    generator.set_state(_value(node["state"]))
+    return generator

@@ -45,7 +45,7 @@ from .nbgrader_ext import GuardedExecute
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
-ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention"]
+ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention", "07_seq2seq_beam_search"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
 # exceptions of the student's code keep their name and, for these, their built-in class
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
@@ -185,6 +185,10 @@ def _send(value: Any, generators: list | None = None) -> Any:
     """
     if isinstance(value, Proxy):
         return {"t": "h", "id": object.__getattribute__(value, "_oracle_id")}
+    if isinstance(value, wire.Fresh):  # an instructor callable: its source, defined fresh in the kernel
+        return value.wire_entry()
+    if type(value).__name__ == "Generator" and type(value).__module__.startswith("torch"):
+        return wire.generator_entry(value)  # by value: its state
     if type(value) in (tuple, list):
         return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v, generators) for v in value]}
     if type(value) is dict:
@@ -351,7 +355,15 @@ class GraderNamespace(dict):
         return self.from_kernel[name]
 
 
+def _remember_source(code: str, filename: str) -> None:
+    """Keep a cell's source where ``linecache`` finds it: ``fresh()`` sends a function by its source."""
+    import linecache
+
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+
 def _run(code: str, filename: str, namespace: dict) -> tuple[str, BaseException | None]:
+    _remember_source(code, filename)
     out = io.StringIO()
     error = None
     with contextlib.redirect_stdout(out):
@@ -422,7 +434,11 @@ class OracleExecute(GuardedExecute):
             self._link = KernelLink(self)
             self._namespace = GraderNamespace(self._link)
             self._graded_here = 0.0
-        nb, resources = super().preprocess(nb, resources, km)
+        wire._GRADER_SIDE = self._oracle_on  # course.oracle.fresh(): instructor callables travel as source
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        finally:
+            wire._GRADER_SIDE = False
         if self._oracle_on:
             self.log.info("oracle: %d requests to the kernel, %.2f s waiting for them, %.2f s in test cells",
                           self._link.round_trips, self._link.waited, self._graded_here)

@@ -1,7 +1,8 @@
 """Determined students against the oracle: graded tests run in the grader's process.
 
 Each attack is a few extra lines added to a plainly wrong answer (chapter 01: attention with
-uniform weights; chapter 06: a block that never applies its output projection). The classes
+uniform weights; chapter 06: a block that never applies its output projection; chapter 07: a
+beam search that keeps one candidate per step, attacking the instructor callables it receives). The classes
 are those of issue #20: patching the numerical libraries or the checks, torch function modes
 and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
 rewriting the test's inputs in place, rigging the random generators, parameters that hide the
@@ -313,6 +314,87 @@ CH03_ATTACKS = {
     "shadowed-blocks": CH03_SHADOWED_BLOCKS,
 }
 
+# chapter 07: the beam search of the zoo variant that keeps one candidate per step (greedy), and
+# attacks on what it receives: the instructor's next_probs and models arrive as source, defined
+# fresh in the kernel (course.oracle.fresh); the references run on the grader's own copies
+CH07_LYING_OUTPUTS = """
+class _Always(list):
+    def __eq__(self, other):
+        return True
+    __ne__ = lambda self, other: False
+
+class _Close(float):
+    def __sub__(self, other):
+        return 0.0
+    __rsub__ = __sub__
+    def __eq__(self, other):
+        return True
+
+def beam_search(next_probs, width, alpha=0.0, max_len=6, start="<s>", eos="<eos>", _wrong=beam_search):
+    tokens, log_prob, score = _wrong(next_probs, width, alpha, max_len, start, eos)
+    return _Always(tokens), _Close(log_prob), _Close(score)
+"""
+
+CH07_TAMPERED_CALLABLE = """
+def beam_search(next_probs, width, alpha=0.0, max_len=6, start="<s>", eos="<eos>", _wrong=beam_search):
+    # rewrite the instructor's copy: its tables, its closure, its code, so that greedy is the answer
+    scope = getattr(next_probs, "__globals__", {})
+    for value in list(scope.values()):
+        if isinstance(value, dict):
+            for row in value.values():
+                if isinstance(row, dict) and row:
+                    best = max(row, key=row.get)
+                    for token in row:
+                        row[token] = 1.0 if token == best else 1e-9
+    real = next_probs
+    def sharpened(prefix):
+        probs = real(prefix)
+        best = max(probs, key=probs.get)
+        return {t: (1.0 if t == best else 1e-12) for t in probs}
+    return _wrong(sharpened, width, alpha, max_len, start, eos)
+"""
+
+CH07_RIGGED_RNG = """
+import numpy as _np
+_real_rng = _np.random.default_rng
+
+class _Peaked:
+    def __init__(self, generator):
+        self._generator = generator
+    def __getattr__(self, name):
+        return getattr(self._generator, name)
+    def dirichlet(self, alpha, size=None):
+        out = _np.zeros(len(alpha))
+        out[0] = 1.0
+        return out
+
+_np.random.default_rng = lambda seed=None: _Peaked(_real_rng(seed))
+torch.manual_seed = lambda seed: torch.default_generator
+"""
+
+CH07_PATCHED_MATH = """
+import math as _math
+_real_log = _math.log
+_math.log = lambda x, *base: 0.0 if x > 0.3 else _real_log(x, *base)
+torch.log_softmax = lambda t, dim=-1, **k: torch.zeros_like(t)
+"""
+
+CH07_SHADOW = """
+_reference_beam = lambda next_probs, width, alpha, max_len, **kw: beam_search(next_probs, width, alpha, max_len,
+                                                                             kw.get("start", "<s>"), kw.get("eos", "<eos>"))[:2]
+fresh = lambda factory, *args, **kwargs: factory(*args, **kwargs) if args or isinstance(factory, type) else factory
+TOY_TABLE = {"<s>": {"con": 1.0}, "con": {"<eos>": 1.0}}
+"""
+
+CH07_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "lying-outputs": CH07_LYING_OUTPUTS,
+    "tampered-callable": CH07_TAMPERED_CALLABLE,
+    "rigged-rng": CH07_RIGGED_RNG,
+    "patched-math": CH07_PATCHED_MATH,
+    "shadowed-names": CH07_SHADOW,
+}
+
 
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str]):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
@@ -369,6 +451,14 @@ def chapter03(tmp_path_factory):
                  CH03_ATTACKS)
 
 
+@pytest.fixture(scope="module")
+def chapter07(tmp_path_factory):
+    wrong = next(v for v in variants_for("07_seq2seq_beam_search") if v.name == "beam_ignores_width")
+    _, answers = REPOSITORY.release_and_answers("07_seq2seq_beam_search")
+    return grade(tmp_path_factory, "07_seq2seq_beam_search", "beam_search", wrong.answers(answers)["beam_search"],
+                 CH07_ATTACKS)
+
+
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
     results, reviews = chapter01
     check_class(results, reviews, CH01_ATTACKS, 11)
@@ -403,3 +493,12 @@ def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
     assert all("OracleTimeout" in endless.cells[g].error for g in attention_tests)
     duck = " ".join(results["atk-duck-type"].cells[g].error for g in results["atk-duck-type"].failed())
     assert "not an array or tensor" in duck or "shape ()" in duck
+
+
+HONEST_07 = 20  # the greedy beam search, graded honestly (of 27)
+
+
+def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
+    results, reviews = chapter07
+    check_class(results, reviews, CH07_ATTACKS, 27)
+    assert results["honest-wrong"].auto_score == HONEST_07

@@ -181,3 +181,107 @@ def test_call_keeping_arguments_returns_the_arguments_as_the_call_left_them():
         assert float(value[0]) == 2.0 and torch.equal(value[1][0], torch.ones(2))
     finally:
         del __main__.oracle_test_shift
+
+
+INSTRUCTOR_CELL = '''
+import zlib
+import numpy as np
+import torch
+from torch import nn
+from course.oracle import fresh
+TABLE = {"<s>": {"a": 0.5, "<eos>": 0.5}, "a": {"<eos>": 1.0}}
+
+def table_next_probs(prefix):
+    return TABLE[prefix[-1]]
+
+def random_table(seed, words=("a", "b")):
+    def next_probs(prefix):
+        r = np.random.default_rng(zlib.crc32(("|".join(map(str, prefix)) + f"#{seed}").encode()))
+        return dict(zip(list(words) + ["<eos>"], r.dirichlet(np.ones(len(words) + 1)).tolist()))
+    return next_probs
+
+class Scaled(nn.Module):
+    def __init__(self, factor, width=3):
+        super().__init__()
+        self.factor = factor
+        self.linear = nn.Linear(width, 2)
+    def forward(self, x):
+        return self.factor * self.linear(x)
+'''
+
+
+@pytest.fixture
+def grader_side(monkeypatch):
+    """A namespace as the grader's oracle builds it: cells run from their source, fresh() sends source."""
+    from instructor.oracle import _run
+
+    monkeypatch.setattr(wire, "_GRADER_SIDE", True)
+    namespace = {"__name__": "__grader__"}
+    assert _run(INSTRUCTOR_CELL, "<provided wire_test_cell>", namespace) == ("", None)
+    return namespace
+
+
+def in_kernel(marker):
+    """What the kernel's end makes of a marker the grader sends (through JSON, as on the wire)."""
+    from instructor.oracle import _send
+
+    return wire._value(json.loads(json.dumps(_send(marker))))
+
+
+def test_fresh_outside_the_grader_is_the_callable_itself():
+    def next_probs(prefix):
+        return {"<eos>": 1.0}
+
+    assert wire.fresh(next_probs) is next_probs
+    layer = wire.fresh(torch.nn.Linear, 3, 2)
+    assert type(layer) is torch.nn.Linear and layer.in_features == 3
+
+
+def test_instructor_functions_travel_as_source_and_are_defined_fresh(grader_side):
+    fresh = grader_side["fresh"]
+    for made in (grader_side["table_next_probs"], grader_side["random_table"](7)):
+        marker = fresh(made)
+        entry = wire.Fresh.wire_entry(marker)
+        assert entry["t"] == "fresh" and entry["src"].startswith("def ")
+        copy = in_kernel(marker)
+        assert copy is not made and copy.__module__ == "__instructor__"
+        for prefix in [("<s>",), ("<s>", "a")]:
+            assert copy(prefix) == made(prefix) == marker(prefix)  # the marker is the grader's own copy
+    entry = wire.Fresh.wire_entry(fresh(grader_side["random_table"](7)))
+    env = dict((name, value) for name, value in entry["env"])
+    assert env["np"] == {"t": "module", "name": "numpy"} and env["seed"] == 7 and env["zlib"]["t"] == "module"
+
+
+def test_instructor_objects_arrive_with_the_graders_weights(grader_side):
+    marker = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4)
+    torch.manual_seed(123)  # the kernel's random state does not decide the weights: the grader's state_dict does
+    copy = in_kernel(marker)
+    x = torch.randn(5, 4)
+    assert type(copy).__name__ == "Scaled" and type(copy) is not grader_side["Scaled"]
+    assert torch.equal(copy(x), marker(x)) and torch.equal(copy.linear.weight, marker.linear.weight)
+    assert in_kernel(marker) is not copy  # every send is a new object
+
+
+def test_only_named_instructor_functions_can_be_sent(grader_side):
+    with pytest.raises(wire.WireError, match="def"):
+        in_kernel(grader_side["fresh"](lambda prefix: {}))
+    with pytest.raises(wire.WireError, match="by value"):
+        in_kernel(grader_side["table_next_probs"])  # not wrapped in fresh(): refused, as any function
+
+
+def test_library_classes_are_imported_in_the_kernel_and_get_the_graders_weights(grader_side):
+    marker = grader_side["fresh"](torch.nn.MultiheadAttention, 4, 2, batch_first=True)
+    assert wire.Fresh.wire_entry(marker)["module"] == "torch.nn.modules.activation"
+    copy = in_kernel(marker)
+    x = torch.randn(1, 3, 4)
+    assert type(copy) is torch.nn.MultiheadAttention and copy is not marker.local
+    assert torch.equal(copy(x, x, x)[0], marker(x, x, x)[0])
+
+
+def test_a_torch_generator_travels_as_its_state():
+    from instructor.oracle import _send
+
+    generator = torch.Generator().manual_seed(6)
+    copy = wire._value(json.loads(json.dumps(_send(generator))))
+    assert type(copy) is torch.Generator and copy is not generator
+    assert torch.equal(torch.randint(0, 100, (8,), generator=copy), torch.randint(0, 100, (8,), generator=generator))

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true, under_nbgrader
+from course.oracle import draw_parameters, fresh
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -335,7 +336,7 @@ def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>",
 ### END HIDDEN TESTS
 for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
                                              (2, 0.6, "đàn chim bay", 0.173)]:
-    result = beam_search(toy_next_probs, width, alpha)
+    result = beam_search(fresh(toy_next_probs), width, alpha)  # fresh(): the tests' own copy of the toy table
     check_true(isinstance(result, tuple) and len(result) == 3, "beam_search must return (tokens, log_prob, score)")
     tokens, log_prob, score = result
     check_true(list(tokens) == sentence.split(),
@@ -349,11 +350,16 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
 ### BEGIN HIDDEN TESTS
 renamed = {"<s>": "BEGIN", "<eos>": "END"}
 renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
+
+
+def renamed_next_probs(prefix):
+    return renamed_table[prefix[-1]]
+
+
 for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2), (1, 0.6, 6), (4, 2.0, 5)]:
-    want_tokens, want_log_prob = _reference_beam(lambda prefix: renamed_table[prefix[-1]], width, alpha, max_len,
-                                                 start="BEGIN", eos="END")
+    want_tokens, want_log_prob = _reference_beam(renamed_next_probs, width, alpha, max_len, start="BEGIN", eos="END")
     try:
-        tokens, log_prob, score = beam_search(lambda prefix: renamed_table[prefix[-1]], width, alpha=alpha,
+        tokens, log_prob, score = beam_search(fresh(renamed_next_probs), width, alpha=alpha,
                                               max_len=max_len, start="BEGIN", eos="END")
     except Exception as error:
         raise AssertionError(f"beam_search(width={width}, alpha={alpha}, max_len={max_len}, start='BEGIN', eos='END') "
@@ -376,11 +382,16 @@ for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2)
 """Finished hypotheses leave the beam and free their place (hidden part: the reference from test_beam_toy)."""
 trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
         "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
-trap_next_probs = lambda prefix: trap[prefix[-1]]
-tokens, _, _ = beam_search(trap_next_probs, 2, alpha=0.0)
+
+
+def trap_next_probs(prefix):
+    return trap[prefix[-1]]
+
+
+tokens, _, _ = beam_search(fresh(trap_next_probs), 2, alpha=0.0)
 check_true(list(tokens) == [], f"with width 2 and alpha 0 beam_search chose {list(tokens)}, but the immediate '<eos>' "
            "(p = 0.3) is the most probable hypothesis: keep the `width` best candidates at every step")
-tokens, log_prob, _ = beam_search(trap_next_probs, 2, alpha=1.0)
+tokens, log_prob, _ = beam_search(fresh(trap_next_probs), 2, alpha=1.0)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(trap[prefix[-1]][token]), prefix + (token,)
@@ -400,7 +411,7 @@ for seed in range(400):
         if right[0] == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
             continue
         found += 1
-        tokens, log_prob, _ = beam_search(table, width, alpha=alpha, max_len=6)
+        tokens, log_prob, _ = beam_search(fresh(table), width, alpha=alpha, max_len=6)
         if list(tokens) == _reference_beam(table, width, alpha, 6, count_eos=False)[0]:
             cause = ": it matches what you get when |y| leaves out <eos>"
         elif list(tokens) == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
@@ -415,7 +426,7 @@ for seed in range(400):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y| (tables from test_beam_toy)."""
-tokens, log_prob, score = beam_search(toy_next_probs, 2, alpha=0.6)
+tokens, log_prob, score = beam_search(fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(toy_next_probs(prefix)[token]), prefix + (token,)
@@ -429,7 +440,7 @@ check_close("score of the toy answer for width 2, alpha 0.6", score, walk / leng
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
     width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
-    tokens, log_prob, score = beam_search(table, width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = beam_search(fresh(table), width, alpha=alpha, max_len=max_len)
     finished_walk = unfinished_walk = 0.0
     prefix = ("<s>",)
     for token in list(tokens):
@@ -450,7 +461,13 @@ for seed in range(12):
 """beam_search agrees with a reference beam search on random tables (the reference from test_beam_toy)."""
 flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
         "z": {"<eos>": 1.0}}
-tokens, log_prob, score = beam_search(lambda prefix: flat[prefix[-1]], 3)
+
+
+def flat_next_probs(prefix):
+    return flat[prefix[-1]]
+
+
+tokens, log_prob, score = beam_search(fresh(flat_next_probs), 3)
 check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
            f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
 ### BEGIN HIDDEN TESTS
@@ -458,7 +475,7 @@ for seed in range(30):
     table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
     width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
     right_tokens, right_log_prob = _reference_beam(table, width, alpha, max_len)
-    tokens, log_prob, score = beam_search(table, width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = beam_search(fresh(table), width, alpha=alpha, max_len=max_len)
     if list(tokens) != right_tokens:
         cause = ""
         if list(tokens) == _reference_beam(table, width, alpha, max_len, keep_finished=True)[0]:
@@ -592,10 +609,10 @@ second = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))
 check_true(all(torch.equal(a, b) for a, b in zip(first, second)),
            "two generators seeded alike gave different batches: pass generator=generator to torch.randint")
 ### BEGIN HIDDEN TESTS
-state = torch.get_rng_state()
-make_reversal_batch(16, generator=torch.Generator().manual_seed(6))
-check_true(torch.equal(state, torch.get_rng_state()),
-           "make_reversal_batch used the global random generator although one was given: draw with generator=generator")
+src = make_reversal_batch(16, generator=torch.Generator().manual_seed(6))[0]
+check_true(torch.equal(src, torch.randint(2, VOCAB, (16, LENGTH), generator=torch.Generator().manual_seed(6))),
+           "src is not what torch.randint(2, VOCAB, (n, length), generator=generator) draws from the generator "
+           "given: draw the source with exactly that call, from that generator only")
 a = make_reversal_batch(64, generator=torch.Generator().manual_seed(7))[0]
 b = make_reversal_batch(64, generator=torch.Generator().manual_seed(8))[0]
 check_true(not torch.equal(a, b), "generators seeded differently gave the same batch: draw the source at random")
@@ -678,18 +695,42 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_masks", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """The decoder's self-attention is causal; the cross-attention sees the whole source."""
-torch.manual_seed(3)
+### BEGIN HIDDEN TESTS
+def _reference_model(params):
+    """The model of the lesson (nn.Transformer of its sizes) holding `params`: logits(src, dec_in, **masks)."""
+    core = nn.Transformer(params["token_embedding.weight"].shape[1], nhead=4, num_encoder_layers=2,
+                          num_decoder_layers=2, dim_feedforward=128, dropout=0.0, batch_first=True).eval()
+    core.load_state_dict({k[len("transformer."):]: v for k, v in params.items() if k.startswith("transformer.")})
+    embed = lambda t: F.embedding(t, params["token_embedding.weight"]) + params["position_embedding.weight"][: t.size(1)]
+
+    def logits(src, dec_in, **masks):  # (B, L_x), (B, n) -> (B, n, VOCAB)
+        with torch.no_grad():
+            return F.linear(core(embed(src), embed(dec_in), **masks), params["head.weight"], params["head.bias"])
+    return logits
+
+
+### END HIDDEN TESTS
+def choose_weights(net, seed):
+    """Load weights the test draws into `net` (layer norms' scales near 1) and return them by name."""
+    params = draw_parameters(net, torch.Generator().manual_seed(seed))
+    scales = {name: 1.0 + value for name, value in params.items() if "norm" in name and name.endswith(".weight")}
+    net.load_state_dict(scales, strict=False)
+    return {**params, **scales}
+
+
 net = ReversalTransformer().eval()
-src, dec_in = torch.randint(2, VOCAB, (4, LENGTH)), torch.randint(0, VOCAB, (4, LENGTH + 1))
+params = choose_weights(net, 3)
+gen = torch.Generator().manual_seed(3)
+src, dec_in = torch.randint(2, VOCAB, (4, LENGTH), generator=gen), torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
 changed = dec_in.clone()
 changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
 with torch.no_grad():
     check_close("logits at decoder positions 0 to 3 after changing the decoder tokens from position 4 on",
                 net(src, changed)[:, :4], net(src, dec_in)[:, :4], atol=1e-5,
                 hint="a position must not see later decoder tokens: pass the causal tgt_mask")
-for layer in net.transformer.encoder.layers:  # switch off the encoder's mixing: memory row j <- source token j
-    nn.init.zeros_(layer.self_attn.out_proj.weight)
-    nn.init.zeros_(layer.self_attn.out_proj.bias)
+silent = {name: torch.zeros_like(value) for name, value in params.items()  # switch off the encoder's mixing:
+          if name.startswith("transformer.encoder.layers.") and ".self_attn.out_proj." in name}  # row j <- token j
+net.load_state_dict(silent, strict=False)
 moved = src.clone()
 moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
 with torch.no_grad():
@@ -698,17 +739,18 @@ check_true(reaction > 1e-4, "the first decoder position does not see the last so
            "the cross-attention (memory_mask)? The source is known in full, so cross-attention takes no mask")
 ### BEGIN HIDDEN TESTS
 for seed in range(3):
-    torch.manual_seed(40 + seed)
     net = ReversalTransformer().eval()
+    params = choose_weights(net, 40 + seed)
     lx, n = 3 + seed, 2 + 2 * seed
-    src, dec_in = torch.randint(2, VOCAB, (3, lx)), torch.randint(0, VOCAB, (3, n))
+    gen = torch.Generator().manual_seed(40 + seed)
+    src, dec_in = torch.randint(2, VOCAB, (3, lx), generator=gen), torch.randint(0, VOCAB, (3, n), generator=gen)
     causal = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+    reference = _reference_model(params)
     with torch.no_grad():
         mine = net(src, dec_in)
-        want = net.head(net.transformer(net.embed(src), net.embed(dec_in), tgt_mask=causal))
-        unmasked = net.head(net.transformer(net.embed(src), net.embed(dec_in)))
-        memory_masked = net.head(net.transformer(net.embed(src), net.embed(dec_in), tgt_mask=causal,
-                                                 memory_mask=torch.triu(torch.full((n, lx), float("-inf")), diagonal=1)))
+    want, unmasked = reference(src, dec_in, tgt_mask=causal), reference(src, dec_in)
+    memory_masked = reference(src, dec_in, tgt_mask=causal,
+                              memory_mask=torch.triu(torch.full((n, lx), float("-inf")), diagonal=1))
     check_close(f"logits for src length {lx}, decoder length {n}", mine, want, atol=1e-4, likely_causes={
         "the decoder's self-attention has no causal mask (tgt_mask)": unmasked,
         "the cross-attention has a causal mask (memory_mask): drop it": memory_masked})
@@ -739,6 +781,7 @@ def train(model, steps=301, batch_size=64, lr=3e-3):
 
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
+# kernel only
 torch.manual_seed(0)
 model = ReversalTransformer()
 losses = train(model)
@@ -829,8 +872,9 @@ def greedy_decode(model, src, max_len):
 
 
 # %% [markdown]
-# The graded tests below use a small *spy* model that records every decoder input it is given
-# and always prefers a known next token, so they can see what your loop feeds it.
+# The graded tests below use a small *spy* model that always prefers a known next token, so
+# what your loop returns shows what it fed the model. It also records every decoder input it
+# is given (`spy.calls`), for you to look at.
 
 # %% nbgrader={"grade": false, "grade_id": "spy_model", "locked": true, "schema_version": 3, "solution": false}
 class SpyModel(nn.Module):
@@ -870,31 +914,33 @@ class _TinySeq2Seq(nn.Module):
         return self.out(self.core(emb(src), emb(dec_in), tgt_mask=causal))
 
 ### END HIDDEN TESTS
-spy = SpyModel()
+spy = fresh(SpyModel)  # fresh(): a new SpyModel of the tests' own
 pred = greedy_decode(spy, torch.tensor([[2, 5, 7], [9, 3, 4]]), 4)
 check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4),
             hint="return the max_len generated tokens only, without the <BOS> column")
 check_dtype("greedy_decode(...)", pred, torch.long, hint="token ids: keep the argmax indices as torch.long")
 ### BEGIN HIDDEN TESTS
 for b, max_len in [(1, 1), (3, 7), (5, 2)]:
-    pred = greedy_decode(_TinySeq2Seq(b), torch.randint(2, VOCAB, (b, 4)), max_len)
+    pred = greedy_decode(fresh(_TinySeq2Seq, b), torch.randint(2, VOCAB, (b, 4)), max_len)
     check_shape(f"greedy_decode for {b} rows and max_len={max_len}", pred, (b, max_len),
                 hint="return the max_len generated tokens only, without the <BOS> column")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """greedy_decode starts from <BOS> and feeds back its own argmax choices (models from test_greedy_shape)."""
-spy = SpyModel()
+spy = fresh(SpyModel)
 src = torch.tensor([[2, 5, 7], [9, 3, 4]])
 pred = greedy_decode(spy, src, 4)
-check_true(len(spy.calls) == 4, f"greedy_decode called the model {len(spy.calls)} times for max_len=4: call it once per "
-           "generated token and feed back your own predictions, never the true target")
-check_true(tuple(spy.calls[0].shape) == (2, 1) and bool((spy.calls[0] == BOS).all()),
-           "the first call must get a single <BOS> column (B, 1), then your own predictions, never the true target")
-for step, dec_in in enumerate(spy.calls):
-    check_true(tuple(dec_in.shape) == (2, step + 1) and torch.equal(dec_in[:, 1:], pred[:, :step]),
-               f"call {step}: the decoder input is not <BOS> followed by your own {step} previous predictions; "
-               "feed back the argmax of each step, never the true target")
+check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4),
+            hint="return the max_len generated tokens only, without the <BOS> column")
+fed_back = torch.full((2, 1), BOS)  # what a loop feeding back its own choices gives the model at each step
+for step in range(4):
+    with torch.no_grad():
+        favourite = spy(src, fed_back)[:, -1].argmax(-1)  # (B,)
+    check_true(torch.equal(pred[:, step], favourite),
+               f"token {step} is not the spy's argmax after <BOS> and your own {step} previous predictions: start "
+               "from a single <BOS> column and feed back the argmax of each step, never the true target")
+    fed_back = torch.cat([fed_back, pred[:, step : step + 1]], dim=1)
 ### BEGIN HIDDEN TESTS
 def _greedy_reference(net, src, steps):
     seq = torch.zeros(src.size(0), 1, dtype=torch.long)
@@ -905,7 +951,7 @@ def _greedy_reference(net, src, steps):
 
 
 for seed in range(4):
-    net = _TinySeq2Seq(100 + seed)
+    net = fresh(_TinySeq2Seq, 100 + seed)  # the tests' model, defined afresh for greedy_decode
     lx = 3 + seed
     src = torch.randint(2, VOCAB, (6, lx), generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
@@ -936,28 +982,53 @@ assert teacher_forced == 1.0 and free_running == 1.0
 
 # %% nbgrader={"grade": true, "grade_id": "test_trained_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """The model trained on your batches reverses new sequences, teacher-forced and free-running."""
-check_true("model" in globals() and isinstance(model, nn.Module),
+try:
+    trained = model
+except NameError:
+    trained = None
+check_true(isinstance(trained, nn.Module),
            "there is no trained `model`: the training cell needs make_reversal_batch and forward to work")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(2024)
 src = torch.randint(2, VOCAB, (500, LENGTH), generator=gen)
 labels = torch.cat([src.flip(1), torch.ones(500, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(500, 1, dtype=torch.long), src.flip(1)], 1)
-model.eval()
-with torch.no_grad():
-    forced_score = (model(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
-    seq = torch.zeros(500, 1, dtype=torch.long)
-    for _ in range(LENGTH + 1):
-        seq = torch.cat([seq, model(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+# the trained weights are data; the test runs them in the lesson's model (its own, causal) and decodes itself
+try:
+    reference = _reference_model(trained.state_dict())
+except (KeyError, RuntimeError, AttributeError) as error:
+    raise AssertionError(f"the trained model's weights do not fit the model of Part C ({type(error).__name__}): keep "
+                         "the layers ReversalTransformer.__init__ creates") from None
+causal = nn.Transformer.generate_square_subsequent_mask
+forced_score = (reference(src, shifted, tgt_mask=causal(LENGTH + 1)).argmax(-1) == labels).all(1).float().mean().item()
+seq = torch.zeros(500, 1, dtype=torch.long)
+for _ in range(LENGTH + 1):
+    seq = torch.cat([seq, reference(src, seq, tgt_mask=causal(seq.size(1)))[:, -1].argmax(-1, keepdim=True)], 1)
 free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
+if min(forced_score, free_score) < 0.99:  # what the student's own forward makes of the test's inputs
+    trained.eval()
+    with torch.no_grad():
+        own_forced = (trained(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+        own = torch.zeros(500, 1, dtype=torch.long)
+        for _ in range(LENGTH + 1 if own_forced >= 0.99 else 0):
+            own = torch.cat([own, trained(src, own)[:, -1].argmax(-1, keepdim=True)], 1)
+    own_free = (own[:, 1:] == labels).all(1).float().mean().item() if own.size(1) > 1 else 0.0
+    check_true(own_forced < 0.99 or own_free >= 0.99,
+               f"the trained model scores {own_forced:.3f} teacher-forced but only {own_free:.3f} when it generates "
+               "freely from <BOS>: during training it could see the tokens it had to predict; is the causal "
+               "mask (tgt_mask) of the decoder's self-attention missing?")
+    check_true(own_forced < 0.99,
+               f"the model reverses new sequences with your forward, but its weights in the lesson's model (causal "
+               f"tgt_mask, no other mask) reverse only {forced_score:.3f} teacher-forced: forward must put exactly "
+               "the causal tgt_mask on the decoder's self-attention and no mask on the cross-attention (memory_mask) "
+               "or the encoder (src_mask)")
 check_true(forced_score >= 0.99,
            f"teacher-forced, the trained model reverses only {forced_score:.3f} of 500 new sequences: check that "
            "make_reversal_batch shifts the decoder input right (<BOS> + target), ends the labels with <EOS>, "
            "and that forward puts no mask on the cross-attention")
 check_true(free_score >= 0.99,
-           f"the trained model scores {forced_score:.3f} teacher-forced but only {free_score:.3f} when it generates "
-           "freely from <BOS>: during training it could see the tokens it had to predict; is the causal "
-           "mask (tgt_mask) of the decoder's self-attention missing?")
+           f"the trained model reverses {forced_score:.3f} teacher-forced but only {free_score:.3f} when it "
+           "generates freely from <BOS>: check the causal mask (tgt_mask) of the decoder's self-attention")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1068,7 +1139,7 @@ class AnswerModel(nn.Module):
 """beam_decode turns the logits into next-token probabilities (hidden part: the reference from test_beam_toy)."""
 logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
 log_table = torch.log_softmax(logits_table.double(), -1)
-tokens, log_prob, _ = beam_decode(TableModel(logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
+tokens, log_prob, _ = beam_decode(fresh(TableModel, logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
 path = [BOS] + [int(t) for t in tokens] + ([EOS] if len(tokens) < 4 else [])  # max_len = 3 + 1
 walk = sum(log_table[a, b].item() for a, b in zip(path[:-1], path[1:]))
 check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-4,
@@ -1081,7 +1152,7 @@ for seed in range(3):
     table_next = lambda prefix: {t: probs[prefix[-1], t].item() for t in range(VOCAB)}
     for width, alpha in [(1, 0.0), (3, 0.6)]:
         want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
-        mine = beam_decode(TableModel(table), torch.tensor([5, 6, 7, 8]), width, alpha)
+        mine = beam_decode(fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha)
         check_true([int(t) for t in mine[0]] == want[0],
                    f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
                    "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
@@ -1094,7 +1165,7 @@ for seed in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_decode agrees with the reference of test_beam_toy over the small random models of test_greedy_shape."""
 answer = [9, 4, 11, 7, 7, 2, EOS]
-tokens, log_prob, score = beam_decode(AnswerModel(answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
+tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
 check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
@@ -1111,7 +1182,7 @@ def _model_next_probs(net, source):
 
 
 for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (4, 0.6)]):
-    net = _TinySeq2Seq(200 + seed)
+    net = fresh(_TinySeq2Seq, 200 + seed)
     source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
     want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
     tokens, log_prob, score = beam_decode(net, source, width, alpha)
