@@ -131,3 +131,70 @@ def test_kernel_end_answers_with_data_or_handles():
         assert missing["error"][0] == "NameError"
     finally:
         del __main__.oracle_test_layer
+
+
+def test_kernel_end_calls_methods_lists_torch_generators_and_reports_prints():
+    """One round trip for ``obj.method(...)``; PyTorch's generators arrive as an iterator of data;
+    what the student's code prints comes back with the answer, cut to MAX_PRINTED characters."""
+    import __main__
+
+    class Noisy(torch.nn.Linear):
+        def forward(self, x):
+            print("forward of", tuple(x.shape))
+            print("x" * (wire.MAX_PRINTED + 10))
+            return super().forward(x)
+
+    __main__.oracle_test_layer = Noisy(3, 2)
+    try:
+        layer = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
+        named = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "named_parameters",
+                                                   "args": [], "kwargs": {}})))
+        assert named["ok"]["t"] == "iter" and "out" not in named
+        items = wire.decode(json.dumps(named["ok"]))
+        assert iter(items) is items
+        assert [(name, tuple(p.shape)) for name, p in items] == [("weight", (2, 3)), ("bias", (2,))]
+        x = json.loads(wire.dumps(torch.ones(4, 3)))
+        out = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "args": [x], "kwargs": {}})))
+        assert wire.decode(json.dumps(out["ok"])).shape == (4, 2)
+        assert out["out"].startswith("forward of (4, 3)\nxxx") and "characters cut by the grader" in out["out"]
+        assert len(out["out"]) < wire.MAX_PRINTED + 100
+        missing = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "no_such_method",
+                                                     "args": [], "kwargs": {}})))
+        assert missing["error"][0] == "AttributeError"
+    finally:
+        del __main__.oracle_test_layer
+    assert wire.listen() == "no kernel"  # outside a kernel there is no shell channel to listen on
+
+
+def test_an_iterator_entry_is_decoded_as_strictly_as_a_list():
+    assert list(wire.decode(json.dumps({"t": "iter", "v": [1, {"t": "tuple", "v": ["a", 2.5]}]}))) == [1, ("a", 2.5)]
+    for bad in ({"t": "iter", "v": 3}, {"t": "iter", "v": [], "x": 1}, {"t": "iter", "v": [{"t": "pickle"}]}):
+        with pytest.raises(wire.WireError):
+            wire.decode(json.dumps(bad))
+
+
+def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_getattr():
+    """``proxy.name(...)`` in a test is one "call" request; ``getattr(proxy, name)`` stays a read."""
+    from instructor import oracle
+
+    class Link:
+        def __init__(self):
+            self.sent = []
+
+        def request(self, message):
+            self.sent.append(message)
+            return 7
+
+        def proxy(self, entry):
+            return oracle.make_proxy(self, entry)
+
+    link = Link()
+    block = oracle.make_proxy(link, {"id": 3, "type": ["kernel.Block"], "callable": True})
+    code = "a = block.forward(1, k=2)\nb = block.size\nc = getattr(block, 'forward')\nf = block.forward\n"
+    namespace = {"block": block}
+    exec(compile(code, "<test cell>", "exec"), namespace)
+    ops = [(m["op"], m.get("name")) for m in link.sent]
+    assert ops == [("call", "forward"), ("getattr", "size"), ("getattr", "forward"), ("getattr", "forward")]
+    assert link.sent[0]["args"] == [1] and link.sent[0]["kwargs"] == {"k": 2} and link.sent[0]["h"] == 3
+    with pytest.raises(AttributeError, match="not an array or tensor"):
+        exec(compile("block.forward(1)", "/somewhere/numpy/core.py", "exec"), {"block": block})
