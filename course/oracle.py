@@ -539,4 +539,11 @@ def draw_parameters(module: Any, generator: Any) -> dict:
     return drawn
 
 
-PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients}
+def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
+    from .tracing import largest_tensor
+
+    result, largest = largest_tensor(fn, *args, **kwargs)
+    return result, int(largest.entries), tuple(int(n) for n in largest.shape)
+
+
+PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "largest_tensor": _largest_tensor}

@@ -198,3 +198,38 @@ def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_geta
     assert link.sent[0]["args"] == [1] and link.sent[0]["kwargs"] == {"k": 2} and link.sent[0]["h"] == 3
     with pytest.raises(AttributeError, match="not an array or tensor"):
         exec(compile("block.forward(1)", "/somewhere/numpy/core.py", "exec"), {"block": block})
+
+
+def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
+    """course.tracing.largest_tensor on a proxy runs the probe where the function lives; the
+    grader gets the result and two numbers, checked to be numbers."""
+    import __main__
+    from course.tracing import largest_tensor
+    from instructor import oracle
+
+    __main__.oracle_test_outer = lambda a, b: (a[:, None] * b[None, :]).sum()
+    try:
+        fn = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_outer"})))["ok"]
+        args = [{"t": "h", "id": fn["id"]}, json.loads(wire.dumps(torch.ones(300))), json.loads(wire.dumps(torch.ones(200)))]
+        answer = json.loads(wire.serve(json.dumps({"op": "probe", "name": "largest_tensor", "args": args, "kwargs": {}})))
+        result, entries, shape = wire.decode(json.dumps(answer["ok"]))
+        assert float(result) == 60000 and entries == 60000 and shape == (300, 200)
+    finally:
+        del __main__.oracle_test_outer
+
+    class Link:
+        def __init__(self, answer):
+            self.answer, self.sent = answer, []
+
+        def request(self, message):
+            self.sent.append(message)
+            return self.answer
+
+    link = Link((torch.zeros(2), 12, (3, 4)))
+    proxy = oracle.make_proxy(link, {"id": 5, "type": ["kernel.function"], "callable": True})
+    out, largest = largest_tensor(proxy, torch.ones(2), causal=True)
+    assert link.sent[0]["op"] == "probe" and link.sent[0]["name"] == "largest_tensor"
+    assert link.sent[0]["kwargs"] == {"causal": True} and (largest.entries, largest.shape) == (12, (3, 4))
+    link.answer = (torch.zeros(2), "small", (3, 4))
+    with pytest.raises(wire.WireError, match="two numbers"):
+        largest_tensor(proxy, torch.ones(2))
