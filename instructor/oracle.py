@@ -479,6 +479,9 @@ class OracleExecute(GuardedExecute):
     def preprocess(self, nb, resources=None, km=None):
         info = (resources or {}).get("nbgrader", {})
         self._oracle_on = bool(info.get("db_url")) and self._oracle_wanted(info.get("assignment"))
+        # the tests run here: whatever the in-kernel guard reports is a reason for review, never a
+        # failed test (even for a graded cell that, without a gradebook entry, ran in the kernel)
+        self.guard_decides_scores = not self._oracle_on
         if self._oracle_on:
             self._trusted = self._gradebook_cells(info)
             _prefetch(source for role, source in self._trusted.values() if role == "provided")
