@@ -49,7 +49,21 @@ class _Watch(TorchDispatchMode):
 
 
 def largest_tensor(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Largest]:
-    """Call ``fn(*args, **kwargs)``; return its result and the largest tensor built inside it."""
+    """Call ``fn(*args, **kwargs)``; return its result and the largest tensor built inside it.
+
+    Under the grader's oracle ``fn`` may be a proxy of the student's function: the call is then
+    watched where it runs, in the kernel (``course.oracle`` probe ``largest_tensor``), and only
+    the result and the two numbers come back, as data. What the kernel reports is the student's
+    to fake, so a graded test never rests on it alone (chapter 08 also runs the function on a
+    sequence whose L x L matrix no machine can hold).
+    """
+    from . import oracle
+
+    if oracle.is_remote(fn):
+        result, entries, shape = oracle._probe("largest_tensor", fn, *args, **kwargs)
+        if type(entries) is not int or type(shape) is not tuple or not all(type(n) is int for n in shape):
+            raise oracle.WireError("the kernel's largest_tensor report is not two numbers")
+        return result, Largest(entries, shape)
     watch = _Watch()
     with watch:
         result = fn(*args, **kwargs)

@@ -82,6 +82,8 @@ class GuardedExecute(Execute):
     """
 
     guard_timeout = Integer(30, help="seconds to wait for the guard's answer after a cell").tag(config=True)
+    # False under the oracle (instructor.oracle): the guard's findings are reasons for review only
+    guard_decides_scores = True
 
     def preprocess(self, nb, resources=None, km=None):
         self._guard_kc = None
@@ -196,7 +198,7 @@ class GuardedExecute(Execute):
                 problem = "the grader had to put back " + ", ".join(entries)
         if problem:
             self._guard_reasons.append((index, f"cell {index} ({label}): {problem}"))
-        if not _is_test_cell(cell):
+        if not _is_test_cell(cell) or not self.guard_decides_scores:
             return
         status = (reply or {}).get("content", {}).get("status")
         if problem:

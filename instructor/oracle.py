@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dis
 import io
 import json
 import os
@@ -47,6 +48,7 @@ KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
 ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention", "07_seq2seq_beam_search"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
+_LISTEN = "__import__('course.oracle', fromlist=['listen']).listen()"
 # exceptions of the student's code keep their name and, for these, their built-in class
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
     "ValueError", "TypeError", "IndexError", "KeyError", "RuntimeError", "NotImplementedError",
@@ -86,6 +88,9 @@ class KernelLink:
         self.deadline = monotonic() + 3600
         self.round_trips = 0
         self.waited = 0.0  # seconds spent waiting for the kernel's answers
+        # after a first execute request that calls course.oracle.listen(), requests are messages
+        # of their own on the shell channel (no cell machinery: about half the latency)
+        self.listening: bool | None = None
 
     def request(self, message: dict, generators: list = ()) -> Any:
         """The kernel's answer to ``message``; ``generators`` (sent by state) take the states it reports."""
@@ -100,25 +105,51 @@ class KernelLink:
             reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
         except ValueError:
             reply = None
-        if type(reply) is not dict or not (set(reply) == {"error"} or set(reply) in ({"ok"}, {"ok", "rng"})):
+        keys = set(reply) - {"out"} if type(reply) is dict else None
+        if keys is None or not (keys == {"error"} or keys in ({"ok"}, {"ok", "rng"})):
             raise wire.WireError("the kernel's answer is not in the oracle's format")
+        printed = reply.pop("out", "")
+        if type(printed) is not str:
+            raise wire.WireError("the kernel's printed text is not text")
+        if printed:  # what the student's code printed: into the test cell's output, as in the kernel
+            sys.stdout.write(printed[:wire.MAX_PRINTED + 100])
         if "error" in reply:
             error = reply["error"]
             if type(error) is not list or len(error) != 2 or not all(type(e) is str for e in error):
                 raise wire.WireError("the kernel's error report is not in the oracle's format")
             raise kernel_error(error[0], error[1][:4000])
-        value = wire.decode(json.dumps(reply["ok"]), self.proxy)
+        if "ok" not in reply:
+            raise wire.WireError("the kernel's answer is not in the oracle's format")
+        value = wire.decode_tree(reply["ok"], self.proxy)
         if generators or "rng" in reply:
             _load_states(generators, reply.get("rng"))
         return value
 
     async def _request(self, request: str) -> Any:
+        if self.listening is None:
+            try:
+                self.listening = await self._ask(None, _LISTEN) == wire.LISTENING
+            except OracleTimeout:
+                raise
+            except (KernelError, wire.WireError):  # course.oracle.listen is gone: execute requests it is
+                self.listening = False
+        return await self._ask(request, None)
+
+    async def _ask(self, request: str | None, expression: str | None) -> Any:
+        """One round trip: ``request`` to serve(), or ``expression`` evaluated; the answer's text."""
         from nbclient.util import ensure_async
 
         ex = self.executor
         self.round_trips += 1
-        msg_id = ex.kc.execute("", silent=True, store_history=False, stop_on_error=False,
-                               user_expressions={ORACLE_KEY: _SERVE.format(request)})
+        fast = request is not None and self.listening
+        if fast:
+            message = ex.kc.session.msg(wire.REQUEST, {"request": request})
+            ex.kc.shell_channel.send(message)
+            msg_id = message["header"]["msg_id"]
+        else:
+            expression = expression or _SERVE.format(request)
+            msg_id = ex.kc.execute("", silent=True, store_history=False, stop_on_error=False,
+                                   user_expressions={ORACLE_KEY: expression})
         interrupted = False
         while True:
             remaining = self.deadline - monotonic()
@@ -135,12 +166,20 @@ class KernelLink:
             except Empty:
                 if not await ensure_async(ex.km.is_alive()):
                     raise KernelError("the kernel died while running the student's code") from None
+                if fast and await self._ignored(msg_id):  # the kernel's handler is gone: execute requests
+                    self.listening = False
+                    return await self._ask(request, None)
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if interrupted:
                 raise OracleTimeout(f"the student's code ran longer than {ex.timeout} s in this test "
                                     "(an infinite loop?) and was interrupted")
+            if fast:
+                text = msg.get("content", {}).get("answer") if msg.get("msg_type") == wire.REPLY else None
+                if type(text) is not str or len(text) > wire.MAX_TEXT:
+                    raise wire.WireError("the kernel's answer is not text")
+                return text
             try:
                 value = msg["content"]["user_expressions"][ORACLE_KEY]
             except (KeyError, TypeError):
@@ -157,6 +196,19 @@ class KernelLink:
             if type(text) is not str:
                 raise wire.WireError("the kernel's answer is not text")
             return text
+
+    async def _ignored(self, msg_id: str) -> bool:
+        """True when the kernel went idle after request ``msg_id`` without answering it."""
+        from nbclient.util import ensure_async
+
+        while True:
+            try:
+                msg = await ensure_async(self.executor.kc.iopub_channel.get_msg(timeout=0))
+            except Empty:
+                return False
+            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "status"
+                    and msg.get("content", {}).get("execution_state") == "idle"):
+                return True
 
     def proxy(self, entry: dict) -> Proxy:
         return make_proxy(self, entry)
@@ -242,6 +294,8 @@ class Proxy:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name.startswith("_oracle"):
             raise AttributeError(name)
+        if _method_call(sys._getframe(1)) and _asked_by_a_test():
+            return _MethodCall(self, name)  # obj.name(...): getattr and call in one request
         return Proxy._oracle(self, "getattr", name=name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -293,6 +347,42 @@ class Proxy:
     def _oracle_probe(target: Proxy, name: str, *args: Any, **kwargs: Any) -> Any:
         link = object.__getattribute__(target, "_oracle_link")
         return link.request({"op": "probe", "name": name, "args": [_send(a) for a in args],
+                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+
+
+def _method_call(frame) -> bool:
+    """True when ``frame`` is reading an attribute only to call it at once: ``obj.name(...)``.
+
+    The compiler marks that pattern (``LOAD_METHOD``; from Python 3.12 ``LOAD_ATTR`` with its
+    low bit set): nothing can see the attribute but the call that follows.
+    """
+    code, at = frame.f_code.co_code, frame.f_lasti
+    if not 0 <= at < len(code) - 1:
+        return False
+    name = dis.opname[code[at]]
+    if name == "LOAD_METHOD":
+        return True
+    if name == "LOAD_ATTR" and sys.version_info >= (3, 12):
+        return (at < 2 or dis.opname[code[at - 2]] != "EXTENDED_ARG") and bool(code[at + 1] & 1)
+    return False
+
+
+class _MethodCall:
+    """``proxy.name`` about to be called: the call asks for the attribute and calls it, in one request."""
+
+    __slots__ = ("_target", "_name")
+
+    def __init__(self, target: Proxy, name: str) -> None:
+        self._target, self._name = target, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _asked_by_a_test():
+            raise TypeError("a method of an object from the kernel is not an array or tensor "
+                            "(the grader's checks only read data)")
+        target = self._target
+        link = object.__getattribute__(target, "_oracle_link")
+        return link.request({"op": "call", "h": object.__getattribute__(target, "_oracle_id"), "name": self._name,
+                             "args": [_send(a) for a in args],
                              "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
 
 
@@ -428,6 +518,9 @@ class OracleExecute(GuardedExecute):
     def preprocess(self, nb, resources=None, km=None):
         info = (resources or {}).get("nbgrader", {})
         self._oracle_on = bool(info.get("db_url")) and self._oracle_wanted(info.get("assignment"))
+        # the tests run here: whatever the in-kernel guard reports is a reason for review, never a
+        # failed test (even for a graded cell that, without a gradebook entry, ran in the kernel)
+        self.guard_decides_scores = not self._oracle_on
         if self._oracle_on:
             self._trusted = self._gradebook_cells(info)
             _prefetch(source for role, source in self._trusted.values() if role == "provided")

@@ -285,3 +285,105 @@ def test_a_torch_generator_travels_as_its_state():
     copy = wire._value(json.loads(json.dumps(_send(generator))))
     assert type(copy) is torch.Generator and copy is not generator
     assert torch.equal(torch.randint(0, 100, (8,), generator=copy), torch.randint(0, 100, (8,), generator=generator))
+
+
+def test_kernel_end_calls_methods_lists_torch_generators_and_reports_prints():
+    """One round trip for ``obj.method(...)``; PyTorch's generators arrive as an iterator of data;
+    what the student's code prints comes back with the answer, cut to MAX_PRINTED characters."""
+    import __main__
+
+    class Noisy(torch.nn.Linear):
+        def forward(self, x):
+            print("forward of", tuple(x.shape))
+            print("x" * (wire.MAX_PRINTED + 10))
+            return super().forward(x)
+
+    __main__.oracle_test_layer = Noisy(3, 2)
+    try:
+        layer = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
+        named = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "named_parameters",
+                                                   "args": [], "kwargs": {}})))
+        assert named["ok"]["t"] == "iter" and "out" not in named
+        items = wire.decode(json.dumps(named["ok"]))
+        assert iter(items) is items
+        assert [(name, tuple(p.shape)) for name, p in items] == [("weight", (2, 3)), ("bias", (2,))]
+        x = json.loads(wire.dumps(torch.ones(4, 3)))
+        out = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "args": [x], "kwargs": {}})))
+        assert wire.decode(json.dumps(out["ok"])).shape == (4, 2)
+        assert out["out"].startswith("forward of (4, 3)\nxxx") and "characters cut by the grader" in out["out"]
+        assert len(out["out"]) < wire.MAX_PRINTED + 100
+        missing = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "no_such_method",
+                                                     "args": [], "kwargs": {}})))
+        assert missing["error"][0] == "AttributeError"
+    finally:
+        del __main__.oracle_test_layer
+    assert wire.listen() == "no kernel"  # outside a kernel there is no shell channel to listen on
+
+
+def test_an_iterator_entry_is_decoded_as_strictly_as_a_list():
+    assert list(wire.decode(json.dumps({"t": "iter", "v": [1, {"t": "tuple", "v": ["a", 2.5]}]}))) == [1, ("a", 2.5)]
+    for bad in ({"t": "iter", "v": 3}, {"t": "iter", "v": [], "x": 1}, {"t": "iter", "v": [{"t": "pickle"}]}):
+        with pytest.raises(wire.WireError):
+            wire.decode(json.dumps(bad))
+
+
+def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_getattr():
+    """``proxy.name(...)`` in a test is one "call" request; ``getattr(proxy, name)`` stays a read."""
+    from instructor import oracle
+
+    class Link:
+        def __init__(self):
+            self.sent = []
+
+        def request(self, message):
+            self.sent.append(message)
+            return 7
+
+        def proxy(self, entry):
+            return oracle.make_proxy(self, entry)
+
+    link = Link()
+    block = oracle.make_proxy(link, {"id": 3, "type": ["kernel.Block"], "callable": True})
+    code = "a = block.forward(1, k=2)\nb = block.size\nc = getattr(block, 'forward')\nf = block.forward\n"
+    namespace = {"block": block}
+    exec(compile(code, "<test cell>", "exec"), namespace)
+    ops = [(m["op"], m.get("name")) for m in link.sent]
+    assert ops == [("call", "forward"), ("getattr", "size"), ("getattr", "forward"), ("getattr", "forward")]
+    assert link.sent[0]["args"] == [1] and link.sent[0]["kwargs"] == {"k": 2} and link.sent[0]["h"] == 3
+    with pytest.raises(AttributeError, match="not an array or tensor"):
+        exec(compile("block.forward(1)", "/somewhere/numpy/core.py", "exec"), {"block": block})
+
+
+def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
+    """course.tracing.largest_tensor on a proxy runs the probe where the function lives; the
+    grader gets the result and two numbers, checked to be numbers."""
+    import __main__
+    from course.tracing import largest_tensor
+    from instructor import oracle
+
+    __main__.oracle_test_outer = lambda a, b: (a[:, None] * b[None, :]).sum()
+    try:
+        fn = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_outer"})))["ok"]
+        args = [{"t": "h", "id": fn["id"]}, json.loads(wire.dumps(torch.ones(300))), json.loads(wire.dumps(torch.ones(200)))]
+        answer = json.loads(wire.serve(json.dumps({"op": "probe", "name": "largest_tensor", "args": args, "kwargs": {}})))
+        result, entries, shape = wire.decode(json.dumps(answer["ok"]))
+        assert float(result) == 60000 and entries == 60000 and shape == (300, 200)
+    finally:
+        del __main__.oracle_test_outer
+
+    class Link:
+        def __init__(self, answer):
+            self.answer, self.sent = answer, []
+
+        def request(self, message):
+            self.sent.append(message)
+            return self.answer
+
+    link = Link((torch.zeros(2), 12, (3, 4)))
+    proxy = oracle.make_proxy(link, {"id": 5, "type": ["kernel.function"], "callable": True})
+    out, largest = largest_tensor(proxy, torch.ones(2), causal=True)
+    assert link.sent[0]["op"] == "probe" and link.sent[0]["name"] == "largest_tensor"
+    assert link.sent[0]["kwargs"] == {"causal": True} and (largest.entries, largest.shape) == (12, (3, 4))
+    link.answer = (torch.zeros(2), "small", (3, 4))
+    with pytest.raises(wire.WireError, match="two numbers"):
+        largest_tensor(proxy, torch.ones(2))
