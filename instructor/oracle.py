@@ -127,13 +127,21 @@ class KernelLink:
 
     async def _request(self, request: str) -> Any:
         if self.listening is None:
-            try:
-                self.listening = await self._ask(None, _LISTEN) == wire.LISTENING
-            except OracleTimeout:
-                raise
-            except (KernelError, wire.WireError):  # course.oracle.listen is gone: execute requests it is
-                self.listening = False
+            # course.integrity.install() started the kernel's handler before any student code ran;
+            # asking the kernel to listen() now would run whatever the student made of listen()
+            self.listening = True
         return await self._ask(request, None)
+
+    async def _listen_again(self) -> None:
+        """The handler did not answer (a kernel started without it): start it once, else execute requests."""
+        self.listening = False
+        if getattr(self, "_listened_again", False):
+            return
+        self._listened_again = True
+        try:
+            self.listening = await self._ask(None, _LISTEN) == wire.LISTENING
+        except (KernelError, wire.WireError):  # course.oracle.listen is gone: execute requests it is
+            self.listening = False
 
     async def _ask(self, request: str | None, expression: str | None) -> Any:
         """One round trip: ``request`` to serve(), or ``expression`` evaluated; the answer's text."""
@@ -166,8 +174,8 @@ class KernelLink:
             except Empty:
                 if not await ensure_async(ex.km.is_alive()):
                     raise KernelError("the kernel died while running the student's code") from None
-                if fast and await self._ignored(msg_id):  # the kernel's handler is gone: execute requests
-                    self.listening = False
+                if fast and await self._ignored(msg_id):  # the kernel's handler is gone
+                    await self._listen_again()
                     return await self._ask(request, None)
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:

@@ -483,10 +483,14 @@ def test_chapter03_attacks_earn_no_more_than_the_wrong_code(chapter03):
     assert results["honest-wrong"].auto_score == results["solution"].auto_max - 2
 
 
-def test_a_forged_answer_fails_its_test_with_a_clear_message(chapter01):
+def test_a_forged_server_is_undone_and_an_endless_call_costs_only_its_tests(chapter01):
     results, _ = chapter01
-    errors = " ".join(results["atk-forged-oracle"].cells[g].error for g in results["atk-forged-oracle"].failed())
-    assert "WireError" in errors and "dtype 'object'" in errors
+    # a serve() replaced by the student is put back before every request (course.oracle.listen):
+    # the forged answers (a pickle as an array) never reach the grader, whose decoder would refuse
+    # them (tests/test_oracle_wire.py); the submission fails exactly where its wrong code does
+    forged, honest = results["atk-forged-oracle"], results["honest-wrong"]
+    assert forged.failed() == honest.failed() and forged.auto_score == honest.auto_score
+    assert not any("WireError" in forged.cells[g].error for g in forged.failed())
     endless = results["atk-endless-call"]
     attention_tests = {g for g in endless.cells if g.startswith("test_attention")}
     assert len(attention_tests) == 5 and set(endless.failed()) == attention_tests
