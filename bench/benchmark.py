@@ -34,7 +34,6 @@ The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import statistics
@@ -68,19 +67,9 @@ def timed(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-@contextlib.contextmanager
 def _env(**values: str):
     """Environment variables set for a block, then put back as they were."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    return P.environment(values)
 
 
 def execute(nb_path: Path, cwd: Path) -> None:

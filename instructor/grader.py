@@ -171,19 +171,13 @@ def _build_gradebook(db_url: str, course_id: str, records: dict) -> None:
 @contextlib.contextmanager
 def _environment(values: dict[str, str], cwd: Path):
     """Set environment variables and the working folder for one grading, then put them back."""
-    before = {k: os.environ.get(k) for k in values}
     old_cwd = os.getcwd()
-    os.environ.update(values)
-    os.chdir(cwd)
-    try:
-        yield
-    finally:
-        os.chdir(old_cwd)
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with P.environment(values):
+        os.chdir(cwd)
+        try:
+            yield
+        finally:
+            os.chdir(old_cwd)
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")

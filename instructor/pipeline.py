@@ -7,6 +7,7 @@ every path and nbgrader step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,6 +34,21 @@ def tool_env() -> dict[str, str]:
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("MPLBACKEND", "Agg")
     return env
+
+
+@contextlib.contextmanager
+def environment(values: dict[str, str]):
+    """Environment variables set for a block, then put back as they were."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:

@@ -68,16 +68,8 @@ def trusted_kernels():
     proven where untrusted students are graded (test_sandbox, test_oracle_attacks,
     test_class_batch, test_course_root_copy), with kernels started as in a real class.
     """
-    saved = {name: os.environ.get(name) for name in ("COURSE_SANDBOX", "COURSE_KERNEL_FORK")}
-    os.environ.update(COURSE_SANDBOX="off", COURSE_KERNEL_FORK="1")
-    try:
+    with P.environment({"COURSE_SANDBOX": "off", "COURSE_KERNEL_FORK": "1"}):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:

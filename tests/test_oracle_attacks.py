@@ -428,35 +428,31 @@ def chapter01(tmp_path_factory):
     return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, CH01_ATTACKS)
 
 
+def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str]):
+    """The class of :func:`grade` whose wrong code is the bug-zoo variant ``variant``'s ``cell``."""
+    wrong = next(v for v in variants_for(assignment) if v.name == variant)
+    _, answers = REPOSITORY.release_and_answers(assignment)
+    return grade(tmp_path_factory, assignment, cell, wrong.answers(answers)[cell], attacks)
+
+
 @pytest.fixture(scope="module")
 def chapter06(tmp_path_factory):
-    wrong = next(v for v in variants_for("06_multihead_attention") if v.name == "no_output_projection")
-    _, answers = REPOSITORY.release_and_answers("06_multihead_attention")
-    return grade(tmp_path_factory, "06_multihead_attention", "mhsa", wrong.answers(answers)["mhsa"], CH06_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "06_multihead_attention", "no_output_projection", "mhsa", CH06_ATTACKS)
 
 
 @pytest.fixture(scope="module")
 def chapter02(tmp_path_factory):
-    wrong = next(v for v in variants_for("02_scaling") if v.name == "statistics_query_per_key")
-    _, answers = REPOSITORY.release_and_answers("02_scaling")
-    return grade(tmp_path_factory, "02_scaling", "score_statistics", wrong.answers(answers)["score_statistics"],
-                 CH02_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "02_scaling", "statistics_query_per_key", "score_statistics", CH02_ATTACKS)
 
 
 @pytest.fixture(scope="module")
 def chapter03(tmp_path_factory):
-    wrong = next(v for v in variants_for("03_masks") if v.name == "leak_check_changes_x_in_place")
-    _, answers = REPOSITORY.release_and_answers("03_masks")
-    return grade(tmp_path_factory, "03_masks", "future_leak_check", wrong.answers(answers)["future_leak_check"],
-                 CH03_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "03_masks", "leak_check_changes_x_in_place", "future_leak_check", CH03_ATTACKS)
 
 
 @pytest.fixture(scope="module")
 def chapter07(tmp_path_factory):
-    wrong = next(v for v in variants_for("07_seq2seq_beam_search") if v.name == "beam_ignores_width")
-    _, answers = REPOSITORY.release_and_answers("07_seq2seq_beam_search")
-    return grade(tmp_path_factory, "07_seq2seq_beam_search", "beam_search", wrong.answers(answers)["beam_search"],
-                 CH07_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "07_seq2seq_beam_search", "beam_ignores_width", "beam_search", CH07_ATTACKS)
 
 
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
