@@ -8,6 +8,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
 
 from instructor.nbgrader_ext import (
+    FeedbackExporter,
     LimitOutputSize,
     ReviewCsvExport,
     ReviewFlags,
@@ -42,6 +43,8 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # Feedback is rendered from the autograded notebook, which has the hidden tests put back:
 # clear them again before writing HTML for students.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# The same page as nbconvert's HTML exporter writes, a third faster (no BeautifulSoup pass).
+c.GenerateFeedback.exporter_class = FeedbackExporter
 
 # Execution while autograding. The slowest cell (chapter 07 trains a small model) needs
 # well under a minute; an infinite loop is interrupted after `timeout` seconds and scores 0.
