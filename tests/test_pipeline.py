@@ -105,3 +105,29 @@ def test_test_modules_share_helpers_only_through_support():
             words = line.split()
             if len(words) >= 2 and words[0] in ("import", "from"):
                 assert words[1].split(".")[0] not in local, f"{module.name}: {line.strip()}"
+
+
+def test_the_feedback_exporter_writes_what_nbconvert_writes():
+    """Same text and the same default alt text on images as nbconvert's HTML exporter."""
+    import re
+
+    import nbformat
+    from nbconvert.exporters import HTMLExporter
+
+    from instructor.nbgrader_ext import FeedbackExporter
+
+    nb = source_nb(ASSIGNMENTS[0])
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    nb.cells.append(nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": png, "text/plain": "<Figure>"})]))
+    ours, _ = FeedbackExporter(template_name="classic").from_notebook_node(nb)
+    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+
+    def text(page):
+        from bs4 import BeautifulSoup
+
+        return BeautifulSoup(page, "html.parser").get_text()
+
+    assert text(ours) == text(theirs)
+    images = re.findall(r"<img[^>]*>", ours)
+    assert images and all('alt="No description has been provided for this image"' in tag for tag in images)
