@@ -62,6 +62,32 @@ REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded noteboo
 INTEGRITY_ERROR = "GraderIntegrityError"
 
 
+DEMO_ONLY = "# demo only"  # first line of a cell that autograde skips (see is_demo_only)
+SKIPPED_DEMO = "(demo only: not run while grading; this cell decides no score)\n"
+
+
+def is_demo_only(cell) -> bool:
+    """A code cell that only demonstrates (a training run, a timing, a figure): autograde skips it.
+
+    Its first line is ``# demo only``. A graded or solution cell never counts as one, so a
+    student's answer always runs. Skipping any other cell is the same as the student deleting
+    it: it changes nothing a student could not change anyway, and a class is graded without
+    the seconds of demos that decide no score.
+    """
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return (cell.get("cell_type") == "code" and not meta.get("grade") and not meta.get("solution")
+            and cell.get("source", "").lstrip().startswith(DEMO_ONLY))
+
+
+def skip_demo(cell):
+    """``cell`` as autograde leaves a demo-only cell: one line of output saying it was skipped."""
+    from nbformat.notebooknode import NotebookNode
+
+    cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=SKIPPED_DEMO)]
+    cell.execution_count = None
+    return cell
+
+
 def _is_test_cell(cell) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
@@ -169,6 +195,8 @@ class GuardedExecute(Execute):
 
         from course.integrity import ENTRY
 
+        if is_demo_only(cell):
+            return skip_demo(cell), resources
         if self.kc is not None and self._guard_kc is not self.kc:
             self._handshake()
         if cell.cell_type != "code" or not cell.source.strip() or self._guard_key is None:

@@ -41,7 +41,7 @@ from traitlets import List, Unicode
 
 from course import oracle as wire
 
-from .nbgrader_ext import GuardedExecute
+from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
@@ -578,7 +578,7 @@ class OracleExecute(GuardedExecute):
         # the kernel's cells keep the in-kernel guard, as a reason for review only: no test
         # cell runs in the kernel, so nothing it reports (or fails to) changes a score
         cell, resources = super().preprocess_cell(cell, resources, index)
-        if role == "provided" and not source.lstrip().startswith(KERNEL_ONLY):
+        if role == "provided" and not source.lstrip().startswith((KERNEL_ONLY, DEMO_ONLY)):
             self._link.deadline = monotonic() + (self.timeout or 3600)
             self._namespace.from_kernel.clear()
             printed, error = _run(source, f"<provided {gid}>", self._namespace)

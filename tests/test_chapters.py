@@ -239,3 +239,36 @@ def test_feedback_and_messages_hide_hidden_tests(assignment, scratch_root):
     for result in chapter.results.values():
         for cell in result.cells.values():
             assert not any(line in cell.error for line in secret), f"{cell.grade_id} message shows hidden source"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_demo_cells_are_skipped_while_grading(assignment, scratch_root):
+    """A `# demo only` cell decides no score: autograde leaves it unrun, saying so; every other cell runs."""
+    from instructor.nbgrader_ext import SKIPPED_DEMO, is_demo_only
+
+    chapter = graded(scratch_root, assignment)
+    nb = P.read_nb(chapter.root.notebook("autograded", assignment, SOLUTION))
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        skipped = [o for o in cell.outputs if o.get("text") == SKIPPED_DEMO]
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id", cell.source.splitlines()[0])
+        assert bool(skipped) == is_demo_only(cell), f"{assignment}, {gid}: skipped {bool(skipped)}"
+        if skipped:
+            assert cell.outputs == skipped and cell.execution_count is None
+
+
+def test_a_student_answer_is_never_a_demo_cell():
+    """Graded and solution cells always run, whatever their first line says."""
+    from nbformat.v4 import new_code_cell
+
+    from instructor.nbgrader_ext import is_demo_only
+
+    def cell(nbgrader):
+        return new_code_cell("# demo only\nx = 1", metadata={"nbgrader": nbgrader} if nbgrader else {})
+
+    assert is_demo_only(cell(None)) and is_demo_only(cell({"grade": False, "solution": False, "locked": True}))
+    assert not is_demo_only(cell({"grade": False, "solution": True}))
+    assert not is_demo_only(cell({"grade": True, "solution": False, "locked": True, "points": 1}))
+    assert not is_demo_only(new_code_cell("x = 1  # demo only"))
