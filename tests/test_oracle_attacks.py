@@ -173,7 +173,7 @@ CH01_ATTACKS = {
     "rewritten-replies": REWRITTEN_REPLIES,
     "forged-oracle": FORGED_ORACLE,
     # not a way to gain points, but a proxy call must cost only its own test: interrupted after
-    # Execute.timeout, the grader carries on (the class course below sets 20 s)
+    # Execute.timeout, the grader carries on (chapter 01's class below sets 8 s)
     "endless-call": "def attention(Q, K, V):\n    while True:\n        pass\n",
 }
 
@@ -396,10 +396,10 @@ CH07_ATTACKS = {
 }
 
 
-def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str]):
+def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str], timeout: int = 20):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
     with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
-        config.write("\nc.Execute.timeout = 20\n")
+        config.write(f"\nc.Execute.timeout = {timeout}\n")
     release, answers = root.release_and_answers(assignment)
     students = {"solution": answers, "stub": None, "honest-wrong": {**answers, cell: wrong}}
     students.update({f"atk-{name}": {**answers, cell: wrong + "\n" + code} for name, code in attacks.items()})
@@ -425,7 +425,9 @@ def check_class(results, reviews, attacks, full: float):
 
 @pytest.fixture(scope="module")
 def chapter01(tmp_path_factory):
-    return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, CH01_ATTACKS)
+    # 01's cells take milliseconds: 8 s still leaves a loaded machine room, and the endless
+    # call's five tests wait 8 s each instead of 20
+    return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, CH01_ATTACKS, timeout=8)
 
 
 def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str]):
