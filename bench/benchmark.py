@@ -367,39 +367,32 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
 def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
     print(f"\n## 10. oracle: autograde per student, graded tests in the grader over in the kernel, "
           f"{n_students} students (half solution, half stub) per chapter, interleaved")
-    saved = os.environ.get("COURSE_ORACLE")
-    try:
-        for chapter in chapters:
-            times: dict[str, list[float]] = {"on": [], "off": []}
-            with tempfile.TemporaryDirectory() as tmp:
-                root = _class_root(Path(tmp), n_students, chapter)
-                for r in range(repeat):
-                    for i in range(n_students):
-                        for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
-                            os.environ["COURSE_ORACLE"] = mode
+    for chapter in chapters:
+        times: dict[str, list[float]] = {"on": [], "off": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            root = _class_root(Path(tmp), n_students, chapter)
+            for r in range(repeat):
+                for i in range(n_students):
+                    for mode in (("on", "off") if (i + r) % 2 == 0 else ("off", "on")):
+                        with _env(COURSE_ORACLE=mode):
                             start = time.perf_counter()
                             root.autograde(chapter, f"student-{i:02d}")
                             times[mode].append(time.perf_counter() - start)
-                # the class batch: long-lived workers pay the grader's own imports (torch) once
-                batch_times: dict[str, list[float]] = {"on": [], "off": []}
-                for r in range(repeat):
-                    for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
-                        os.environ["COURSE_ORACLE"] = mode
+            # the class batch: long-lived workers pay the grader's own imports (torch) once
+            batch_times: dict[str, list[float]] = {"on": [], "off": []}
+            for r in range(repeat):
+                for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                    with _env(COURSE_ORACLE=mode):
                         start = time.perf_counter()
                         reports = batch.grade_class(root, chapter, jobs=1, regrade=True, progress=False)
                         batch_times[mode].append((time.perf_counter() - start) / n_students)
-                        assert all(r.status == "graded" for r in reports.values())
-            on, off = statistics.median(times["on"]), statistics.median(times["off"])
-            print(f"{chapter:<26} nbgrader autograde per student: oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
-                  f"ratio {on / off:5.2f} (median of {len(times['on'])})")
-            on, off = statistics.median(batch_times["on"]), statistics.median(batch_times["off"])
-            print(f"{'':<26} class batch (--jobs 1) per student:  oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
-                  f"ratio {on / off:5.2f} (target <= 1.15)")
-    finally:
-        if saved is None:
-            os.environ.pop("COURSE_ORACLE", None)
-        else:
-            os.environ["COURSE_ORACLE"] = saved
+                    assert all(r.status == "graded" for r in reports.values())
+        on, off = statistics.median(times["on"]), statistics.median(times["off"])
+        print(f"{chapter:<26} nbgrader autograde per student: oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
+              f"ratio {on / off:5.2f} (median of {len(times['on'])})")
+        on, off = statistics.median(batch_times["on"]), statistics.median(batch_times["off"])
+        print(f"{'':<26} class batch (--jobs 1) per student:  oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
+              f"ratio {on / off:5.2f} (target <= 1.15)")
 
 
 def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
