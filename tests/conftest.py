@@ -37,7 +37,7 @@ def scope_of(nodeid: str) -> str:
 # autograde per zoo entry (NOTEBOOK_SECONDS each, its slowest cells included); a file what its
 # graded students cost.
 NOTEBOOK_SECONDS = {"01_two_keys": 3, "02_scaling": 4, "03_masks": 6, "04_encoder_block": 5,
-                    "05_positional_encoding": 4, "06_multihead_attention": 8, "07_seq2seq_beam_search": 16,
+                    "05_positional_encoding": 4, "06_multihead_attention": 5, "07_seq2seq_beam_search": 16,
                     "08_attention_cost": 7, "09_decoder": 8}
 FILE_SECONDS = {"tests/test_oracle_attacks.py": 400, "tests/test_class_batch.py": 300, "tests/test_sandbox.py": 150,
                 "tests/test_collect.py": 120, "tests/test_repair.py": 120, "tests/test_course_root_copy.py": 100,
