@@ -776,6 +776,7 @@ def check_gradients(block, x, pad, future=None):
     for name, grad in gradients.items():
         check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
         check_finite(f"the gradient of {name}", grad)
+    return gradients, d_encoded
 
 
 torch.manual_seed(8)
@@ -789,9 +790,22 @@ for trial in range(3):
     d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(2, 7, (1,), generator=gen))
     pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
     future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial else None
-    block = EncoderBlock(heads * d_head, heads, 9, norm_first=bool(trial % 2))
-    draw_parameters(block, gen)
-    check_gradients(block, torch.randn(batch, length, heads * d_head, generator=gen), pad, future)
+    width, norm_first = heads * d_head, bool(trial % 2)
+    block = EncoderBlock(width, heads, 9, norm_first=norm_first)
+    params = draw_parameters(block, gen)
+    x = torch.randn(batch, length, width, generator=gen)
+    gradients, d_encoded = check_gradients(block, x, pad, future)
+    # the same backward pass through nn.TransformerEncoderLayer holding the same parameters
+    layer = reference_layer(params, width, heads, 9, norm_first)
+    (layer(x, src_mask=future, src_key_padding_mask=pad) * d_encoded).sum().backward()
+    reference = dict(layer.named_parameters())
+    for name, grad in gradients.items():
+        theirs = [pt + name[len(mine):] for mine, pt in PYTORCH_NAMES.items() if name.startswith(mine)]
+        if theirs and theirs[0] in reference:
+            check_close(f"the gradient of {name} (width {width}, {heads} heads, T={length}, norm_first={norm_first})",
+                        grad, reference[theirs[0]].grad, atol=1e-4,
+                        hint="the block's forward differs from nn.TransformerEncoderLayer: make the post-norm and "
+                             "pre-norm tests pass first")
 ### END HIDDEN TESTS
 
 # %% [markdown]
