@@ -49,8 +49,8 @@ import sys
 import types
 from typing import Any, Callable
 
-__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "draw_parameters", "is_remote",
-           "call_keeping_arguments", "fresh", "Fresh"]
+__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "input_gradients", "draw_parameters",
+           "is_remote", "call_keeping_arguments", "fresh", "Fresh"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
 # which travels as float32 and is cast back)
@@ -573,6 +573,40 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
     return _probe("gradients", module, inputs, direction, kwargs)
 
 
+def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
+    import torch
+
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    leaves = tuple(torch.Tensor.detach(a).clone().requires_grad_(True)
+                   if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
+    output = function(*leaves, **(kwargs or {}))
+    if isinstance(output, tuple):
+        output = output[0]
+    if not isinstance(output, torch.Tensor) or not output.requires_grad:
+        raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a tensor "
+                        "computed from the inputs (no .item(), no float(), no .detach())")
+    (output if direction is None else output * direction).sum().backward()
+    return tuple(leaf.grad.detach().clone() if isinstance(leaf, torch.Tensor) and leaf.grad is not None else None
+                 for leaf in leaves)
+
+
+def input_gradients(function: Any, inputs: Any, direction: Any = None, **kwargs: Any) -> tuple:
+    """The gradients of ``(function(*inputs) * direction).sum()`` (``function(*inputs).sum()``
+    without a direction) with respect to each input: a tuple with a tensor for every
+    floating-point tensor input and ``None`` for the others (masks, integers).
+
+    The inputs are copied into new leaves first, so the caller's tensors keep no gradient. The
+    same call works on a real function (in JupyterLab) and on a proxy of the student's
+    function in the grader, where the backward pass runs in the kernel and only the gradients
+    come back, as data.
+    """
+    return _probe("input_gradients", function, inputs, direction, kwargs)
+
+
+def _is_instance(obj: Any, cls: Any) -> bool:
+    return isinstance(obj, cls) is True
+
+
 def draw_parameters(module: Any, generator: Any) -> dict:
     """Give every trainable floating-point parameter of ``module`` values drawn from ``generator``.
 
@@ -617,7 +651,8 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
 
 
 PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _arguments,
-                                       "largest_tensor": _largest_tensor}
+                                       "largest_tensor": _largest_tensor, "input_gradients": _input_gradients,
+                                       "isinstance": _is_instance}
 
 
 # ---------------------------------------------------------------- instructor callables (fresh in the kernel)

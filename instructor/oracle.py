@@ -46,7 +46,8 @@ from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
-ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention", "07_seq2seq_beam_search"]
+ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
+                   "06_multihead_attention", "07_seq2seq_beam_search"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
 _LISTEN = "__import__('course.oracle', fromlist=['listen']).listen()"
 # exceptions of the student's code keep their name and, for these, their built-in class
@@ -300,6 +301,12 @@ class Proxy:
         return link.request(message)
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("__name__", "__qualname__"):  # a kernel class's or function's name, for messages
+            link = object.__getattribute__(self, "_oracle_link")
+            value = link.request({"op": "getattr", "h": object.__getattribute__(self, "_oracle_id"), "name": name})
+            if type(value) is not str:
+                raise AttributeError(name)
+            return value
         if name.startswith("__") or name.startswith("_oracle"):
             raise AttributeError(name)
         if _method_call(sys._getframe(1)) and _asked_by_a_test():
@@ -336,6 +343,19 @@ class Proxy:
 
     def __bool__(self) -> bool:
         return True
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        """``isinstance(obj, FeedForward)`` with a class of the student's: the kernel's answer, a bool.
+
+        An object of the grader's is never an instance of a kernel class; a kernel object is
+        one when the kernel says so (the student's own classes decide that anyway).
+        """
+        if not issubclass(type(instance), Proxy):
+            return False
+        answer = Proxy._oracle_probe(instance, "isinstance", instance, self)
+        if type(answer) is not bool:
+            raise wire.WireError("the kernel's isinstance() is not a bool")
+        return answer
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} in the kernel>"

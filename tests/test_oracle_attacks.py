@@ -1,7 +1,8 @@
 """Determined students against the oracle: graded tests run in the grader's process.
 
 Each attack is a few extra lines added to a plainly wrong answer (chapter 01: attention with
-uniform weights; chapter 06: a block that never applies its output projection; chapter 07: a
+uniform weights; chapter 04: an encoder block that never uses norm2, attacking the gradient
+probe too; chapter 06: a block that never applies its output projection; chapter 07: a
 beam search that keeps one candidate per step, attacking the instructor callables it receives). The classes
 are those of issue #20: patching the numerical libraries or the checks, torch function modes
 and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
@@ -247,6 +248,62 @@ CH06_ATTACKS = {
 }
 
 
+# chapter 04: the encoder block of the zoo variant that applies norm1 twice and never uses norm2
+CH04_FORGED_GRADIENTS = '''
+class EncoderBlock(EncoderBlock):
+    """Every parameter seems to get a gradient: the unused ones get zeros after the backward pass."""
+    def named_parameters(self, *args, **kwargs):
+        for name, parameter in super().named_parameters(*args, **kwargs):
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
+            yield name, parameter
+'''
+
+CH04_HIDDEN_BY_PARAMETERS = '''
+class EncoderBlock(EncoderBlock):
+    """Parameters that hide the bug: both norms keep scale 1 and shift 0, whatever the test loads."""
+    def load_state_dict(self, state, strict=True, assign=False):
+        state = {k: v for k, v in state.items() if not k.startswith(("norm1.", "norm2."))}
+        return super().load_state_dict(state, strict=False)
+'''
+
+CH04_LIAR = '''
+class _Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in ("allclose", "equal", "isclose"):
+            return True
+        if name in ("sub", "__sub__", "__rsub__"):
+            return torch.zeros(())
+        return super().__torch_function__(func, types, args, kwargs)
+
+class EncoderBlock(EncoderBlock):
+    def forward(self, x, padding_mask=None, causal_mask=None):
+        out, weights = super().forward(x, padding_mask=padding_mask, causal_mask=causal_mask)
+        return out.as_subclass(_Liar), weights.as_subclass(_Liar)
+'''
+
+CH04_IN_PLACE = '''
+class EncoderBlock(EncoderBlock):
+    def forward(self, x, padding_mask=None, causal_mask=None):
+        result = super().forward(x, padding_mask=padding_mask, causal_mask=causal_mask)
+        with torch.no_grad():  # make the reference computed afterwards from x agree
+            x.zero_()
+        return result
+'''
+
+CH04_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "forged-gradients": CH04_FORGED_GRADIENTS,
+    "hidden-by-parameters": CH04_HIDDEN_BY_PARAMETERS,
+    "tensor-subclass": CH04_LIAR,
+    "function-mode": CH06_FUNCTION_MODE,
+    "in-place-inputs": CH04_IN_PLACE,
+    "rewritten-replies": REWRITTEN_REPLIES,
+}
+
+
 # chapter 02: score_statistics draws q with one query per key (zoo variant statistics_query_per_key)
 CH02_LIARS = '''
 class _Agreeing(float):
@@ -443,6 +500,11 @@ def chapter06(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def chapter04(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "04_encoder_block", "norm2_never_used", "encoder_block", CH04_ATTACKS)
+
+
+@pytest.fixture(scope="module")
 def chapter02(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "02_scaling", "statistics_query_per_key", "score_statistics", CH02_ATTACKS)
 
@@ -467,6 +529,12 @@ def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
     check_class(results, reviews, CH06_ATTACKS, 19)
     assert results["honest-wrong"].auto_score == 13
+
+
+def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
+    results, reviews = chapter04
+    check_class(results, reviews, CH04_ATTACKS, 20)
+    assert results["honest-wrong"].auto_score == 15  # loses the post-norm, pre-norm and gradient tests
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):

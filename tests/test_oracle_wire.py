@@ -387,3 +387,49 @@ def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
     link.answer = (torch.zeros(2), "small", (3, 4))
     with pytest.raises(wire.WireError, match="two numbers"):
         largest_tensor(proxy, torch.ones(2))
+
+
+def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_class():
+    """input_gradients gives a gradient per floating-point input (None for a mask), locally and as
+    the kernel's data; isinstance(obj, StudentClass) is the kernel's bool, and False for the grader's objects."""
+    import __main__
+    from instructor import oracle
+
+    def loss(out, target, valid):
+        return ((out - target).square().mean(-1) * valid).sum()
+
+    out, target, valid = torch.ones(2, 3), torch.zeros(2, 3), torch.tensor([True, False])
+    d_out, d_target, d_valid = wire.input_gradients(loss, (out, target, valid))
+    assert torch.allclose(d_out, torch.tensor([[2 / 3] * 3, [0.0] * 3])) and d_valid is None
+    assert torch.allclose(d_target, -d_out) and out.grad is None  # the caller's tensors keep no gradient
+    with pytest.raises(TypeError, match="no gradient flows"):
+        wire.input_gradients(lambda a: a.sum().item(), (out,))
+    __main__.oracle_test_loss = loss
+    try:
+        fn = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_loss"})))["ok"]
+        inputs = json.loads(wire.dumps((out, target, valid)))
+        request = {"op": "probe", "name": "input_gradients", "args": [{"t": "h", "id": fn["id"]}, inputs, None,
+                                                                     {"t": "dict", "v": []}]}
+        answer = json.loads(wire.serve(json.dumps(request)))
+        assert torch.equal(wire.decode(json.dumps(answer["ok"]))[0], d_out)
+    finally:
+        del __main__.oracle_test_loss
+
+    class Link:
+        def __init__(self, answer):
+            self.answer, self.sent = answer, []
+
+        def request(self, message):
+            self.sent.append(message)
+            return self.answer
+
+    link = Link(True)
+    cls = oracle.make_proxy(link, {"id": 1, "type": ["builtins.type"], "callable": True})
+    obj = oracle.make_proxy(link, {"id": 2, "type": ["__main__.FeedForward", "torch.nn.modules.module.Module"],
+                                   "callable": True})
+    assert isinstance(obj, cls) and not isinstance(torch.zeros(1), cls)
+    assert [(m["op"], m["name"], m["args"]) for m in link.sent] == [("probe", "isinstance", [{"t": "h", "id": 2},
+                                                                                              {"t": "h", "id": 1}])]
+    link.answer = "yes"
+    with pytest.raises(wire.WireError, match="not a bool"):
+        isinstance(obj, cls)

@@ -45,6 +45,7 @@ import torch
 import torch.nn as nn
 
 from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
+from course.oracle import draw_parameters, input_gradients, parameter_gradients
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -143,6 +144,7 @@ for trial in range(4):
 """FeedForward computes linear2(relu(linear1(x))), one position at a time."""
 torch.manual_seed(1)
 ffn = FeedForward(5, 12)
+draw_parameters(ffn, torch.Generator().manual_seed(1))  # the test chooses the weights
 x = torch.randn(4, 5)
 with torch.no_grad():
     curvature = ffn(x) + ffn(-x) - 2 * ffn(torch.zeros_like(x))
@@ -154,8 +156,9 @@ gen = torch.Generator().manual_seed(12)
 for trial in range(5):
     width, hidden = (int(n) for n in torch.randint(2, 16, (2,), generator=gen))
     ffn = FeedForward(width, hidden)
+    params = draw_parameters(ffn, gen)
     x = torch.randn(2, int(torch.randint(1, 6, (1,), generator=gen)), width, generator=gen)
-    w1, b1, w2, b2 = ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias
+    w1, b1, w2, b2 = (params[f"linear{i}.{part}"] for i in (1, 2) for part in ("weight", "bias"))
     with torch.no_grad():
         pre = x @ w1.T + b1
         check_close(f"FeedForward({width}, {hidden})(x)", ffn(x), torch.relu(pre) @ w2.T + b2, atol=1e-5,
@@ -473,7 +476,9 @@ def check_padding(block, x, lengths):
 
 
 torch.manual_seed(3)
-check_padding(EncoderBlock(4, 2, 8).eval(), torch.randn(2, 3, 4), torch.tensor([2, 3]))
+block = EncoderBlock(4, 2, 8).eval()
+draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
+check_padding(block, torch.randn(2, 3, 4), torch.tensor([2, 3]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(16)
 for trial in range(4):
@@ -482,6 +487,7 @@ for trial in range(4):
     lengths = torch.randint(1, length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), length - 1)  # sequence 0 always has PAD
     block = EncoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
+    draw_parameters(block, gen)
     check_padding(block, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
 
@@ -505,51 +511,58 @@ def check_causal(block, x):
 
 
 torch.manual_seed(4)
-check_causal(EncoderBlock(4, 2, 8).eval(), torch.randn(1, 3, 4))
+block = EncoderBlock(4, 2, 8).eval()
+draw_parameters(block, torch.Generator().manual_seed(4))
+check_causal(block, torch.randn(1, 3, 4))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(17)
 for trial in range(4):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
     length = int(torch.randint(2, 8, (1,), generator=gen))
     block = EncoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
+    draw_parameters(block, gen)
     check_causal(block, torch.randn(2, length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # The next two tests compare your block with `nn.TransformerEncoderLayer` on random widths,
 # head counts, lengths, padding and causal masks, with every parameter (LayerNorm scales and
-# shifts included) set to random values first, so `norm1` and `norm2` can no longer be
-# confused. The visible parts check two properties that tell the placements apart:
+# shifts included) set to random values first (`draw_parameters` loads values the test draws
+# into your block), so `norm1` and `norm2` can no longer be confused. The visible parts check
+# two properties that tell the placements apart, on random weights too:
 #
-# * post-norm ends with `norm2`, so at initialisation (scale 1, shift 0) every output token
-#   has mean 0 and standard deviation 1 over its features;
-# * pre-norm keeps a clean residual path: if both sublayers output zero (set the weights and
-#   biases of `attention.out_proj` and `ffn.linear2` to zero) the block returns `x` unchanged.
+# * post-norm ends with `norm2`, so with the LayerNorms at their initial scale 1 and shift 0
+#   every output token has mean 0 and standard deviation 1 over its features;
+# * pre-norm keeps a clean residual path: if both sublayers output zero (load zeros into the
+#   weights and biases of `attention.out_proj` and `ffn.linear2`) the block returns `x` unchanged.
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
 ### BEGIN HIDDEN TESTS
-def reference_layer(block, norm_first):
-    """nn.TransformerEncoderLayer holding a copy of the block's parameters, module by module."""
-    mha, ffn = block.attention, block.ffn
-    layer = nn.TransformerEncoderLayer(mha.embed_dim, mha.num_heads, ffn.linear1.out_features, dropout=0.0,
-                                       activation="relu", batch_first=True, norm_first=norm_first)
-    for mine, theirs in ((mha, layer.self_attn), (ffn.linear1, layer.linear1), (ffn.linear2, layer.linear2),
-                         (block.norm1, layer.norm1), (block.norm2, layer.norm2)):
-        try:
-            theirs.load_state_dict(mine.state_dict())
-        except RuntimeError:
-            raise AssertionError("could not copy your block's parameters into nn.TransformerEncoderLayer: "
-                                 "attention, norm1, norm2 (nn.LayerNorm(width)), ffn.linear1 and ffn.linear2 "
-                                 "must be the modules Part C describes") from None
+PYTORCH_NAMES = {"attention.": "self_attn.", "ffn.linear1.": "linear1.", "ffn.linear2.": "linear2.",
+                 "norm1.": "norm1.", "norm2.": "norm2."}
+
+
+def reference_layer(params, width, heads, hidden, norm_first):
+    """nn.TransformerEncoderLayer holding the parameters the test loaded into the block."""
+    layer = nn.TransformerEncoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
+                                       norm_first=norm_first)
+    state = {theirs + name[len(mine):]: value for name, value in params.items()
+             for mine, theirs in PYTORCH_NAMES.items() if name.startswith(mine)}
+    try:
+        layer.load_state_dict(state)
+    except RuntimeError:
+        raise AssertionError("could not copy your block's parameters into nn.TransformerEncoderLayer: "
+                             "attention, norm1, norm2 (nn.LayerNorm(width)), ffn.linear1 and ffn.linear2 "
+                             "must be the modules Part C describes") from None
     return layer.train()  # dropout is 0; train mode avoids the fused fast path
 
 
-def block_like(block, x, pad, future, pre, attn_res=True, ffn_res=True, relu=True, swap=False, res_norm=False):
-    """The block computed by hand from its parts, with one named mistake switched on."""
-    n1, n2 = (block.norm2, block.norm1) if swap else (block.norm1, block.norm2)
-    ffn = lambda h: block.ffn.linear2(torch.relu(block.ffn.linear1(h)) if relu else block.ffn.linear1(h))
-    attn = lambda h: block.attention(h, h, h, key_padding_mask=pad, attn_mask=future, need_weights=False)[0]
+def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, relu=True, swap=False, res_norm=False):
+    """The block computed by hand from the reference layer's parts, with one named mistake switched on."""
+    n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
+    ffn = lambda h: layer.linear2(torch.relu(layer.linear1(h)) if relu else layer.linear1(h))
+    attn = lambda h: layer.self_attn(h, h, h, key_padding_mask=pad, attn_mask=future, need_weights=False)[0]
     if pre:
         x = (n1(x) if res_norm else x if attn_res else 0) + attn(n1(x))
         return (n2(x) if res_norm else x if ffn_res else 0) + ffn(n2(x))
@@ -564,17 +577,16 @@ def compare_with_pytorch(norm_first, seed):
         length, hidden = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(2, 12, (1,), generator=gen))
         width = 2 * heads * d_head
         block = EncoderBlock(width, heads, hidden, norm_first=norm_first).eval()
-        with torch.no_grad():
-            for p in block.parameters():
-                p.add_(0.3 * torch.randn(p.shape, generator=gen))
+        params = draw_parameters(block, gen)  # LayerNorm scales and shifts included
         x = torch.randn(batch, length, width, generator=gen)
         pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
         future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial % 2 else None
         where = f"width {width}, {heads} heads, hidden {hidden}, T={length}, causal={future is not None}"
         with torch.no_grad():
             out, weights = block(x, padding_mask=pad, causal_mask=future)
-            expected = reference_layer(block, norm_first)(x, src_mask=future, src_key_padding_mask=pad)
-            hand = lambda **mistake: block_like(block, x, pad, future, **{"pre": norm_first, **mistake})
+            layer = reference_layer(params, width, heads, hidden, norm_first)
+            expected = layer(x, src_mask=future, src_key_padding_mask=pad)
+            hand = lambda **mistake: block_like(layer, x, pad, future, **{"pre": norm_first, **mistake})
             check_close(f"EncoderBlock(norm_first={norm_first}) output ({where})", out, expected, atol=1e-5,
                         hint="compare your forward with the formulas of Part C", likely_causes={
                             ("post-norm is used although norm_first=True" if norm_first else
@@ -585,14 +597,14 @@ def compare_with_pytorch(norm_first, seed):
                             "norm1 and norm2 are swapped": hand(swap=True),
                             "the residual adds norm(x) instead of x": hand(res_norm=True),
                         })
-            attn_in = block.norm1(x) if norm_first else x
-            true_weights = block.attention(attn_in, attn_in, attn_in, key_padding_mask=pad, attn_mask=future,
+            attn_in = layer.norm1(x) if norm_first else x
+            true_weights = layer.self_attn(attn_in, attn_in, attn_in, key_padding_mask=pad, attn_mask=future,
                                            average_attn_weights=False)[1]
-            other = x if norm_first else block.norm1(x)
+            other = x if norm_first else layer.norm1(x)
             check_close(f"EncoderBlock(norm_first={norm_first}) weights ({where})", weights, true_weights,
                         atol=1e-5, likely_causes={
                             ("attention reads x instead of norm1(x)" if norm_first else
-                             "attention reads norm1(x) instead of x"): block.attention(
+                             "attention reads norm1(x) instead of x"): layer.self_attn(
                                 other, other, other, key_padding_mask=pad, attn_mask=future,
                                 average_attn_weights=False)[1],
                         })
@@ -602,11 +614,15 @@ compare_with_pytorch(norm_first=False, seed=18)
 ### END HIDDEN TESTS
 torch.manual_seed(5)
 block = EncoderBlock(6, 3, 12, norm_first=False).eval()
+draw_parameters(block, torch.Generator().manual_seed(5))  # random weights, then the LayerNorms as initialised:
+block.load_state_dict({"norm1.weight": torch.ones(6), "norm1.bias": torch.zeros(6),
+                       "norm2.weight": torch.ones(6), "norm2.bias": torch.zeros(6)}, strict=False)
 with torch.no_grad():
     out, _ = block(torch.randn(2, 4, 6))
-check_close("mean over features of each output token (post-norm, at initialisation)", out.mean(-1), torch.zeros(2, 4),
-            atol=1e-4, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
-check_close("std over features of each output token (post-norm, at initialisation)", out.std(-1, unbiased=False),
+check_close("mean over features of each output token (post-norm, LayerNorms at scale 1 and shift 0)", out.mean(-1),
+            torch.zeros(2, 4), atol=1e-4, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
+check_close("std over features of each output token (post-norm, LayerNorms at scale 1 and shift 0)",
+            out.std(-1, unbiased=False),
             torch.ones(2, 4), atol=1e-3, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -616,11 +632,12 @@ compare_with_pytorch(norm_first=True, seed=19)
 ### END HIDDEN TESTS
 torch.manual_seed(6)
 block = EncoderBlock(6, 3, 12, norm_first=True).eval()
+draw_parameters(block, torch.Generator().manual_seed(6))
+block.load_state_dict({"attention.out_proj.weight": torch.zeros(6, 6), "attention.out_proj.bias": torch.zeros(6),
+                       "ffn.linear2.weight": torch.zeros(6, 12), "ffn.linear2.bias": torch.zeros(6)},
+                      strict=False)  # both sublayers now output zero
+x = torch.randn(2, 4, 6)
 with torch.no_grad():
-    for silenced in (block.attention.out_proj, block.ffn.linear2):
-        silenced.weight.zero_()
-        silenced.bias.zero_()
-    x = torch.randn(2, 4, 6)
     out, _ = block(x)
 check_close("pre-norm block output when both sublayers output zero", out, x, atol=1e-6,
             hint="pre-norm is x + sublayer(norm(x)): the residual path must not pass through a LayerNorm "
@@ -727,9 +744,8 @@ def check_ignores_pad(encoded, target, valid):
     noisy = encoded + 100.0 * (~valid)[..., None]  # change PAD positions only
     check_true(torch.isclose(masked_token_loss(noisy, target, valid), base, atol=1e-5),
                "the loss changed when only PAD positions changed: average over the valid tokens only")
-    leaf = encoded.clone().requires_grad_()
-    masked_token_loss(leaf, target, valid).backward()
-    check_true(leaf.grad is not None and leaf.grad[~valid].abs().max() == 0,
+    d_encoded = input_gradients(masked_token_loss, (encoded, target, valid))[0]  # d loss / d encoded
+    check_true(d_encoded is not None and d_encoded[~valid].abs().max() == 0,
                "PAD positions receive a gradient: multiply the per-token error by the valid mask")
 
 
@@ -748,20 +764,25 @@ for trial in range(4):
 """Through masked_token_loss, every parameter of the block gets a finite gradient."""
 def check_gradients(block, x, pad, future=None):
     block.train()
-    block.zero_grad(set_to_none=True)
     encoded, _ = block(x, padding_mask=pad, causal_mask=future)
-    loss = masked_token_loss(encoded, torch.randn_like(encoded), ~pad)
+    target = torch.randn_like(encoded)
+    loss = masked_token_loss(encoded, target, ~pad)
     check_true(isinstance(loss, torch.Tensor) and loss.requires_grad,
                "masked_token_loss returned something without a gradient: keep it a tensor (no .item(), no float())")
     check_finite("the loss", loss)
-    loss.backward()
-    for name, parameter in block.named_parameters():
-        check_true(parameter.grad is not None, f"{name} got no gradient: forward never uses this parameter")
-        check_finite(f"the gradient of {name}", parameter.grad)
+    # back-propagate the loss in two steps: to the block's output, then through the block (the chain rule)
+    d_encoded = input_gradients(masked_token_loss, (encoded, target, ~pad))[0]
+    gradients = parameter_gradients(block, x, d_encoded, padding_mask=pad, causal_mask=future)
+    for name, grad in gradients.items():
+        check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
+        check_finite(f"the gradient of {name}", grad)
+    return gradients, d_encoded
 
 
 torch.manual_seed(8)
-check_gradients(EncoderBlock(4, 2, 8), torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))
+block = EncoderBlock(4, 2, 8)
+draw_parameters(block, torch.Generator().manual_seed(8))
+check_gradients(block, torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(22)
 for trial in range(3):
@@ -769,8 +790,22 @@ for trial in range(3):
     d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(2, 7, (1,), generator=gen))
     pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
     future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial else None
-    check_gradients(EncoderBlock(heads * d_head, heads, 9, norm_first=bool(trial % 2)),
-                    torch.randn(batch, length, heads * d_head, generator=gen), pad, future)
+    width, norm_first = heads * d_head, bool(trial % 2)
+    block = EncoderBlock(width, heads, 9, norm_first=norm_first)
+    params = draw_parameters(block, gen)
+    x = torch.randn(batch, length, width, generator=gen)
+    gradients, d_encoded = check_gradients(block, x, pad, future)
+    # the same backward pass through nn.TransformerEncoderLayer holding the same parameters
+    layer = reference_layer(params, width, heads, 9, norm_first)
+    (layer(x, src_mask=future, src_key_padding_mask=pad) * d_encoded).sum().backward()
+    reference = dict(layer.named_parameters())
+    for name, grad in gradients.items():
+        theirs = [pt + name[len(mine):] for mine, pt in PYTORCH_NAMES.items() if name.startswith(mine)]
+        if theirs and theirs[0] in reference:
+            check_close(f"the gradient of {name} (width {width}, {heads} heads, T={length}, norm_first={norm_first})",
+                        grad, reference[theirs[0]].grad, atol=1e-4,
+                        hint="the block's forward differs from nn.TransformerEncoderLayer: make the post-norm and "
+                             "pre-norm tests pass first")
 ### END HIDDEN TESTS
 
 # %% [markdown]

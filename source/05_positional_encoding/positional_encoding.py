@@ -39,6 +39,7 @@ import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
+from course.oracle import draw_parameters, fresh, parameter_gradients
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -132,10 +133,14 @@ assert not is_permutation_equivariant(with_fixed_causal_mask, x, perm) and mask_
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_true", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant says True for blocks without positions or masks."""
+def identity(x):
+    return x
+
+
 torch.manual_seed(10)
-encoder = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True).eval()
+encoder = fresh(nn.TransformerEncoderLayer, 4, 2, 8, dropout=0.0, batch_first=True)  # dropout 0: deterministic
 x = torch.randn(2, 3, 4)
-for name, block in (("the identity block (lambda x: x)", lambda x: x),
+for name, block in (("the identity block (lambda x: x)", fresh(identity)),
                     ("nn.TransformerEncoderLayer without positions", encoder)):
     check_true(is_permutation_equivariant(block, x, torch.tensor([2, 0, 1])),
                f"is_permutation_equivariant returned False for {name}, which is permutation-equivariant: "
@@ -145,18 +150,27 @@ generator = torch.Generator().manual_seed(11)
 sizes = np.random.default_rng(11)
 for trial in range(4):
     width, tokens, batch = 2 * int(sizes.integers(2, 7)), int(sizes.integers(3, 9)), int(sizes.integers(1, 4))
-    encoder = nn.TransformerEncoderLayer(width, 2, 16, dropout=0.0, batch_first=True).double().eval()
-    attention = nn.MultiheadAttention(width, 2, batch_first=True).double().eval()
-    mlp = nn.Sequential(nn.Linear(width, 8), nn.ReLU(), nn.Linear(8, 3)).double()
+    encoder = fresh(nn.TransformerEncoderLayer, width, 2, 16, dropout=0.0, batch_first=True, dtype=torch.float64)
+    attention = fresh(nn.MultiheadAttention, width, 2, batch_first=True, dtype=torch.float64)
+    w1, w2 = (torch.randn(n_in, n_out, generator=generator, dtype=torch.float64) for n_in, n_out in ((width, 8), (8, 3)))
+
+    def self_attention(x):
+        return attention(x, x, x, need_weights=False)[0]
+
+    def per_token_mlp(x):
+        return torch.relu(x @ w1) @ w2
+
+    def add_sequence_mean(x):
+        return x + x.mean(dim=1, keepdim=True)
+
     x = torch.randn(batch, tokens, width, generator=generator, dtype=torch.float64)
     perm = torch.randperm(tokens, generator=generator)
     while bool((perm[perm] == torch.arange(tokens)).all()):  # avoid perms that are their own inverse
         perm = torch.randperm(tokens, generator=generator)
     for name, block in ((f"nn.TransformerEncoderLayer (T={tokens}, D={width})", encoder),
-                        ("nn.MultiheadAttention(x, x, x)", lambda x: attention(x, x, x, need_weights=False)[0]),
-                        ("a per-token MLP", mlp),
-                        ("a block adding the sequence mean to each token",
-                         lambda x: x + x.mean(dim=1, keepdim=True))):
+                        ("nn.MultiheadAttention(x, x, x)", fresh(self_attention)),
+                        ("a per-token MLP", fresh(per_token_mlp)),
+                        ("a block adding the sequence mean to each token", fresh(add_sequence_mean))):
         check_true(is_permutation_equivariant(block, x, perm),
                    f"is_permutation_equivariant returned False for {name}, which is permutation-equivariant: "
                    "compare block(x[:, perm]) with block(x)[:, perm], the block's outputs permuted the same way "
@@ -167,7 +181,13 @@ for trial in range(4):
 """is_permutation_equivariant says False when positions or a fixed mask tell the slots apart."""
 x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(12))
 slot_signal = torch.arange(3.0)[:, None]  # (T, 1): slot 0 gets 0, slot 1 gets 1, slot 2 gets 2
-check_true(not is_permutation_equivariant(lambda x: x + slot_signal, x, torch.tensor([2, 0, 1])),
+
+
+def add_slot_signal(x):
+    return x + slot_signal
+
+
+check_true(not is_permutation_equivariant(fresh(add_slot_signal), x, torch.tensor([2, 0, 1])),
            "is_permutation_equivariant returned True for a block that adds a different number at each "
            "slot; moving the tokens changes which token gets which number, so the outputs cannot simply "
            "follow the permutation")
@@ -180,11 +200,21 @@ for trial in range(3):
     perm = torch.roll(torch.arange(tokens), 1)
     angles = torch.arange(tokens, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, width, 2) / width)
     slots = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).reshape(tokens, width)
-    encoder = nn.TransformerEncoderLayer(width, 2, 16, dropout=0.0, batch_first=True).double().eval()
+    encoder = fresh(nn.TransformerEncoderLayer, width, 2, 16, dropout=0.0, batch_first=True, dtype=torch.float64)
     look_ahead = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), diagonal=1)
-    for name, block in (("an encoder layer with sin/cos added at fixed slots", lambda x: encoder(x + slots)),
-                        ("an encoder layer with a fixed causal mask", lambda x: encoder(x, src_mask=look_ahead)),
-                        ("a running sum over the tokens (cumsum)", lambda x: x.cumsum(dim=1))):
+
+    def encoder_with_slots(x):
+        return encoder(x + slots)
+
+    def encoder_with_causal_mask(x):
+        return encoder(x, src_mask=look_ahead)
+
+    def running_sum(x):
+        return x.cumsum(dim=1)
+
+    for name, block in (("an encoder layer with sin/cos added at fixed slots", fresh(encoder_with_slots)),
+                        ("an encoder layer with a fixed causal mask", fresh(encoder_with_causal_mask)),
+                        ("a running sum over the tokens (cumsum)", fresh(running_sum))):
         check_true(not is_permutation_equivariant(block, x, perm),
                    f"is_permutation_equivariant returned True for {name}, which knows the slots: "
                    "the two outputs you compare should differ")
@@ -201,21 +231,21 @@ def nearly_equivariant(x):
     return x + tiny_signal
 
 
-answer = is_permutation_equivariant(nearly_equivariant, x, perm, atol=1e-2)
+answer = is_permutation_equivariant(fresh(nearly_equivariant), x, perm, atol=1e-2)
 check_type("is_permutation_equivariant(...)", answer, bool,
            hint="return a Python bool: torch.allclose returns one, or wrap a tensor in bool(...)")
 check_true(answer, "with atol=1e-2, outputs that differ by 2e-4 must count as equal: "
            "pass the `atol` argument on to the comparison")
-check_true(not is_permutation_equivariant(nearly_equivariant, x, perm, atol=1e-6),
+check_true(not is_permutation_equivariant(fresh(nearly_equivariant), x, perm, atol=1e-6),
            "with atol=1e-6, outputs that differ by 1e-4 must count as different")
 ### BEGIN HIDDEN TESTS
 for scale, atol in ((1e-3, 1e-1), (1e-5, 1e-3)):
-    def scaled_block(x, scale=scale):
+    def scaled_block(x):
         return x + scale * torch.arange(3.0)[:, None]
-    check_true(is_permutation_equivariant(scaled_block, x, perm, atol=atol),
+    check_true(is_permutation_equivariant(fresh(scaled_block), x, perm, atol=atol),
                f"with atol={atol:g}, outputs that differ by {2 * scale:g} must count as equal: "
                "pass the `atol` argument on to the comparison")
-    check_true(not is_permutation_equivariant(scaled_block, x, perm, atol=scale / 100),
+    check_true(not is_permutation_equivariant(fresh(scaled_block), x, perm, atol=scale / 100),
                f"with atol={scale / 100:g}, outputs that differ by {scale:g} must count as different")
 ### END HIDDEN TESTS
 
@@ -447,10 +477,11 @@ positions = LearnedPositions(16, 4)
 check_type("LearnedPositions(16, 4).table", getattr(positions, "table", None), nn.Embedding,
            hint="store the table as self.table = nn.Embedding(max_len, d)")
 check_shape("LearnedPositions(16, 4).table.weight", positions.table.weight, (16, 4))
+table = draw_parameters(positions, torch.Generator().manual_seed(30))["table.weight"]  # the test chooses the rows
 x = torch.randn(2, 5, 4)
 out = positions(x)
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
-check_close("LearnedPositions(16, 4)(x) for T = 5", out, x + positions.table.weight[:5], atol=1e-6,
+check_close("LearnedPositions(16, 4)(x) for T = 5", out, x + table[:5], atol=1e-6,
             hint="add row t of the table to slot t, the same rows for every sequence of the batch")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(31)
@@ -458,6 +489,7 @@ sizes = np.random.default_rng(31)
 for trial in range(4):
     max_len, d = int(sizes.integers(2, 40)), int(sizes.integers(1, 9))
     positions = LearnedPositions(max_len, d)
+    table = draw_parameters(positions, generator)["table.weight"]
     for T in (int(sizes.integers(1, max_len)), max_len):
         x = torch.randn(3, T, d, generator=generator)
         try:
@@ -466,7 +498,7 @@ for trial in range(4):
             raise AssertionError(f"LearnedPositions({max_len}, {d}) raised {type(error).__name__} for "
                                  f"T = {T} tokens; a table of {max_len} rows has positions 0 to "
                                  f"{max_len - 1}, so T = max_len fits exactly") from None
-        check_close(f"LearnedPositions({max_len}, {d})(x) for T = {T}", out, x + positions.table.weight[:T].detach(),
+        check_close(f"LearnedPositions({max_len}, {d})(x) for T = {T}", out, x + table[:T],
                     atol=1e-6, hint="add row t of the table to slot t, the same rows for every sequence of the batch")
 ### END HIDDEN TESTS
 
@@ -510,12 +542,12 @@ positions = LearnedPositions(10, 3)
 n_trainable = sum(p.numel() for p in positions.parameters() if p.requires_grad)
 check_true(n_trainable == 30, f"LearnedPositions(10, 3) has {n_trainable} trainable numbers, expected "
            "10 * 3 = 30: the table must be a learned nn.Embedding, not a fixed tensor or buffer")
-out = positions(torch.randn(2, 4, 3))
+x = torch.randn(2, 4, 3)
+out = positions(x)
 no_gradient = ("rows 0 to 3 of the table received no gradient from a sequence of 4 tokens: "
                "add the table's rows to x inside the graph (no .detach(), no .data)")
 check_true(out.requires_grad, no_gradient)
-out.sum().backward()
-grad = positions.table.weight.grad
+grad = parameter_gradients(positions, x, torch.ones(2, 4, 3)).get("table.weight")  # of out.sum()
 check_true(grad is not None and bool((grad[:4] != 0).all()), no_gradient)
 check_true(bool((grad[4:] == 0).all()), "rows 4 and up received a gradient from a sequence of 4 tokens: "
            "use rows 0 to T - 1 only")
@@ -526,8 +558,9 @@ for trial in range(3):
     max_len, d = int(sizes.integers(3, 30)), int(sizes.integers(1, 6))
     T = int(sizes.integers(1, max_len))
     positions = LearnedPositions(max_len, d)
-    positions(torch.randn(2, T, d, generator=generator)).pow(2).sum().backward()
-    grad = positions.table.weight.grad
+    draw_parameters(positions, generator)
+    x, direction = torch.randn(2, 2, T, d, generator=generator).unbind(0)
+    grad = parameter_gradients(positions, x, direction).get("table.weight")  # of (positions(x) * direction).sum()
     check_true(grad is not None and bool((grad[:T] != 0).any(dim=1).all()) and bool((grad[T:] == 0).all()),
                f"LearnedPositions({max_len}, {d}) on {T} tokens: the gradient should reach rows 0 to {T - 1} "
                "of the table and no other")
