@@ -47,7 +47,7 @@ ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
 # the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
 ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "06_multihead_attention", "07_seq2seq_beam_search",
-                   "08_attention_cost"]
+                   "08_attention_cost", "09_decoder"]
 _SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
 _LISTEN = "__import__('course.oracle', fromlist=['listen']).listen()"
 # exceptions of the student's code keep their name and, for these, their built-in class
