@@ -49,8 +49,8 @@ import sys
 import types
 from typing import Any, Callable
 
-__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "input_gradients", "draw_parameters",
-           "is_remote", "call_keeping_arguments", "fresh", "Fresh"]
+__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "input_gradients",
+           "parameter_and_input_gradients", "draw_parameters", "is_remote", "call_keeping_arguments", "fresh", "Fresh"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
 # which travels as float32 and is cast back)
@@ -650,8 +650,28 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
     return result, int(largest.entries), tuple(int(n) for n in largest.shape)
 
 
+def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    torch = sys.modules["torch"]
+    leaves = tuple(x.detach().clone().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point()
+                   else x for x in inputs)
+    parameters = _gradients(module, leaves, direction, kwargs)
+    return parameters, tuple(getattr(x, "grad", None) for x in leaves)
+
+
+def parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> tuple:
+    """``(parameter_gradients(...), gradients of the inputs)`` of ``(module(*inputs) * direction).sum()``.
+
+    The second item has one entry per input: its gradient for a floating-point tensor (a copy of
+    it is the leaf; the caller's tensor is not touched), else None. Under the oracle both are
+    computed in the kernel and come back as data, in one round trip.
+    """
+    return _probe("parameter_and_input_gradients", module, inputs, direction, kwargs)
+
+
 PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _arguments,
                                        "largest_tensor": _largest_tensor, "input_gradients": _input_gradients,
+                                       "parameter_and_input_gradients": _parameter_and_input_gradients,
                                        "isinstance": _is_instance}
 
 
@@ -685,7 +705,14 @@ class Fresh:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self.local, name)
+        value = getattr(self.local, name)
+        if self.local is self._factory:  # a function or class: its attributes as they are
+            return value
+        if _is_module(value):  # a part of the object (``lm.block``): sent as the object, then that part
+            return _FreshPart(self, (name,), value)
+        if callable(value) and getattr(value, "__self__", None) is self.local:
+            return _KeepMarker(self, value)  # ``.double()``, ``.eval()`` return the marker, not the grader's copy
+        return value
 
     def __repr__(self) -> str:
         return f"<instructor {getattr(self._factory, '__name__', 'object')}, defined fresh in the kernel>"
@@ -702,6 +729,51 @@ class Fresh:
                     entry["state"] = encode({k: v.detach().clone() for k, v in state().items()})
             self._entry = entry
         return self._entry
+
+
+class _FreshPart(Fresh):
+    """A submodule of an instructor object (``fresh(TinyLM, ...).block``): the kernel builds the
+    whole object afresh, as :class:`Fresh` does, and hands over that part of it."""
+
+    __slots__ = ("_root", "_path")
+
+    def __init__(self, root: Fresh, path: tuple, local: Any) -> None:
+        self._root, self._path, self.local, self._factory = root, path, local, None
+        self._entry = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self.local, name)
+        if _is_module(value):
+            return _FreshPart(self._root, self._path + (name,), value)
+        if callable(value) and getattr(value, "__self__", None) is self.local:
+            return _KeepMarker(self, value)
+        return value
+
+    def __repr__(self) -> str:
+        return f"<part {'.'.join(self._path)} of {self._root!r}>"
+
+    def wire_entry(self) -> dict:
+        return {**self._root.wire_entry(), "path": list(self._path)}
+
+
+class _KeepMarker:
+    """A method of a marker's object: a result that is the object itself is the marker again."""
+
+    __slots__ = ("_marker", "_method")
+
+    def __init__(self, marker: Fresh, method: Any) -> None:
+        self._marker, self._method = marker, method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self._method(*args, **kwargs)
+        return self._marker if result is self._marker.local else result
+
+
+def _is_module(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
 
 
 def fresh(factory: Any, *args: Any, **kwargs: Any) -> Any:
@@ -844,8 +916,10 @@ def _define_fresh(node: dict) -> Any:
 def _build(made: Any, node: dict) -> Any:
     if "args" in node:
         made = made(*_value(node["args"]), **{k: _value(v) for k, v in node["kwargs"].items()})
-        if "state" in node:
-            made.load_state_dict(_value(node["state"]))
+        if "state" in node:  # the grader's tensors as they are (dtype included: a model made .double() there)
+            made.load_state_dict(_value(node["state"]), assign=True)
+    for name in node.get("path", ()):  # a part of the object (fresh(TinyLM, ...).block)
+        made = getattr(made, name)
     return made
 
 

@@ -262,6 +262,21 @@ def test_instructor_objects_arrive_with_the_graders_weights(grader_side):
     assert in_kernel(marker) is not copy  # every send is a new object
 
 
+def test_an_instructor_object_keeps_its_dtype_and_its_parts_travel_as_the_whole(grader_side):
+    """``fresh(C, ...).double()`` is still the marker; ``marker.linear`` is that part of the object
+    defined afresh in the kernel, with the grader's float64 weights."""
+    marker = grader_side["fresh"](grader_side["Scaled"], 3.0).double()
+    assert isinstance(marker, wire.Fresh)
+    part = marker.linear
+    assert isinstance(part, wire.Fresh) and part.local is marker.local.linear
+    copy = in_kernel(part)
+    x = torch.randn(2, 3, dtype=torch.float64)
+    assert type(copy) is torch.nn.Linear and copy is not marker.local.linear
+    assert copy.weight.dtype == torch.float64 and copy.weight.requires_grad
+    assert torch.equal(copy(x), part(x)) and torch.equal(in_kernel(marker)(x), marker(x))
+    assert marker.eval() is marker and marker.factor == 3.0
+
+
 def test_only_named_instructor_functions_can_be_sent(grader_side):
     with pytest.raises(wire.WireError, match="def"):
         in_kernel(grader_side["fresh"](lambda prefix: {}))

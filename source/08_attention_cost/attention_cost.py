@@ -43,6 +43,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course import check_choice, check_close, check_shape, check_true, check_type
+from course.oracle import call_keeping_arguments, fresh
 from course.plots import plot_curves
 from course.tracing import largest_tensor
 
@@ -172,8 +173,15 @@ check_close("total_flops for B=2, L=8, d=16", cost["total_flops"],
 
 # %% nbgrader={"grade": true, "grade_id": "test_cost_scaling", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Doubling L quadruples the score part and doubles the projections; H changes only memory."""
+costs = {}  # attention_cost of each shape, asked once
+
+
 def growth(key, before, after):
-    return attention_cost(*after)[key] / attention_cost(*before)[key]
+    for shape in (before, after):
+        if shape not in costs:
+            costs[shape] = attention_cost(*shape)
+    return costs[after][key] / costs[before][key]
+
 
 for key, factor in (("score_flops", 4), ("mix_flops", 4), ("score_bytes", 4), ("projection_flops", 2)):
     ratio = growth(key, (1, 512, 64, 8), (1, 1024, 64, 8))
@@ -852,18 +860,20 @@ state = None
 for t in range(3):
     _, state = causal_linear_attention_step(state, q[t], k[t], v[t])
 kept = tuple(s.clone() for s in state)
-first, _ = causal_linear_attention_step(state, q[3], k[3], v[3])
-second, _ = causal_linear_attention_step(state, q[3], k[3], v[3])
-unchanged = all(torch.equal(a, b) for a, b in zip(kept, state))
+# the state as the step left it: your own objects here, the kernel's copies under the grader
+(first, _), (after, *_) = call_keeping_arguments(causal_linear_attention_step, state, q[3], k[3], v[3])
+unchanged = all(torch.equal(a, b) for a, b in zip(kept, after))
 check_true(unchanged, "the step changed the (S, z) it was given (an in-place S += ... ?): build new tensors, "
            "S = S + ..., so that an earlier state can be reused")
+second, _ = causal_linear_attention_step(after, q[3], k[3], v[3])
 check_close("the same step taken twice from one state", second, first, atol=1e-12)
 ### BEGIN HIDDEN TESTS
 state = (torch.randn(2, 3, 5, generator=gen, dtype=torch.float64).abs(),
          torch.randn(2, 3, generator=gen, dtype=torch.float64).abs() + 1)
 kept = tuple(s.clone() for s in state)
-causal_linear_attention_step(state, *(torch.randn(2, n, generator=gen, dtype=torch.float64) for n in (3, 3, 5)))
-check_true(all(torch.equal(a, b) for a, b in zip(kept, state)),
+_, (after, *_) = call_keeping_arguments(causal_linear_attention_step, state,
+                                        *(torch.randn(2, n, generator=gen, dtype=torch.float64) for n in (3, 3, 5)))
+check_true(all(torch.equal(a, b) for a, b in zip(kept, after)),
            "the step changed the (S, z) it was given (an in-place S += ... ?): build new tensors, S = S + ...")
 ### END HIDDEN TESTS
 
@@ -1042,7 +1052,7 @@ plt.show()
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The step returns (B, 1, D) and a (K, V) cache that grows by one position per token."""
 torch.manual_seed(90)
-block = MultiHeadSelfAttention(d_model=16, n_heads=4, max_len=32)
+block = fresh(MultiHeadSelfAttention, d_model=16, n_heads=4, max_len=32)  # fresh(): your step gets the test's block
 x = torch.randn(2, 5, 16)
 cache = None
 with torch.no_grad():
@@ -1057,7 +1067,7 @@ with torch.no_grad():
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     H, d_head, B, T = (int(n) for n in torch.randint(1, 6, (4,)))
-    block = MultiHeadSelfAttention(H * d_head, H, 16)
+    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16)
     x, cache = torch.randn(B, T, H * d_head), None
     with torch.no_grad():
         for t in range(T):
@@ -1070,7 +1080,7 @@ for trial in range(2):
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_matches_full", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Token by token through the cache equals the block's full causal forward pass."""
 torch.manual_seed(91)
-block = MultiHeadSelfAttention(d_model=24, n_heads=3, max_len=32).double()
+block = fresh(MultiHeadSelfAttention, d_model=24, n_heads=3, max_len=32).double()
 x = torch.randn(2, 7, 24, dtype=torch.float64)
 cache, rows = None, []
 with torch.no_grad():
@@ -1089,7 +1099,7 @@ check_close("outputs of tokens 0..6 through the cache", torch.cat(rows, dim=1), 
 for trial in range(3):
     H, d_head, B, T = int(torch.randint(1, 5, ())), int(torch.randint(1, 6, ())), int(torch.randint(1, 4, ())), \
         int(torch.randint(3, 10, ()))
-    block = MultiHeadSelfAttention(H * d_head, H, 16).double()
+    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16).double()
     x, cache, rows = torch.randn(B, T, H * d_head, dtype=torch.float64), None, []
     with torch.no_grad():
         for t in range(T):
@@ -1117,7 +1127,7 @@ def first_difference(a, b):
     return int(columns[0]) if len(columns) else None
 
 torch.manual_seed(92)
-lm = TinyLM(vocab=30, d_model=24, n_heads=2, max_len=48).double()
+lm = fresh(TinyLM, vocab=30, d_model=24, n_heads=2, max_len=48).double()  # greedy hands your step lm.block
 prompt = torch.randint(0, 30, (2, 4))
 full_tokens, cached_tokens = greedy(lm, prompt, 30, use_cache=False), greedy(lm, prompt, 30, use_cache=True)
 check_shape("tokens from greedy(..., use_cache=True)", cached_tokens, full_tokens.shape)
@@ -1127,7 +1137,7 @@ check_true(torch.equal(full_tokens, cached_tokens), "greedy decoding with your c
 ### BEGIN HIDDEN TESTS
 for seed in (93, 94):
     torch.manual_seed(seed)
-    lm = TinyLM(vocab=40, d_model=16, n_heads=4, max_len=40).double()
+    lm = fresh(TinyLM, vocab=40, d_model=16, n_heads=4, max_len=40).double()
     prompt = torch.randint(0, 40, (3, 3))
     full_tokens, cached_tokens = greedy(lm, prompt, 25, use_cache=False), greedy(lm, prompt, 25, use_cache=True)
     check_true(torch.equal(full_tokens, cached_tokens), "greedy decoding with your cache chose a different token "

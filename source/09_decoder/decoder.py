@@ -56,6 +56,7 @@ from course import (
     under_nbgrader,
 )
 from course.diagrams import draw_encoder_decoder
+from course.oracle import fresh, parameter_and_input_gradients, parameter_gradients
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -185,7 +186,7 @@ def load_state(what, module, state):
     """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
     result = attempt(f"{what}.load_state_dict", module.load_state_dict, state, strict=False,
                      hint="build the submodules with the names and sizes the exercise gives")
-    missing = list(getattr(result, "unexpected_keys", []))  # keys of the test's state that `module` lacks
+    missing = list(result[1])  # (missing_keys, unexpected_keys): the keys of the test's state that `module` lacks
     check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
                "the exercise names")
     return module
@@ -287,7 +288,7 @@ assert cross_weights[0, :, :, 4].abs().max() == 0 and torch.allclose(cross_weigh
 """cross_attention returns (out (B, T, D), weights (B, H, T, S)): one row per decoder position, one column per memory position."""
 def check_cross_shapes(batch, heads, d_head, length, source_length):
     width = heads * d_head
-    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    attention = fresh(nn.MultiheadAttention, width, heads, dropout=0.0, batch_first=True)  # the test's, for your code
     x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
     call = f"cross_attention(attention, x {tuple(x.shape)}, memory {tuple(memory.shape)})"
     with torch.no_grad():
@@ -317,7 +318,7 @@ for _ in range(5):
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Each decoder position's output depends on its own query and on the memory, never on the other decoder positions."""
 torch.manual_seed(2)
-attention = nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True)
+attention = fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True)
 x, memory = torch.randn(1, 4, 8), torch.randn(1, 4, 8)  # T = S, so every mix-up runs without an error
 edited_x = x.clone()
 edited_x[:, 0] += torch.linspace(-2.0, 3.0, 8)  # change decoder position 0 only
@@ -339,7 +340,7 @@ for _ in range(5):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
     length, source_length = (int(n) for n in torch.randint(1, 7, (2,), generator=gen))
     width = heads * d_head
-    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    attention = fresh(nn.MultiheadAttention, width, heads, dropout=0.0, batch_first=True)
     with torch.no_grad():
         for p in attention.parameters():
             p.add_(0.2 * torch.randn(p.shape, generator=gen))
@@ -380,7 +381,7 @@ def check_memory_padding(attention, x, memory, lengths):
 
 
 torch.manual_seed(3)
-check_memory_padding(nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True), torch.randn(2, 3, 8),
+check_memory_padding(fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True), torch.randn(2, 3, 8),
                      torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(93)
@@ -389,7 +390,7 @@ for _ in range(4):
     length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    check_memory_padding(nn.MultiheadAttention(heads * d_head, heads, dropout=0.0, batch_first=True),
+    check_memory_padding(fresh(nn.MultiheadAttention, heads * d_head, heads, dropout=0.0, batch_first=True),
                          torch.randn(batch + 1, length, heads * d_head, generator=gen),
                          torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
@@ -511,7 +512,8 @@ def check_decoder_modules(width, heads, hidden, norm_first):
                    f"{mha.embed_dim} and {mha.num_heads} heads, expected {width} and {heads}")
         check_true(mha.batch_first, f"{name}.{attention_name} must be built with batch_first=True: inputs are (B, T, D)")
         check_true(mha.dropout == 0.0, f"{name}.{attention_name} has dropout {mha.dropout}: use dropout=0.0")
-    check_true(block.self_attention is not block.cross_attention,
+    names = [parameter_name for parameter_name, _ in block.named_parameters()]  # a shared module is listed once
+    check_true(all(any(n.startswith(f"{a}.") for n in names) for a in ("self_attention", "cross_attention")),
                f"{name}: self_attention and cross_attention are the same module; they need their own weights")
     for norm in ("norm1", "norm2", "norm3"):
         layer_norm = getattr(block, norm, None)
@@ -817,16 +819,17 @@ _compare_with_pytorch(norm_first=True, seed=100)
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
 def check_decoder_gradients(block, x, memory):
     block.train()
-    block.zero_grad(set_to_none=True)
-    memory = memory.clone().requires_grad_()
-    out, _ = attempt("DecoderBlock", block, x, memory, causal_mask=causal_mask(x.shape[1]))
-    out.square().mean().backward()
-    for name, parameter in block.named_parameters():
-        check_true(parameter.grad is not None, f"{name} got no gradient: forward never uses this parameter")
-        check_finite(f"the gradient of {name}", parameter.grad)
-    check_true(memory.grad is not None and memory.grad.abs().max() > 0,
+    future = causal_mask(x.shape[1])
+    out = attempt("DecoderBlock", block, x, memory, causal_mask=future)[0].detach().requires_grad_()
+    out.square().mean().backward()  # the test's loss; its gradient on out is the direction of the backward pass
+    gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
+    for name, grad in gradients.items():
+        check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
+        check_finite(f"the gradient of {name}", grad)
+    check_true(memory_grad is not None and memory_grad.abs().max() > 0,
                "no gradient reaches the memory: the cross-attention must read its keys and values from memory, "
                "without detaching it")
+    return out.grad, memory_grad  # the direction of the test's loss, and the gradient that reached the memory
 
 
 torch.manual_seed(10)
@@ -835,8 +838,16 @@ check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torc
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
-    check_decoder_gradients(new_block(heads * d_head, heads, 9, norm_first=bool(trial), seed=1010 + trial),
-                            torch.randn(2, 4, heads * d_head, generator=gen), torch.randn(2, 3, heads * d_head, generator=gen))
+    width, norm_first = heads * d_head, bool(trial)
+    block = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
+    x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
+    direction, memory_grad = check_decoder_gradients(block, x, memory)
+    # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
+    layer, leaf = _reference_layer(block_state(width, 9, 1010 + trial), width, heads, 9, norm_first), memory.clone()
+    (layer(x, leaf.requires_grad_(), tgt_mask=causal_mask(4)) * direction).sum().backward()
+    check_close(f"the gradient that reaches the memory (norm_first={norm_first})", memory_grad, leaf.grad, atol=1e-4,
+                hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
+                     "pass follows your forward, so first make the block agree with the layer (tests above)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -964,38 +975,57 @@ print("memory", tuple(memory.shape), " logits", tuple(untrained(src, dec_in).sha
 print(f"{sum(p.numel() for p in untrained.parameters()):,} parameters")
 
 # %% [markdown]
-# `pytorch_twin(model)` builds an `nn.Transformer` of the same sizes and copies the model's
-# parameters into it, module by module: each `EncoderBlock` into an encoder layer, each
-# `DecoderBlock` into a decoder layer, the two final norms into `encoder.norm` and
-# `decoder.norm`. `twin_logits` runs it with the model's own embeddings and head.
+# `pytorch_twin(state, heads, norm_first)` builds an `nn.Transformer` of the same sizes from the
+# parameters of a model (its `state_dict()`), by name: each `EncoderBlock` becomes an encoder
+# layer, each `DecoderBlock` a decoder layer, the two final norms `encoder.norm` and
+# `decoder.norm`; the twin keeps the model's embeddings and head, so `twin(src, dec_in)` gives
+# logits like `model(src, dec_in)`.
 
 # %% nbgrader={"grade": false, "grade_id": "pytorch_twin", "locked": true, "schema_version": 3, "solution": false}
-def pytorch_twin(model):
-    """nn.Transformer holding a copy of the model's blocks and final norms (train mode, dropout 0)."""
-    first = model.decoder_blocks[0]
-    with warnings.catch_warnings():  # pre-norm: PyTorch warns that it cannot use nested tensors
-        warnings.simplefilter("ignore")
-        twin = nn.Transformer(first.self_attention.embed_dim, first.self_attention.num_heads,
-                              len(model.encoder_blocks), len(model.decoder_blocks), first.ffn.linear1.out_features,
-                              dropout=0.0, batch_first=True, norm_first=model.norm_first)
-    pairs = [(model.encoder_norm, twin.encoder.norm), (model.decoder_norm, twin.decoder.norm)]
-    for mine, theirs in zip(model.encoder_blocks, twin.encoder.layers, strict=True):
-        pairs += [(mine.attention, theirs.self_attn), (mine.ffn.linear1, theirs.linear1),
-                  (mine.ffn.linear2, theirs.linear2), (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2)]
-    for mine, theirs in zip(model.decoder_blocks, twin.decoder.layers, strict=True):
-        pairs += [(mine.self_attention, theirs.self_attn), (mine.cross_attention, theirs.multihead_attn),
-                  (mine.ffn.linear1, theirs.linear1), (mine.ffn.linear2, theirs.linear2),
-                  (mine.norm1, theirs.norm1), (mine.norm2, theirs.norm2), (mine.norm3, theirs.norm3)]
-    for mine, theirs in pairs:
-        theirs.load_state_dict(mine.state_dict())
-    return twin.train()
+class PyTorchTwin(nn.Module):
+    """nn.Transformer with an EncoderDecoder's embeddings and head, holding its parameters `state`."""
+
+    RENAMED = (("encoder_blocks.", "transformer.encoder.layers."), ("decoder_blocks.", "transformer.decoder.layers."),
+               (".attention.", ".self_attn."), (".self_attention.", ".self_attn."),
+               (".cross_attention.", ".multihead_attn."), (".ffn.", "."),
+               ("encoder_norm.", "transformer.encoder.norm."), ("decoder_norm.", "transformer.decoder.norm."))
+
+    def __init__(self, state, heads, norm_first=False):
+        super().__init__()
+        (vocab, width), hidden = state["head.weight"].shape, state["decoder_blocks.0.ffn.linear1.weight"].shape[0]
+        layers = [len({key.split(".")[1] for key in state if key.startswith(f"{part}_blocks.")})
+                  for part in ("encoder", "decoder")]
+        with warnings.catch_warnings():  # pre-norm: PyTorch warns that it cannot use nested tensors
+            warnings.simplefilter("ignore")
+            self.transformer = nn.Transformer(width, heads, *layers, hidden, dropout=0.0, batch_first=True,
+                                              norm_first=norm_first)
+        self.token_embedding = nn.Embedding(vocab, width)
+        self.position_embedding = nn.Embedding(state["position_embedding.weight"].shape[0], width)
+        self.head = nn.Linear(width, vocab)
+        renamed = {self.renamed(key): value for key, value in state.items()}
+        missing = self.load_state_dict(renamed, strict=False).missing_keys  # extra entries (a buffer) do not matter
+        if missing:
+            raise KeyError(f"the model has no parameter for {missing[0]} of the twin")
+        self.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
+
+    @classmethod
+    def renamed(cls, key):  # "decoder_blocks.0.ffn.linear1.weight" -> "transformer.decoder.layers.0.linear1.weight"
+        for ours, theirs in cls.RENAMED:
+            key = key.replace(ours, theirs)
+        return key
+
+    def forward(self, src, dec_in, src_padding_mask=None):  # (B, S), (B, n) -> (B, n, VOCAB)
+        def embed(tokens):
+            return self.token_embedding(tokens) + self.position_embedding(torch.arange(tokens.size(1)))
+
+        hidden = self.transformer(embed(src), embed(dec_in), tgt_mask=causal_mask(dec_in.size(1)),
+                                  src_key_padding_mask=src_padding_mask, memory_key_padding_mask=src_padding_mask)
+        return self.head(hidden)
 
 
-def twin_logits(model, twin, src, dec_in, src_padding_mask=None):
-    """Logits of the twin with the model's embeddings and head: (B, n, VOCAB)."""
-    hidden = twin(model.embed(src), model.embed(dec_in), tgt_mask=causal_mask(dec_in.size(1)),
-                  src_key_padding_mask=src_padding_mask, memory_key_padding_mask=src_padding_mask)
-    return model.head(hidden)
+def pytorch_twin(state, heads, norm_first=False):
+    """The nn.Transformer twin of the EncoderDecoder whose parameters are `state` (by name)."""
+    return PyTorchTwin(state, heads, norm_first)
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -1139,11 +1169,11 @@ for trial in range(4):
                 likely_causes=causes, hint="encode: embed, every encoder block, encoder_norm; decode: embed, every "
                                            "decoder block with the causal mask and the memory, decoder_norm")
 ### END HIDDEN TESTS
-model_, _ = new_model(13, width=16, heads=2, hidden=32)
+model_, state = new_model(13, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
 src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
 with torch.no_grad():
     check_close("logits of your model vs nn.Transformer holding the same weights",
-                attempt("model(src, dec_in)", model_, src, dec_in), twin_logits(model_, pytorch_twin(model_), src, dec_in),
+                attempt("model(src, dec_in)", model_, src, dec_in), pytorch_twin(state, heads=2)(src, dec_in),
                 atol=1e-4, hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the "
                                 "causal mask and the memory, decoder_norm")
 
@@ -1188,17 +1218,17 @@ for trial in range(3):
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
 def check_encoder_learns(model, src, dec_in, dec_out):
     model.train()
-    model.zero_grad(set_to_none=True)
-    logits = attempt("model(src, dec_in)", model, src, dec_in)
-    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()
-    for name, parameter in model.named_parameters():
+    logits = attempt("model(src, dec_in)", model, src, dec_in).detach().requires_grad_()
+    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss; its gradient on the logits
+    gradients = parameter_gradients(model, (src, dec_in), logits.grad)
+    for name, grad in gradients.items():
         if not name.startswith(("encoder_blocks.", "encoder_norm.")):
             continue
-        grad = parameter.grad
         check_true(grad is not None and bool(grad.abs().max() > 0), f"{name} gets no gradient from the loss on the "
                    "logits: the encoder learns only through the memory, so decode must use it as it is (no "
                    ".detach(), and encode must not run under torch.no_grad())")
         check_finite(f"the gradient of {name}", grad)
+    return logits.grad, gradients  # the direction of the test's loss, and the gradients the kernel reported
 
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
@@ -1206,8 +1236,17 @@ check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
-    check_encoder_learns(new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial),
-                                   noise=0.2)[0], src, dec_in, dec_out)
+    net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
+    direction, mine = check_encoder_learns(net, src, dec_in, dec_out)
+    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
+    twin = pytorch_twin(state, heads=3, norm_first=bool(trial))
+    (twin(src, dec_in) * direction).sum().backward()
+    theirs = dict(twin.named_parameters())
+    for name in ("encoder_blocks.0.attention.in_proj_weight", "encoder_blocks.0.ffn.linear1.weight", "encoder_norm.weight"):
+        check_close(f"the gradient of {name} (norm_first={bool(trial)})", mine[name],
+                    theirs[PyTorchTwin.renamed(name)].grad, atol=1e-4,
+                    hint="it is not the gradient of nn.Transformer holding the same parameters: the backward pass "
+                         "follows your forward, so first make the model agree with nn.Transformer (tests above)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1221,6 +1260,7 @@ for trial in range(2):
 # It takes a few seconds on a CPU.
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
+# kernel only
 def train(model, steps=60, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -1268,30 +1308,46 @@ print(f"exact match on 500 new sequences: teacher forcing {teacher_forced:.3f}, 
 print("src:", show(src[0]), "   greedy:", show(greedy_decode(model, src[:1], LENGTH + 1)[0]))
 assert teacher_forced == 1.0 and free_running == 1.0
 
-twin = pytorch_twin(model)
+twin = pytorch_twin(model.state_dict(), heads=4)
 with torch.no_grad():
-    gap = (twin_logits(model, twin, src, dec_in) - logits).abs().max().item()
-twin_greedy = greedy_decode(lambda s, d: twin_logits(model, twin, s, d), src[:50], LENGTH + 1)
+    gap = (twin(src, dec_in) - logits).abs().max().item()
+twin_greedy = greedy_decode(twin, src[:50], LENGTH + 1)
 print(f"nn.Transformer with the same weights: largest logit difference {gap:.1e}; "
       f"same greedy output: {torch.equal(twin_greedy, greedy_decode(model, src[:50], LENGTH + 1))}")
 assert gap < 1e-4 and torch.equal(twin_greedy, greedy_decode(model, src[:50], LENGTH + 1))
 
 # %% nbgrader={"grade": true, "grade_id": "test_trained_model", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The model trained with your blocks reverses new sequences, teacher-forced and free-running."""
-check_true("model" in globals() and isinstance(model, EncoderDecoder),
+try:
+    trained = model
+except NameError:
+    trained = None
+check_true(isinstance(trained, EncoderDecoder),
            "there is no trained `model`: the training cell needs DecoderBlock, encode and decode to work")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(2025)
 src = torch.randint(2, VOCAB, (400, LENGTH), generator=gen)
 labels = torch.cat([src.flip(1), torch.ones(400, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(400, 1, dtype=torch.long), src.flip(1)], 1)
-model.eval()
+# the trained weights are data: the test runs them in nn.Transformer (its own, causal) and decodes itself
+try:
+    twin = pytorch_twin(trained.state_dict(), heads=4)
+except (KeyError, RuntimeError, AttributeError, IndexError) as error:
+    raise AssertionError(f"the trained model's weights do not fit the model of Part C ({type(error).__name__}): keep "
+                         "the submodules, names and sizes the exercise gives") from None
 with torch.no_grad():
-    forced_score = (model(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+    forced_score = (twin(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
     seq = torch.zeros(400, 1, dtype=torch.long)
     for _ in range(LENGTH + 1):
-        seq = torch.cat([seq, model(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
+        seq = torch.cat([seq, twin(src, seq)[:, -1].argmax(-1, keepdim=True)], 1)
 free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
+if forced_score < 0.99:  # your own forward, on the test's inputs, only chooses the message
+    trained.eval()
+    with torch.no_grad():
+        own_score = (trained(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+    check_true(own_score < 0.99, f"the trained model scores {own_score:.3f} teacher-forced with your forward but "
+               f"{forced_score:.3f} in a causal decoder: during training it could see the tokens it had to predict; "
+               "is the causal mask of the decoder's self-attention missing?")
 check_true(forced_score >= 0.99, f"teacher-forced, the trained model reverses only {forced_score:.3f} of 400 new "
            "sequences: the decoder must see the whole source through the cross-attention (keys and values from "
            "the memory, no causal mask there)")
