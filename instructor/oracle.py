@@ -616,11 +616,13 @@ class OracleExecute(GuardedExecute):
     def _grade_here(self, cell, gid: str, source: str) -> None:
         from nbformat.notebooknode import NotebookNode
 
-        started = monotonic()
+        started, trips, waited = monotonic(), self._link.round_trips, self._link.waited
         self._link.deadline = started + (self.timeout or 3600)
         self._namespace.from_kernel.clear()
         printed, error = _run(source, f"<test {gid}>", self._namespace)
         self._graded_here += monotonic() - started
+        self.log.debug("oracle: %s took %.2f s, %d requests, %.2f s of them waiting for the kernel", gid,
+                       monotonic() - started, self._link.round_trips - trips, self._link.waited - waited)
         outputs = []
         if printed:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=printed))
