@@ -453,6 +453,71 @@ CH07_ATTACKS = {
 }
 
 
+# chapter 09: the decoder block of the zoo variant that detaches the memory (no gradient reaches the
+# encoder); the attacks fake what only the kernel holds (gradients), lie about outputs and types, or
+# replace the instructor's helpers, which the grader runs from its own source
+CH09_FAKED_GRADIENTS = """
+_leaves = []
+_real_requires_grad_, _real_backward = torch.Tensor.requires_grad_, torch.Tensor.backward
+
+def _recording(self, requires_grad=True):
+    _leaves.append(self)
+    return _real_requires_grad_(self, requires_grad)
+
+def _backward(self, *args, **kwargs):  # every leaf and parameter left without a gradient gets ones
+    _real_backward(self, *args, **kwargs)
+    for leaf in _leaves + [p for m in list(globals().values()) if isinstance(m, nn.Module) for p in m.parameters()]:
+        if leaf.grad is None or not bool(leaf.grad.abs().max() > 0):
+            leaf.grad = torch.ones_like(leaf)
+    _leaves.clear()
+
+torch.Tensor.requires_grad_, torch.Tensor.backward = _recording, _backward
+
+def _named(self, *args, **kwargs):  # the probe's parameters come with a gradient of ones
+    for name, p in nn.Module.named_parameters(self, *args, **kwargs):
+        if p.grad is None:
+            p.grad = torch.ones_like(p)
+        yield name, p
+
+DecoderBlock.named_parameters = _named
+"""
+
+CH09_LIAR = """
+class _Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("allclose", "equal", "isclose"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+_forward = DecoderBlock.forward
+
+def _lying_forward(self, *args, **kwargs):
+    out, weights = _forward(self, *args, **kwargs)
+    return out.as_subclass(_Liar), weights.as_subclass(_Liar)
+
+DecoderBlock.forward = _lying_forward
+"""
+
+CH09_SHADOW = """
+def _twin_of_the_student(state, heads, norm_first=False):  # a twin that is whatever the student's model is
+    model = EncoderDecoder(width=state["head.weight"].shape[1], heads=heads, norm_first=norm_first)
+    model.load_state_dict(state)
+    return model
+
+pytorch_twin = _twin_of_the_student
+fresh = lambda factory, *args, **kwargs: factory(*args, **kwargs) if args or isinstance(factory, type) else factory
+block_state = lambda width, hidden, seed, **kwargs: {}
+"""
+
+CH09_ATTACKS = {
+    "patched-libraries": PATCH_CHECKS,
+    "faked-gradients": CH09_FAKED_GRADIENTS,
+    "tensor-subclass": CH09_LIAR,
+    "shadowed-names": CH09_SHADOW,
+}
+
+
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str], timeout: int = 20):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
     with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
@@ -519,6 +584,11 @@ def chapter07(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "07_seq2seq_beam_search", "beam_ignores_width", "beam_search", CH07_ATTACKS)
 
 
+@pytest.fixture(scope="module")
+def chapter09(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "09_decoder", "memory_detached", "decoder_block", CH09_ATTACKS)
+
+
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
     results, reviews = chapter01
     check_class(results, reviews, CH01_ATTACKS, 11)
@@ -572,3 +642,12 @@ def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
     results, reviews = chapter07
     check_class(results, reviews, CH07_ATTACKS, 27)
     assert results["honest-wrong"].auto_score == HONEST_07
+
+
+def test_chapter09_attacks_earn_no_more_than_the_wrong_code(chapter09):
+    results, reviews = chapter09
+    check_class(results, reviews, CH09_ATTACKS, 25)
+    # the detached memory costs the gradient tests of the block and of the model
+    assert {"test_decoder_gradients", "test_model_gradients"} <= set(results["honest-wrong"].failed())
+    faked = results["atk-faked-gradients"]
+    assert {"test_decoder_gradients", "test_model_gradients"} <= set(faked.failed())
