@@ -573,12 +573,19 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
     return _probe("gradients", module, inputs, direction, kwargs)
 
 
-def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
+def _leaves(inputs: Any) -> tuple:
+    """``inputs`` (one or a tuple) with every floating-point tensor copied into a new leaf that requires grad."""
     import torch
 
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    leaves = tuple(torch.Tensor.detach(a).clone().requires_grad_(True)
-                   if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
+    return tuple(torch.Tensor.detach(a).clone().requires_grad_(True)
+                 if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
+
+
+def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
+    import torch
+
+    leaves = _leaves(inputs)
     output = function(*leaves, **(kwargs or {}))
     if isinstance(output, tuple):
         output = output[0]
@@ -651,10 +658,7 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
 
 
 def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    torch = sys.modules["torch"]
-    leaves = tuple(x.detach().clone().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point()
-                   else x for x in inputs)
+    leaves = _leaves(inputs)
     parameters = _gradients(module, leaves, direction, kwargs)
     return parameters, tuple(getattr(x, "grad", None) for x in leaves)
 
@@ -709,10 +713,14 @@ class Fresh:
         if self.local is self._factory:  # a function or class: its attributes as they are
             return value
         if _is_module(value):  # a part of the object (``lm.block``): sent as the object, then that part
-            return _FreshPart(self, (name,), value)
+            return _FreshPart(*self._part(name), value)
         if callable(value) and getattr(value, "__self__", None) is self.local:
             return _KeepMarker(self, value)  # ``.double()``, ``.eval()`` return the marker, not the grader's copy
         return value
+
+    def _part(self, name: str) -> tuple:
+        """(the object the kernel builds, the path to its part ``name``)."""
+        return self, (name,)
 
     def __repr__(self) -> str:
         return f"<instructor {getattr(self._factory, '__name__', 'object')}, defined fresh in the kernel>"
@@ -741,15 +749,8 @@ class _FreshPart(Fresh):
         self._root, self._path, self.local, self._factory = root, path, local, None
         self._entry = None
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = getattr(self.local, name)
-        if _is_module(value):
-            return _FreshPart(self._root, self._path + (name,), value)
-        if callable(value) and getattr(value, "__self__", None) is self.local:
-            return _KeepMarker(self, value)
-        return value
+    def _part(self, name: str) -> tuple:
+        return self._root, self._path + (name,)
 
     def __repr__(self) -> str:
         return f"<part {'.'.join(self._path)} of {self._root!r}>"
