@@ -197,7 +197,8 @@ class MultiHeadSelfAttention(MultiHeadSelfAttention):
         return super().forward(x, return_weights=return_weights)
 '''
 
-CH06_LIAR = '''
+# a tensor subclass whose comparisons always agree and whose differences are zero
+LYING_TENSOR = '''
 class _Liar(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -207,7 +208,9 @@ class _Liar(torch.Tensor):
         if name in ("sub", "__sub__", "__rsub__"):
             return torch.zeros(())
         return super().__torch_function__(func, types, args, kwargs)
+'''
 
+CH06_LIAR = LYING_TENSOR + '''
 class MultiHeadSelfAttention(MultiHeadSelfAttention):
     def forward(self, x, return_weights=False):
         result = super().forward(x, return_weights=return_weights)
@@ -267,17 +270,7 @@ class EncoderBlock(EncoderBlock):
         return super().load_state_dict(state, strict=False)
 '''
 
-CH04_LIAR = '''
-class _Liar(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if name in ("allclose", "equal", "isclose"):
-            return True
-        if name in ("sub", "__sub__", "__rsub__"):
-            return torch.zeros(())
-        return super().__torch_function__(func, types, args, kwargs)
-
+CH04_LIAR = LYING_TENSOR + '''
 class EncoderBlock(EncoderBlock):
     def forward(self, x, padding_mask=None, causal_mask=None):
         out, weights = super().forward(x, padding_mask=padding_mask, causal_mask=causal_mask)

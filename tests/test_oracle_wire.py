@@ -23,6 +23,22 @@ def roundtrip(value, handle=None):
     return wire.decode(wire.dumps(value, handle))
 
 
+class RecordingLink:
+    """A stand-in for the grader's link to a kernel: records every request, always gives ``answer``."""
+
+    def __init__(self, answer):
+        self.answer, self.sent = answer, []
+
+    def request(self, message):
+        self.sent.append(message)
+        return self.answer
+
+    def proxy(self, entry):
+        from instructor import oracle
+
+        return oracle.make_proxy(self, entry)
+
+
 def test_data_roundtrips_as_fresh_genuine_objects():
     array = np.arange(12.0).reshape(3, 4)
     tensor = torch.randn(2, 3, dtype=torch.float64)
@@ -346,18 +362,7 @@ def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_geta
     """``proxy.name(...)`` in a test is one "call" request; ``getattr(proxy, name)`` stays a read."""
     from instructor import oracle
 
-    class Link:
-        def __init__(self):
-            self.sent = []
-
-        def request(self, message):
-            self.sent.append(message)
-            return 7
-
-        def proxy(self, entry):
-            return oracle.make_proxy(self, entry)
-
-    link = Link()
+    link = RecordingLink(7)
     block = oracle.make_proxy(link, {"id": 3, "type": ["kernel.Block"], "callable": True})
     code = "a = block.forward(1, k=2)\nb = block.size\nc = getattr(block, 'forward')\nf = block.forward\n"
     namespace = {"block": block}
@@ -386,15 +391,7 @@ def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
     finally:
         del __main__.oracle_test_outer
 
-    class Link:
-        def __init__(self, answer):
-            self.answer, self.sent = answer, []
-
-        def request(self, message):
-            self.sent.append(message)
-            return self.answer
-
-    link = Link((torch.zeros(2), 12, (3, 4)))
+    link = RecordingLink((torch.zeros(2), 12, (3, 4)))
     proxy = oracle.make_proxy(link, {"id": 5, "type": ["kernel.function"], "callable": True})
     out, largest = largest_tensor(proxy, torch.ones(2), causal=True)
     assert link.sent[0]["op"] == "probe" and link.sent[0]["name"] == "largest_tensor"
@@ -430,15 +427,7 @@ def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_cla
     finally:
         del __main__.oracle_test_loss
 
-    class Link:
-        def __init__(self, answer):
-            self.answer, self.sent = answer, []
-
-        def request(self, message):
-            self.sent.append(message)
-            return self.answer
-
-    link = Link(True)
+    link = RecordingLink(True)
     cls = oracle.make_proxy(link, {"id": 1, "type": ["builtins.type"], "callable": True})
     obj = oracle.make_proxy(link, {"id": 2, "type": ["__main__.FeedForward", "torch.nn.modules.module.Module"],
                                    "callable": True})
