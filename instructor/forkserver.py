@@ -28,7 +28,7 @@ import time
 from jupyter_client.provisioning import LocalProvisioner
 
 ENV = "COURSE_KERNEL_FORK"
-PRELOAD = ("numpy", "torch", "matplotlib.pyplot", "ipykernel.kernelapp")
+PRELOAD = ("numpy", "torch", "matplotlib.pyplot", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "psutil", "sqlite3")
 
 # The zygote: import the heavy modules once, then fork one kernel per request line
 # ({"argv", "cwd", "env"}) and answer with its pid. Children are reaped by the kernel

@@ -28,10 +28,15 @@ import ast
 import builtins
 import contextlib
 import dis
+import inspect
 import io
 import json
 import os
+import select
+import shutil
+import socket
 import sys
+import tempfile
 from queue import Empty
 from time import monotonic
 from typing import Any
@@ -92,14 +97,22 @@ class KernelLink:
         # after a first execute request that calls course.oracle.listen(), requests are messages
         # of their own on the shell channel (no cell machinery: about half the latency)
         self.listening: bool | None = None
+        # the socket channel (course.oracle.SERVE): a Unix socket the kernel connects to, on which
+        # it answers a test cell's requests in a loop; a round trip costs a tenth of a shell message
+        self._channel = _Channel(executor)
 
     def request(self, message: dict, generators: list = ()) -> Any:
         """The kernel's answer to ``message``; ``generators`` (sent by state) take the states it reports."""
         from jupyter_core.utils import run_sync
 
         started = monotonic()
+        request = json.dumps(message, separators=(",", ":"))
         try:
-            text = run_sync(self._request)(json.dumps(message, separators=(",", ":")))
+            if self._channel.serve(self.deadline):
+                self.round_trips += 1
+                text = self._channel.ask(request, self)
+            else:
+                text = run_sync(self._request)(request)
         finally:
             self.waited += monotonic() - started
         try:
@@ -207,23 +220,212 @@ class KernelLink:
             return text
 
     async def _ignored(self, msg_id: str) -> bool:
-        """True when the kernel went idle after request ``msg_id`` without answering it."""
-        from nbclient.util import ensure_async
-
-        while True:
-            try:
-                msg = await ensure_async(self.executor.kc.iopub_channel.get_msg(timeout=0))
-            except Empty:
-                return False
-            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "status"
-                    and msg.get("content", {}).get("execution_state") == "idle"):
-                return True
+        return await _went_idle(self.executor, msg_id)
 
     def proxy(self, entry: dict) -> Proxy:
         return make_proxy(self, entry)
 
+    def pause(self) -> None:
+        """The grader's cell is done: the kernel leaves its socket loop, free for the next cell."""
+        self._channel.pause(self.deadline)
+
+    def close(self) -> None:
+        self._channel.close()
+
     def name(self, name: str) -> Any:
         return self.request({"op": "name", "name": name})
+
+
+def _now(value: Any) -> Any:
+    """The result of a kernel manager's call: awaited for nbclient's async manager, as is for a blocking one."""
+    if inspect.isawaitable(value):
+        async def wait() -> Any:
+            return await value
+
+        return run_sync(wait)()
+    return value
+
+
+async def _went_idle(executor: Any, msg_id: str) -> bool:
+    """True when the kernel went idle after request ``msg_id`` (so far unanswered: it has no handler)."""
+    from nbclient.util import ensure_async
+
+    while True:
+        try:
+            msg = await ensure_async(executor.kc.iopub_channel.get_msg(timeout=0))
+        except Empty:
+            return False
+        if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "status"
+                and msg.get("content", {}).get("execution_state") == "idle"):
+            return True
+
+
+class _Channel:
+    """The grader's end of the socket channel to one kernel (see ``course.oracle.SERVE``).
+
+    At a grader cell's first request the kernel is sent SERVE on its shell channel and answers
+    frames on the socket until the cell ends (:meth:`pause`). The socket lives in the sandbox's
+    private ipc folder (bound into the sandbox at the same path), or in a private temporary
+    folder for a kernel without the sandbox. Anything unexpected (no handler, a connection
+    that closes, a kernel that cannot connect) turns the channel off for good: requests then
+    go as shell messages, as before. What arrives is checked exactly as a shell answer is.
+    """
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.sock: socket.socket | None = None
+        self.listener: socket.socket | None = None
+        self.folder: str | None = None  # a temporary folder of ours, removed at close()
+        self.off = os.environ.get("COURSE_ORACLE_CHANNEL", "socket").strip().lower() == "shell"
+        self.serving: str | None = None  # msg_id of the SERVE message being answered
+
+    def serve(self, deadline: float) -> bool:
+        """True when the kernel is answering on the socket (starting its loop if needed)."""
+        if self.off:
+            return False
+        if self.serving:
+            return True
+        try:
+            return run_sync(self._start)(deadline)
+        except (OSError, KernelError, wire.WireError, ValueError) as error:
+            self._give_up(error)
+            return False
+
+    async def _start(self, deadline: float) -> bool:
+        from nbclient.util import ensure_async
+
+        ex = self.executor
+        if self.sock is None and self.listener is None:
+            self.listener, path = self._listen()
+        else:
+            path = ""
+        message = ex.kc.session.msg(wire.SERVE, {"path": path})
+        ex.kc.shell_channel.send(message)
+        self.serving = message["header"]["msg_id"]
+        while self.sock is None:
+            ready, _, _ = select.select([self.listener], [], [], 0.02)
+            if ready:
+                self.sock, _ = self.listener.accept()
+                self.listener.close()
+                self.listener = None
+                break
+            try:
+                msg = await ensure_async(ex.kc.shell_channel.get_msg(timeout=0))
+            except Empty:
+                msg = None
+            if msg is not None and msg.get("parent_header", {}).get("msg_id") == self.serving:
+                raise KernelError("the kernel did not connect to the oracle's socket")
+            if monotonic() > deadline or not await ensure_async(ex.km.is_alive()):
+                raise KernelError("the kernel did not connect to the oracle's socket in time")
+            if await _went_idle(ex, self.serving):  # no handler for SERVE in this kernel
+                raise KernelError("the kernel has no socket handler")
+        return True
+
+    def _listen(self) -> tuple[socket.socket, str]:
+        km = self.executor.km
+        if getattr(km, "transport", "") == "ipc" and getattr(km, "sandboxed", False):
+            folder = os.path.dirname(km.ip)  # the sandbox's ipc folder, the same path inside
+        else:
+            folder = self.folder = tempfile.mkdtemp(prefix="course-oracle-")
+        path = os.path.join(folder, "oracle")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        return listener, path
+
+    def ask(self, request: str, link: KernelLink) -> str:
+        """One round trip on the socket: the answer's text (timeouts and interrupts as for shell requests)."""
+        ex, sock = self.executor, self.sock
+        try:
+            wire.write_frame(sock, request.encode())
+            interrupted = False
+            while True:
+                remaining = link.deadline - monotonic()
+                if remaining <= 0:
+                    if interrupted:
+                        raise OracleTimeout(f"the kernel did not answer within {ex.timeout} s of this test "
+                                            "(an infinite loop?) and was interrupted")
+                    interrupted = True
+                    _now(ex.km.interrupt_kernel())
+                    link.deadline = monotonic() + 10
+                    continue
+                ready, _, _ = select.select([sock], [], [], min(remaining, 1.0))
+                if ready:
+                    break
+                if not _now(ex.km.is_alive()):
+                    raise KernelError("the kernel died while running the student's code")
+            sock.settimeout(max(link.deadline - monotonic(), 1.0))  # a frame that stops half-way
+            try:
+                frame = wire.read_frame(sock, wire.MAX_TEXT)
+            finally:
+                sock.settimeout(None)
+        except (OSError, wire.WireError) as error:
+            self._give_up(error)
+            if isinstance(error, wire.WireError):
+                raise
+            raise KernelError(f"the kernel's oracle channel failed ({type(error).__name__})") from None
+        except BaseException as error:
+            self._give_up(error)
+            raise
+        if frame is None:
+            self._give_up("the kernel closed the socket")
+            if not _now(ex.km.is_alive()):
+                raise KernelError("the kernel died while running the student's code")
+            raise wire.WireError("the kernel closed the oracle's socket")
+        if interrupted:
+            raise OracleTimeout(f"the student's code ran longer than {ex.timeout} s in this test "
+                                "(an infinite loop?) and was interrupted")
+        try:
+            return frame.decode("utf-8")
+        except UnicodeDecodeError:
+            raise wire.WireError("the kernel's answer is not text") from None
+
+    def pause(self, deadline: float) -> None:
+        """End the kernel's loop for this cell and wait (briefly) until it says so."""
+        if not self.serving:
+            return
+        serving, self.serving = self.serving, None
+        try:
+            wire.write_frame(self.sock, wire.END)
+            run_sync(self._served)(serving, max(deadline - monotonic(), 2.0))
+        except (OSError, KernelError, ValueError) as error:
+            self._give_up(error)
+
+    async def _served(self, msg_id: str, seconds: float) -> None:
+        from nbclient.util import ensure_async
+
+        ex, end = self.executor, monotonic() + seconds
+        while True:
+            remaining = end - monotonic()
+            if remaining <= 0:
+                raise KernelError("the kernel did not leave the oracle's socket loop")
+            try:
+                msg = await ensure_async(ex.kc.shell_channel.get_msg(timeout=min(remaining, 1.0)))
+            except Empty:
+                continue
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                if msg.get("content", {}).get("status") != "done":
+                    raise KernelError("the kernel's socket loop failed")
+                return
+
+    def _give_up(self, reason: Any) -> None:
+        """From now on requests go as shell messages (the kernel's loop, if any, sees the socket close)."""
+        log = getattr(self.executor, "log", None)
+        if log is not None and not self.off:
+            log.debug("oracle: the socket channel is off (%s); requests go as shell messages", reason)
+        self.off = True
+        self.serving = None
+        self.close()
+
+    def close(self) -> None:
+        for sock in (self.sock, self.listener):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        self.sock = self.listener = None
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
 
 
 def _load_states(generators: list, states: Any) -> None:
@@ -563,6 +765,8 @@ class OracleExecute(GuardedExecute):
             nb, resources = super().preprocess(nb, resources, km)
         finally:
             wire._GRADER_SIDE = False
+            if self._oracle_on:
+                self._link.close()
         if self._oracle_on:
             self.log.info("oracle: %d requests to the kernel, %.2f s waiting for them, %.2f s in test cells",
                           self._link.round_trips, self._link.waited, self._graded_here)
@@ -604,7 +808,10 @@ class OracleExecute(GuardedExecute):
         if role == "provided" and not source.lstrip().startswith((KERNEL_ONLY, DEMO_ONLY)):
             self._link.deadline = monotonic() + (self.timeout or 3600)
             self._namespace.from_kernel.clear()
-            printed, error = _run(source, f"<provided {gid}>", self._namespace)
+            try:
+                printed, error = _run(source, f"<provided {gid}>", self._namespace)
+            finally:
+                self._link.pause()
             if error is not None:
                 self.log.warning("the grader could not run the provided cell %s: %s: %s",
                                  gid, type(error).__name__, error)
@@ -619,7 +826,10 @@ class OracleExecute(GuardedExecute):
         started, trips, waited = monotonic(), self._link.round_trips, self._link.waited
         self._link.deadline = started + (self.timeout or 3600)
         self._namespace.from_kernel.clear()
-        printed, error = _run(source, f"<test {gid}>", self._namespace)
+        try:
+            printed, error = _run(source, f"<test {gid}>", self._namespace)
+        finally:
+            self._link.pause()
         self._graded_here += monotonic() - started
         self.log.debug("oracle: %s took %.2f s, %d requests, %.2f s of them waiting for the kernel", gid,
                        monotonic() - started, self._link.round_trips - trips, self._link.waited - waited)
