@@ -3,8 +3,9 @@
 While nbgrader autogrades a chapter under the oracle (``instructor.oracle``), graded test
 cells run in the *grader's* process. The names they read that belong to the student (their
 functions, classes, answers) are proxies: every call, attribute read or item read is a
-request to the kernel, answered by :func:`serve` there, and what comes back is **plain
-data** in a fixed format:
+request to the kernel, answered by :func:`serve` there (while a grader cell runs, on a Unix
+socket of the grader's, in length-prefixed frames: see :func:`listen`), and what comes back
+is **plain data** in a fixed format:
 
 * ``None``, booleans, integers, floats (``NaN`` and infinities included) and strings, as
   JSON itself;
@@ -522,12 +523,18 @@ def write_frame(sock: Any, data: bytes) -> None:
 
 
 def listen() -> str:
-    """Answer the grader's requests as a message of their own on the kernel's shell channel.
+    """Answer the grader's requests as messages of their own on the kernel's shell channel.
 
-    The grader's first request is an ``execute_request`` that calls this; later ones are
-    ``course_oracle_request`` messages (``{"request": text}``), answered by :func:`serve`
-    in a ``course_oracle_reply`` (``{"answer": text}``): no cell machinery, about half the
-    time of an execute request. The answer is checked as strictly as before.
+    ``course.integrity.install()`` calls this when the kernel starts. Two handlers:
+
+    * ``course_oracle_request`` (``{"request": text}``), answered by :func:`serve` in a
+      ``course_oracle_reply`` (``{"answer": text}``): no cell machinery, about half the time
+      of an execute request;
+    * ``course_oracle_serve`` (``{"path": ...}``): connect to the grader's Unix socket at
+      ``path`` (once; an empty path keeps the connection) and answer the frames that arrive
+      there until an empty one, then reply ``course_oracle_served`` (``{"status": "done"}``).
+      A round trip then costs a tenth of a shell message's; the grader checks the answers
+      exactly as strictly.
     """
     try:
         from IPython import get_ipython
