@@ -556,16 +556,22 @@ def listen() -> str:
 
     probes = dict(PROBES)
 
-    def answer(stream: Any, ident: Any, parent: dict) -> None:
+    def served(request: Any) -> str:
+        """The genuine serve()'s answer, with this module's functions and the probes put back first."""
         for name, value in genuine.items():
             if vars(module).get(name) is not value:
                 setattr(module, name, value)
         PROBES.clear()
         PROBES.update(probes)
         try:
-            request = parent["content"]["request"]
-            text = genuine["serve"](request) if type(request) is str else json.dumps({"error": ["TypeError", "not text"]})
+            return genuine["serve"](request) if type(request) is str else json.dumps({"error": ["TypeError", "not text"]})
         except BaseException as error:  # an interrupt while the student's code ran: reported
+            return json.dumps({"error": [type(error).__name__, ""]})
+
+    def answer(stream: Any, ident: Any, parent: dict) -> None:
+        try:
+            text = served(parent["content"]["request"])
+        except BaseException as error:  # a message without a request
             text = json.dumps({"error": [type(error).__name__, ""]})
         kernel.session.send(stream, REPLY, {"answer": text}, parent, ident)
 
@@ -593,16 +599,7 @@ def listen() -> str:
                     continue
                 if frame is None or frame == END:
                     break
-                for name, value in genuine.items():
-                    if vars(module).get(name) is not value:
-                        setattr(module, name, value)
-                PROBES.clear()
-                PROBES.update(probes)
-                try:
-                    text = genuine["serve"](frame.decode("utf-8", "replace"))
-                except BaseException as error:  # an interrupt while the student's code ran: reported
-                    text = json.dumps({"error": [type(error).__name__, ""]})
-                write_frame(sock, text.encode("utf-8", "replace"))
+                write_frame(sock, served(frame.decode("utf-8", "replace")).encode("utf-8", "replace"))
         except BaseException as error:  # no socket: the grader goes on with shell requests
             status = type(error).__name__
             connection.clear()
