@@ -11,6 +11,8 @@ from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
+from .kernel_client import rejected
+
 
 class StripJupytextMetadata(NbGraderPreprocessor):
     """Drop the jupytext pairing from released notebooks.
@@ -204,6 +206,7 @@ class GuardedExecute(Execute):
         nonce = secrets.token_hex(16)
         expression = f"{ENTRY}({nonce!r}, {self._guard_length})"
         kc = self.kc
+        dropped = rejected(kc)
         kc.execute = functools.partial(type(kc).execute, kc, user_expressions={GUARD_KEY: expression})
         self._last_reply = None
         try:
@@ -215,20 +218,34 @@ class GuardedExecute(Execute):
         if report is None:  # an error reply carries no user_expressions: ask once more
             nonce = secrets.token_hex(16)
             report = self._report(self._guard_call(f"{ENTRY}({nonce!r}, {self._guard_length})"), nonce)
-        self._judge(cell, index, reply, report)
+        self._judge(cell, index, reply, report, rejected(kc) - dropped)
         return cell, resources
 
-    def _judge(self, cell, index: int, reply, report) -> None:
-        label = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
-        problem = None
+    @staticmethod
+    def _label(cell) -> str:
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
+
+    @staticmethod
+    def _dropped_problem(count: int) -> str:
+        return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not "
+                "verify (its messaging was tampered with); the grader ignored them")
+
+    def _note_dropped(self, cell, index: int, count: int) -> None:
+        """A reason for review when messages from the kernel were dropped (instructor.kernel_client)."""
+        if count:
+            self._guard_reasons.append((index, f"cell {index} ({self._label(cell)}): {self._dropped_problem(count)}"))
+
+    def _judge(self, cell, index: int, reply, report, dropped: int = 0) -> None:
+        label = self._label(cell)
+        problem = self._dropped_problem(dropped) if dropped else None
         if report is None:
-            problem = ("the grader could not get a genuine answer from the kernel's integrity guard "
-                       "(it was disabled, or its answer forged)")
+            problem = "; ".join(filter(None, [problem, "the grader could not get a genuine answer from the "
+                                              "kernel's integrity guard (it was disabled, or its answer forged)"]))
         else:
             length, entries = report
             self._guard_length = length
             if entries:
-                problem = "the grader had to put back " + ", ".join(entries)
+                problem = "; ".join(filter(None, [problem, "the grader had to put back " + ", ".join(entries)]))
         if problem:
             self._guard_reasons.append((index, f"cell {index} ({label}): {problem}"))
         if not _is_test_cell(cell) or not self.guard_decides_scores:

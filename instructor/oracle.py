@@ -47,6 +47,7 @@ from traitlets import List, Unicode
 
 from course import oracle as wire
 
+from .kernel_client import rejected
 from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 
 ORACLE_KEY = "course-oracle"
@@ -802,7 +803,9 @@ class OracleExecute(GuardedExecute):
         if role == "test":
             # nbclient's cell hooks (the self-check's progress line) see this cell as if the kernel ran it
             run_sync(run_hook)(self.on_cell_start, cell=cell, cell_index=index)
+            dropped = rejected(self.kc)
             self._grade_here(cell, gid, source)
+            self._note_dropped(cell, index, rejected(self.kc) - dropped)
             run_sync(run_hook)(self.on_cell_complete, cell=cell, cell_index=index)
             return cell, resources
         # the kernel's cells keep the in-kernel guard, as a reason for review only: no test

@@ -47,7 +47,7 @@ import uuid
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Integer
+from traitlets import Integer, default
 
 ENV = "COURSE_SANDBOX"
 MODES = ("on", "auto", "off")
@@ -479,6 +479,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     _sandbox_dir: str | None = None
     _cgroups: _Cgroups | None = None
     sandboxed: bool = False
+
+    @default("client_factory")
+    def _checked_client(self):
+        from .kernel_client import CheckedKernelClient  # drops messages that do not verify
+
+        return CheckedKernelClient
 
     async def _async_pre_start_kernel(self, **kw):
         self._release_sandbox()

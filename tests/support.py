@@ -233,6 +233,16 @@ builtins.all = lambda *a: True
 builtins.bool = lambda *a: True
 builtins.max = lambda *a, **k: 0
 """,
+    # messages the grader cannot verify: a wrong signature, and a signed header that is not JSON
+    "forged-messages": """
+import json as _json
+_kernel = get_ipython().kernel
+_parts = [_json.dumps(part).encode() for part in
+          ({"msg_id": "forged", "msg_type": "stream"}, {}, {}, {"name": "stdout", "text": "forged"})]
+_kernel.iopub_socket.send_multipart([b"stream.stdout", b"<IDS|MSG>", b"0" * 64, *_parts])
+_garbled = [b"not json", *_parts[1:]]
+_kernel.iopub_socket.send_multipart([b"stream.stdout", b"<IDS|MSG>", _kernel.session.sign(_garbled), *_garbled])
+""",
 }
 # the same trick played from inside the student's own function, while a test cell runs: the
 # guard notices after that test cell, which then counts as failed
