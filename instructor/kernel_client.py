@@ -1,12 +1,14 @@
-"""The grader's kernel client: a message from the kernel that does not verify is dropped, and counted.
+"""The grader's kernel client: a message from the kernel that does not verify, or that the grader
+could not act on, is dropped and counted.
 
 jupyter_client's channels raise out of ``get_msg`` when a message does not verify
-(``ValueError: Invalid Signature``, a duplicate signature, a header that is not JSON). In
-nbclient that error ends the whole notebook run, so a student's code that breaks the kernel's
-own messaging (patched builtins garble what ipykernel sends) or signs what it likes with the
-kernel's key would make a submission fail instead of being graded. The grader's kernels use
-:class:`CheckedKernelClient` (:class:`instructor.sandbox.SandboxedKernelManager` makes it):
-such a message is dropped, never read, and recorded in ``client.rejected``.
+(``ValueError: Invalid Signature``, a duplicate signature, a header that is not JSON), and
+nbclient raises a KeyError on a message that verifies but lacks what it reads (a ``stream``
+without ``text``). Either ends the whole notebook run, so a student's code that breaks the
+kernel's own messaging (patched builtins garble what ipykernel sends) or signs what it likes
+with the kernel's key would make a submission fail instead of being graded. The grader's
+kernels use :class:`CheckedKernelClient` (:class:`instructor.sandbox.SandboxedKernelManager`
+makes it): such a message is dropped, never acted on, and counted in ``client.rejected``.
 :class:`instructor.nbgrader_ext.GuardedExecute` turns a message dropped during a cell into a
 reason for review (and, where the kernel's outputs decide scores, a failed test cell).
 
@@ -25,6 +27,42 @@ from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
 
 MAX_RECORDED = 20  # reasons kept per channel (the count goes on)
+
+# What nbclient and nbformat read from each kind of message they act on (jupyter messaging
+# spec 5.x); a message without it, signed or not, would stop the notebook run with a KeyError.
+_TEXT, _DICT, _FLAG = (str,), (dict,), (bool,)
+CONTENT_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "status": {"execution_state": _TEXT},
+    "stream": {"name": _TEXT, "text": _TEXT},
+    "display_data": {"data": _DICT, "metadata": _DICT},
+    "update_display_data": {"data": _DICT, "metadata": _DICT},
+    "execute_result": {"data": _DICT, "metadata": _DICT, "execution_count": (int, type(None))},
+    "error": {"ename": _TEXT, "evalue": _TEXT, "traceback": (list,)},
+    "clear_output": {"wait": _FLAG},
+    "execute_input": {"code": _TEXT},
+    "execute_reply": {"status": _TEXT},
+    "input_request": {"prompt": _TEXT, "password": _FLAG},
+}
+
+
+def unreadable(msg: Any) -> str | None:
+    """Why the grader cannot act on a decoded message (None: it can)."""
+    if type(msg) is not dict or any(type(msg.get(k)) is not dict
+                                    for k in ("header", "parent_header", "metadata", "content")):
+        return "a message that is not four JSON objects"
+    msg_type = msg.get("msg_type")
+    if type(msg_type) is not str or type(msg.get("msg_id")) is not str:
+        return "a header without msg_type or msg_id"
+    content = msg["content"]
+    for key, kinds in CONTENT_FIELDS.get(msg_type, {}).items():
+        value = content.get(key)
+        if type(value) not in kinds:
+            return f"a {msg_type} message without a valid {key!r}"
+    if msg_type == "error" and not all(type(line) is str for line in content["traceback"]):
+        return "an error message whose traceback is not text"
+    if "data" in content and not all(type(k) is str for k in content["data"]):
+        return f"a {msg_type} message whose data has keys that are not text"
+    return None
 
 
 class CheckedChannel(AsyncZMQSocketChannel):
@@ -45,11 +83,15 @@ class CheckedChannel(AsyncZMQSocketChannel):
             parts = await self.socket.recv_multipart()
             try:
                 _, message = self.session.feed_identities(parts)
-                return self.session.deserialize(message)
+                msg = self.session.deserialize(message)
+                reason = unreadable(msg)
             except Exception as error:  # noqa: BLE001 - whatever the kernel sent, it is not read
-                self.rejected += 1
-                if len(self.reasons) < MAX_RECORDED:
-                    self.reasons.append(f"{type(error).__name__}: {str(error)[:120]}")
+                reason = f"{type(error).__name__}: {str(error)[:120]}"
+            if reason is None:
+                return msg
+            self.rejected += 1
+            if len(self.reasons) < MAX_RECORDED:
+                self.reasons.append(reason)
 
 
 class CheckedKernelClient(AsyncKernelClient):

@@ -227,8 +227,8 @@ class GuardedExecute(Execute):
 
     @staticmethod
     def _dropped_problem(count: int) -> str:
-        return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not "
-                "verify (its messaging was tampered with); the grader ignored them")
+        return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not verify "
+                "or read (its messaging was tampered with); the grader ignored them")
 
     def _note_dropped(self, cell, index: int, count: int) -> None:
         """A reason for review when messages from the kernel were dropped (instructor.kernel_client)."""

@@ -242,6 +242,8 @@ _parts = [_json.dumps(part).encode() for part in
 _kernel.iopub_socket.send_multipart([b"stream.stdout", b"<IDS|MSG>", b"0" * 64, *_parts])
 _garbled = [b"not json", *_parts[1:]]
 _kernel.iopub_socket.send_multipart([b"stream.stdout", b"<IDS|MSG>", _kernel.session.sign(_garbled), *_garbled])
+# signed and addressed to this cell, but no stream nbclient could write down
+_kernel.session.send(_kernel.iopub_socket, "stream", {"name": "stdout"}, parent=_kernel.get_parent())
 """,
 }
 # the same trick played from inside the student's own function, while a test cell runs: the

@@ -100,7 +100,7 @@ def test_attacks_on_the_kernel_earn_what_the_wrong_code_earns_and_are_flagged(gr
     assert "sys.settrace" in reasons["settrace"]
     assert "sys.excepthook" in reasons["excepthook"]
     assert "builtins.isinstance" in reasons["builtins"] and "builtins.AssertionError" in reasons["builtins"]
-    assert "2 messages that the grader could not verify" in reasons["forged-messages"]
+    assert "3 messages that the grader could not verify or read" in reasons["forged-messages"]
 
 
 def test_no_honest_student_is_flagged(graded_class):
