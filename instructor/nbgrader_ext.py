@@ -225,8 +225,10 @@ class GuardedExecute(Execute):
     def _label(cell) -> str:
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
 
-    @staticmethod
-    def _dropped_problem(count: int) -> str:
+    def _dropped_problem(self, count: int) -> str:
+        found = getattr(self.kc, "rejection_reasons", None)
+        self.log.warning("dropped %d message(s) from the kernel: %s", count,
+                         "; ".join(found()[-count:]) if callable(found) else "?")
         return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not verify "
                 "or read (its messaging was tampered with); the grader ignored them")
 
