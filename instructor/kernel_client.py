@@ -117,4 +117,9 @@ class CheckedKernelClient(AsyncKernelClient):
 
 def rejected(client: Any) -> int:
     """Messages ``client`` dropped so far (0 for a client that checks nothing)."""
-    return int(getattr(client, "rejected", 0) or 0) if isinstance(client, CheckedKernelClient) else 0
+    return client.rejected if isinstance(client, CheckedKernelClient) else 0
+
+
+def rejection_reasons(client: Any) -> list[str]:
+    """Why ``client`` dropped them (the first few per channel; empty for a client that checks nothing)."""
+    return client.rejection_reasons() if isinstance(client, CheckedKernelClient) else []

@@ -11,7 +11,7 @@ from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Integer
 
-from .kernel_client import rejected
+from .kernel_client import rejected, rejection_reasons
 
 
 class StripJupytextMetadata(NbGraderPreprocessor):
@@ -226,30 +226,32 @@ class GuardedExecute(Execute):
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
 
     def _dropped_problem(self, count: int) -> str:
-        found = getattr(self.kc, "rejection_reasons", None)
         self.log.warning("dropped %d message(s) from the kernel: %s", count,
-                         "; ".join(found()[-count:]) if callable(found) else "?")
+                         "; ".join(rejection_reasons(self.kc)[-count:]))
         return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not verify "
                 "or read (its messaging was tampered with); the grader ignored them")
+
+    def _flag(self, cell, index: int, problem: str) -> None:
+        self._guard_reasons.append((index, f"cell {index} ({self._label(cell)}): {problem}"))
 
     def _note_dropped(self, cell, index: int, count: int) -> None:
         """A reason for review when messages from the kernel were dropped (instructor.kernel_client)."""
         if count:
-            self._guard_reasons.append((index, f"cell {index} ({self._label(cell)}): {self._dropped_problem(count)}"))
+            self._flag(cell, index, self._dropped_problem(count))
 
     def _judge(self, cell, index: int, reply, report, dropped: int = 0) -> None:
-        label = self._label(cell)
-        problem = self._dropped_problem(dropped) if dropped else None
+        problems = [self._dropped_problem(dropped)] if dropped else []
         if report is None:
-            problem = "; ".join(filter(None, [problem, "the grader could not get a genuine answer from the "
-                                              "kernel's integrity guard (it was disabled, or its answer forged)"]))
+            problems.append("the grader could not get a genuine answer from the kernel's integrity guard "
+                            "(it was disabled, or its answer forged)")
         else:
             length, entries = report
             self._guard_length = length
             if entries:
-                problem = "; ".join(filter(None, [problem, "the grader had to put back " + ", ".join(entries)]))
+                problems.append("the grader had to put back " + ", ".join(entries))
+        problem = "; ".join(problems)
         if problem:
-            self._guard_reasons.append((index, f"cell {index} ({label}): {problem}"))
+            self._flag(cell, index, problem)
         if not _is_test_cell(cell) or not self.guard_decides_scores:
             return
         status = (reply or {}).get("content", {}).get("status")
