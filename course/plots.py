@@ -47,14 +47,21 @@ def plot_attention(
 
 
 def plot_curves(xs: Any, curves: dict[str, Any], xlabel: str, ylabel: str, title: str | None = None,
-                logx: bool = False, logy: bool = False, ax: Any = None):
-    """Plot several named y-series against one x-series with labelled axes and a legend."""
+                logx: bool = False, logy: bool = False, ax: Any = None, marker: str | None = "o",
+                hlines: dict[str, float] | None = None):
+    """Plot several named y-series against one x-series with labelled axes and a legend.
+
+    ``marker=None`` draws plain lines (a loss over hundreds of steps); ``hlines`` adds named
+    reference levels as dashed grey lines (``{"ln 12, uniform guess": math.log(12)}``).
+    """
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.5))
     for label, ys in curves.items():
-        ax.plot(as_numpy(xs), as_numpy(ys), marker="o", label=label)
+        ax.plot(as_numpy(xs), as_numpy(ys), marker=marker or "", label=label)
+    for label, level in (hlines or {}).items():
+        ax.axhline(level, color="gray", linestyle="--", label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logx:

@@ -104,6 +104,10 @@ def test_plots_label_their_axes():
         plot_attention(np.zeros((2, 2, 2)))
     ax = plot_curves([1, 2], {"raw": [1, 2]}, xlabel="d_k", ylabel="top weight", logx=True)
     assert ax.get_xlabel() == "d_k" and ax.get_xscale() == "log"
+    assert ax.lines[0].get_marker() == "o"
+    ax = plot_curves(range(3), {"loss": [3, 2, 1]}, xlabel="step", ylabel="loss", marker=None, hlines={"floor": 0.5})
+    assert ax.lines[0].get_marker() in ("", "None") and list(ax.lines[1].get_ydata()) == [0.5, 0.5]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["loss", "floor"]
 
 
 def test_the_student_api_is_declared_once():

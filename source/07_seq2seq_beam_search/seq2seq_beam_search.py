@@ -796,12 +796,9 @@ print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); "
 # polish the loss.)
 
 # %%
-ax = plot_curves(range(len(losses)), {"training loss (teacher forcing)": losses}, xlabel="step",
-                 ylabel="cross-entropy (nats)", title="Digit reversal, 2 + 2 layers, D = 64", logy=True)
-for line in ax.lines:
-    line.set_marker("")
-ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
-ax.legend()
+plot_curves(range(len(losses)), {"training loss (teacher forcing)": losses}, xlabel="step",
+            ylabel="cross-entropy (nats)", title="Digit reversal, 2 + 2 layers, D = 64", logy=True,
+            marker=None, hlines={"ln 12, uniform guess": math.log(12)})
 plt.show()
 assert 2.45 < losses[0] < 2.8, "the first loss should be near ln 12"
 assert max(losses[100:]) < 0.05, "the loss should be near zero after 100 steps"
@@ -1223,12 +1220,9 @@ assert peeking_losses[-1] < 0.01 and peeking_forced > 0.99 and peeking_free < 0.
 
 # %%
 # demo only: the figure
-ax = plot_curves(range(len(losses)), {"causal mask": losses, "no causal mask": peeking_losses},
-                 xlabel="step", ylabel="cross-entropy (nats)", logy=True,
-                 title=f"same loss, greedy exact match {free_running:.2f} vs {peeking_free:.2f}")
-for line in ax.lines:
-    line.set_marker("")
-ax.legend()
+plot_curves(range(len(losses)), {"causal mask": losses, "no causal mask": peeking_losses},
+            xlabel="step", ylabel="cross-entropy (nats)", logy=True, marker=None,
+            title=f"same loss, greedy exact match {free_running:.2f} vs {peeking_free:.2f}")
 plt.show()
 
 # %% [markdown]

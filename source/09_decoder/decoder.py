@@ -1283,12 +1283,9 @@ print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 30: {
 
 # %%
 # demo only: the figure
-ax = plot_curves(range(len(losses)), {"your encoder-decoder": losses}, xlabel="step",
-                 ylabel="cross-entropy (nats)", title="Digit reversal with your own decoder blocks", logy=True)
-for line in ax.lines:
-    line.set_marker("")
-ax.axhline(math.log(12), color="gray", linestyle="--", label="ln 12, uniform guess")
-ax.legend()
+plot_curves(range(len(losses)), {"your encoder-decoder": losses}, xlabel="step",
+            ylabel="cross-entropy (nats)", title="Digit reversal with your own decoder blocks", logy=True,
+            marker=None, hlines={"ln 12, uniform guess": math.log(12)})
 plt.show()
 
 # %% [markdown]
