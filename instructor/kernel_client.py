@@ -66,7 +66,7 @@ def unreadable(msg: Any) -> str | None:
 
 
 class CheckedChannel(AsyncZMQSocketChannel):
-    """An async channel whose ``get_msg`` skips (and records) messages that do not verify."""
+    """An async channel whose ``get_msg`` skips (and counts) messages that do not verify or cannot be read."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
