@@ -762,12 +762,14 @@ for seed in range(3):
 # 301 AdamW steps at learning rate $3 \cdot 10^{-3}$, each on 64 fresh sequences, with the
 # cross-entropy between the logits and `dec_out`. At step 0 the loss should be about 2.6, close
 # to $\ln 12 \approx 2.485$, the loss of a uniform guess over 12 tokens. The training takes a few
-# seconds on a CPU; it runs once, and every later cell reuses the trained `model`.
+# seconds on a CPU; it runs once, and every later cell reuses the trained `model`. The optimizer
+# is built with `fused=True`: the same AdamW update, computed for all parameters in one call
+# instead of a Python loop over them, which saves a few milliseconds a step on a CPU.
 
 # %% nbgrader={"grade": false, "grade_id": "train_function", "locked": true, "schema_version": 3, "solution": false}
 def train(model, steps=301, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # one update for all parameters
     losses = []
     for step in range(steps):
         src, dec_in, dec_out = make_reversal_batch(batch_size)
