@@ -174,16 +174,11 @@ class KernelLink:
             expression = expression or _SERVE.format(request)
             msg_id = ex.kc.execute("", silent=True, store_history=False, stop_on_error=False,
                                    user_expressions={ORACLE_KEY: expression})
-        interrupted = False
+        patience = _Patience(self)
         while True:
-            remaining = self.deadline - monotonic()
-            if remaining <= 0:
-                if interrupted:
-                    raise OracleTimeout(f"the kernel did not answer within {ex.timeout} s of this test "
-                                        "(an infinite loop?) and was interrupted")
-                interrupted = True
+            remaining = patience.remaining()
+            if remaining is None:
                 await ensure_async(ex.km.interrupt_kernel())
-                self.deadline = monotonic() + 10
                 continue
             try:
                 msg = await ensure_async(ex.kc.shell_channel.get_msg(timeout=min(remaining, 1.0)))
@@ -196,9 +191,7 @@ class KernelLink:
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
-            if interrupted:
-                raise OracleTimeout(f"the student's code ran longer than {ex.timeout} s in this test "
-                                    "(an infinite loop?) and was interrupted")
+            patience.answered()
             if fast:
                 text = msg.get("content", {}).get("answer") if msg.get("msg_type") == wire.REPLY else None
                 if type(text) is not str or len(text) > wire.MAX_TEXT:
@@ -236,6 +229,32 @@ class KernelLink:
 
     def name(self, name: str) -> Any:
         return self.request({"op": "name", "name": name})
+
+
+class _Patience:
+    """Waiting for one answer of the kernel: past the test's deadline the kernel is interrupted
+    once and given 10 s more to answer; an answer that comes after the interrupt does not count."""
+
+    def __init__(self, link: KernelLink) -> None:
+        self.link, self.interrupted = link, False
+
+    def remaining(self) -> float | None:
+        """Seconds left to wait, or ``None``: interrupt the kernel now (it then has 10 s more)."""
+        left = self.link.deadline - monotonic()
+        if left > 0:
+            return left
+        if self.interrupted:
+            raise OracleTimeout(f"the kernel did not answer within {self.link.executor.timeout} s of this test "
+                                "(an infinite loop?) and was interrupted")
+        self.interrupted = True
+        self.link.deadline = monotonic() + 10
+        return None
+
+    def answered(self) -> None:
+        """The answer arrived: an error if it came only after the interrupt."""
+        if self.interrupted:
+            raise OracleTimeout(f"the student's code ran longer than {self.link.executor.timeout} s in this test "
+                                "(an infinite loop?) and was interrupted")
 
 
 def _now(value: Any) -> Any:
@@ -342,16 +361,11 @@ class _Channel:
         ex, sock = self.executor, self.sock
         try:
             wire.write_frame(sock, request.encode())
-            interrupted = False
+            patience = _Patience(link)
             while True:
-                remaining = link.deadline - monotonic()
-                if remaining <= 0:
-                    if interrupted:
-                        raise OracleTimeout(f"the kernel did not answer within {ex.timeout} s of this test "
-                                            "(an infinite loop?) and was interrupted")
-                    interrupted = True
+                remaining = patience.remaining()
+                if remaining is None:
                     _now(ex.km.interrupt_kernel())
-                    link.deadline = monotonic() + 10
                     continue
                 ready, _, _ = select.select([sock], [], [], min(remaining, 1.0))
                 if ready:
@@ -376,9 +390,7 @@ class _Channel:
             if not _now(ex.km.is_alive()):
                 raise KernelError("the kernel died while running the student's code")
             raise wire.WireError("the kernel closed the oracle's socket")
-        if interrupted:
-            raise OracleTimeout(f"the student's code ran longer than {ex.timeout} s in this test "
-                                "(an infinite loop?) and was interrupted")
+        patience.answered()
         try:
             return frame.decode("utf-8")
         except UnicodeDecodeError:
