@@ -121,6 +121,22 @@ def test_an_endless_call_is_interrupted_and_the_next_request_is_answered(kernel)
         link.close()
 
 
+def test_an_endless_call_on_the_shell_is_interrupted_too(kernel):
+    run(kernel[1], "handler = get_ipython().kernel.shell_handlers.pop('course_oracle_serve')")
+    link = link_to(kernel, timeout=2)
+    try:
+        link.deadline = monotonic() + 2
+        with pytest.raises(oracle.OracleTimeout, match="longer than 2 s|did not answer within 2 s"):
+            call(link, "endless")
+        assert link._channel.off
+        link.deadline = monotonic() + 30
+        assert call(link, "double", 8) == 16
+    finally:
+        link.pause()
+        link.close()
+        run(kernel[1], "get_ipython().kernel.shell_handlers['course_oracle_serve'] = handler")
+
+
 def test_a_kernel_without_the_socket_handler_is_asked_on_the_shell(kernel):
     run(kernel[1], "handler = get_ipython().kernel.shell_handlers.pop('course_oracle_serve')")
     link = link_to(kernel)
