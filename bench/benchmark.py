@@ -27,6 +27,9 @@
 11. fork: one nbgrader run of ``--students`` students without the sandbox, kernels forked from
     a process that imported torch once (instructor/forkserver.py, what the test suite uses for
     the course's own code) over kernels started as usual, 01 and 09 (``--only fork``).
+12. training: chapter 07's locked ``train`` (301 steps, the solution's model, one thread) with
+    ``AdamW(..., fused=True)``, as the notebook has it, over the plain per-parameter loop,
+    interleaved; the losses of both must agree (``--only training``).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
 """
@@ -413,10 +416,56 @@ def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
               f"ratio {forked / usual:5.2f} (median of {repeat})")
 
 
+def _chapter_namespace(assignment: str, stop_at: str) -> dict:
+    """The solution's code cells of ``assignment`` before cell ``stop_at`` run here (no test, no demo)."""
+    import contextlib
+    import io
+
+    namespace: dict = {}
+    for cell in P.read_nb(REPOSITORY.notebook("source", assignment)).cells:
+        grade_id = P.grade_id(cell) or ""
+        if grade_id == stop_at:
+            break
+        if cell.cell_type != "code" or grade_id.startswith("test_") or cell.source.startswith("# demo only"):
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(cell.source, grade_id or "<cell>", "exec"), namespace)
+    return namespace
+
+
+def bench_training(repeat: int) -> None:
+    import torch
+
+    print("\n## 12. chapter 07's train(): AdamW(fused=True), as the notebook has it, over the plain "
+          "per-parameter loop, one thread, interleaved")
+    namespace = _chapter_namespace("07_seq2seq_beam_search", "training")
+    threads, real_adamw = torch.get_num_threads(), torch.optim.AdamW
+    times: dict[bool, list[float]] = {True: [], False: []}
+    losses: dict[bool, list[float]] = {}
+    torch.set_num_threads(1)
+    try:
+        for r in range(repeat):
+            for fused in ((True, False) if r % 2 == 0 else (False, True)):
+                torch.optim.AdamW = lambda params, _fused=fused, **kw: real_adamw(params, **{**kw, "fused": _fused})
+                torch.manual_seed(0)
+                model = namespace["ReversalTransformer"]()
+                start = time.perf_counter()
+                losses[fused] = namespace["train"](model)
+                times[fused].append(time.perf_counter() - start)
+    finally:
+        torch.optim.AdamW = real_adamw
+        torch.set_num_threads(threads)
+    fused, plain = statistics.median(times[True]), statistics.median(times[False])
+    agree = all(abs(a - b) < 1e-4 for a, b in zip(losses[True], losses[False], strict=True))
+    print(f"301 steps: fused {fused:6.2f} s | plain {plain:6.2f} s | ratio {fused / plain:5.2f} (median of {repeat}); "
+          f"losses at step 0, 100, 300: {[round(losses[True][i], 4) for i in (0, 100, 300)]}, "
+          f"the two runs {'agree' if agree else 'DIFFER'} to 1e-4 at every step")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["notebooks", "autograde", "class", "startup", "lab", "batch", "sandbox", "cluster",
-                                                "check", "oracle", "fork"])
+                                                "check", "oracle", "fork", "training"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
@@ -430,7 +479,8 @@ def main() -> int:
              "sandbox": lambda: bench_sandbox(args.students, args.repeat),
              "cluster": lambda: bench_cluster(args.cluster_students), "check": lambda: bench_check(args.repeat),
              "oracle": lambda: bench_oracle(args.oracle_chapters, args.oracle_students, args.repeat),
-             "fork": lambda: bench_fork(["01_two_keys", "09_decoder"], args.students, args.repeat)}
+             "fork": lambda: bench_fork(["01_two_keys", "09_decoder"], args.students, args.repeat),
+             "training": lambda: bench_training(args.repeat)}
     for name, step in steps.items():
         if args.only in (None, name):
             step()
