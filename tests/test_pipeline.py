@@ -131,3 +131,32 @@ def test_the_feedback_exporter_writes_what_nbconvert_writes():
     assert text(ours) == text(theirs)
     images = re.findall(r"<img[^>]*>", ours)
     assert images and all('alt="No description has been provided for this image"' in tag for tag in images)
+
+
+def test_nbgraders_metadata_check_refuses_what_it_refused_with_each_schema_checked_once():
+    """instructor.nbgrader_ext.OnceCheckedSchemas: the same verdict and error as jsonschema.validate."""
+    import copy
+
+    import jsonschema
+    from nbgrader.nbgraderformat import MetadataValidator, common
+
+    from instructor import nbgrader_ext
+
+    assert isinstance(common.jsonschema, nbgrader_ext.OnceCheckedSchemas)  # what nbgrader_config.py loads
+    schema = MetadataValidator().schema
+    nb = P.read_nb(REPOSITORY.notebook("release", ASSIGNMENTS[0]))
+    good = next(c.metadata["nbgrader"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    bad = [{**good, "points": "two"}, {**good, "grade": "yes"}, {k: v for k, v in good.items() if k != "locked"},
+           {**good, "grade_id": "a b"}, {**good, "points": -1}, {**good, "shiny": True}]
+    once = nbgrader_ext.OnceCheckedSchemas()
+    for _ in range(2):  # the second time from the cached validator
+        once.validate(copy.deepcopy(good), schema)
+        for metadata in bad:
+            with pytest.raises(jsonschema.ValidationError) as stock:
+                jsonschema.validate(metadata, schema)
+            with pytest.raises(jsonschema.ValidationError) as cached:
+                once.validate(metadata, schema)
+            assert cached.value.message == stock.value.message and list(cached.value.path) == list(stock.value.path)
+    broken = {**schema, "type": "no such type"}
+    with pytest.raises(jsonschema.SchemaError):
+        once.validate(good, broken)
