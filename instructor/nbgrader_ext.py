@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from nbconvert.exporters import HTMLExporter, TemplateExporter
@@ -25,19 +26,21 @@ class OnceCheckedSchemas:
     """
 
     def __init__(self) -> None:
-        self._validators: dict[int, tuple[dict, object]] = {}
+        # by content: nbgrader reads its schema file afresh for every notebook it checks
+        self._validators: dict[str, object] = {}
 
     def validate(self, instance, schema, *args, **kwargs) -> None:
         import jsonschema
 
         if args or kwargs:
             return jsonschema.validate(instance, schema, *args, **kwargs)
-        entry = self._validators.get(id(schema))
-        if entry is None or entry[0] is not schema:
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
             cls = jsonschema.validators.validator_for(schema)
             cls.check_schema(schema)
-            entry = self._validators[id(schema)] = (schema, cls(schema))
-        error = jsonschema.exceptions.best_match(entry[1].iter_errors(instance))
+            validator = self._validators[key] = cls(json.loads(key))  # its own copy of the schema
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
         if error is not None:
             raise error
 
@@ -50,7 +53,7 @@ class OnceCheckedSchemas:
 def _check_schemas_once() -> None:
     from nbgrader.nbgraderformat import common
 
-    if getattr(common, "jsonschema", None).__class__.__name__ == "module":
+    if not isinstance(common.jsonschema, OnceCheckedSchemas):
         common.jsonschema = OnceCheckedSchemas()
 
 

@@ -155,8 +155,9 @@ def test_nbgraders_metadata_check_refuses_what_it_refused_with_each_schema_check
             with pytest.raises(jsonschema.ValidationError) as stock:
                 jsonschema.validate(metadata, schema)
             with pytest.raises(jsonschema.ValidationError) as cached:
-                once.validate(metadata, schema)
+                once.validate(metadata, MetadataValidator().schema)  # as nbgrader: the schema read afresh
             assert cached.value.message == stock.value.message and list(cached.value.path) == list(stock.value.path)
+    assert len(once._validators) == 1, "a schema read afresh for every notebook must not be checked again"
     broken = {**schema, "type": "no such type"}
     with pytest.raises(jsonschema.SchemaError):
         once.validate(good, broken)
