@@ -47,6 +47,14 @@ def kernel():
         km.shutdown_kernel(now=True)
 
 
+@pytest.fixture
+def shell_only(kernel):
+    """The kernel with its socket handler removed (as a student's code may): requests go on the shell."""
+    run(kernel[1], "handler = get_ipython().kernel.shell_handlers.pop('course_oracle_serve')")
+    yield kernel
+    run(kernel[1], "get_ipython().kernel.shell_handlers['course_oracle_serve'] = handler")
+
+
 def run(kc, code: str) -> None:
     reply = kc.execute_interactive(code, timeout=30)
     assert reply["content"]["status"] == "ok", reply["content"]
@@ -121,9 +129,8 @@ def test_an_endless_call_is_interrupted_and_the_next_request_is_answered(kernel)
         link.close()
 
 
-def test_an_endless_call_on_the_shell_is_interrupted_too(kernel):
-    run(kernel[1], "handler = get_ipython().kernel.shell_handlers.pop('course_oracle_serve')")
-    link = link_to(kernel, timeout=2)
+def test_an_endless_call_on_the_shell_is_interrupted_too(shell_only):
+    link = link_to(shell_only, timeout=2)
     try:
         link.deadline = monotonic() + 2
         with pytest.raises(oracle.OracleTimeout, match="longer than 2 s|did not answer within 2 s"):
@@ -134,16 +141,13 @@ def test_an_endless_call_on_the_shell_is_interrupted_too(kernel):
     finally:
         link.pause()
         link.close()
-        run(kernel[1], "get_ipython().kernel.shell_handlers['course_oracle_serve'] = handler")
 
 
-def test_a_kernel_without_the_socket_handler_is_asked_on_the_shell(kernel):
-    run(kernel[1], "handler = get_ipython().kernel.shell_handlers.pop('course_oracle_serve')")
-    link = link_to(kernel)
+def test_a_kernel_without_the_socket_handler_is_asked_on_the_shell(shell_only):
+    link = link_to(shell_only)
     try:
         assert call(link, "double", 10) == 20
         assert link._channel.off and link._channel.sock is None
     finally:
         link.pause()
         link.close()
-        run(kernel[1], "get_ipython().kernel.shell_handlers['course_oracle_serve'] = handler")
