@@ -23,6 +23,7 @@ from .env import under_nbgrader
 __all__ = [
     "CheckFailed",
     "as_numpy",
+    "attempt",
     "check_shape",
     "check_close",
     "check_finite",
@@ -224,3 +225,25 @@ def check_true(condition: Any, message: str) -> None:
     """Fail with ``message`` unless ``condition`` is truthy (an ``assert`` that survives ``-O``)."""
     if not bool(condition):
         raise CheckFailed(message)
+
+
+def attempt(what: str, function: Any, *args: Any, hint: str | None = None, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; if it raises, a failed check naming the call, the error and ``hint``.
+
+    A crash of the student's code then reads as one sentence, the library's words and the
+    course's advice together: ``block(x) raised RuntimeError (shapes do not match): pass ...``.
+    """
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 (any error of the student's code becomes a message)
+        raise CheckFailed(_raised(what, error, hint)) from None
+
+
+def _raised(what: str, error: BaseException, hint: str | None = None) -> str:
+    """``"<what> raised <Error> (<its words>): <hint>"``, one sentence however the error's text ends."""
+    try:
+        words = " ".join(str(error).split()).rstrip(" .;:")
+    except Exception:  # noqa: BLE001 (an error whose str() fails)
+        words = ""
+    said = f"{what} raised {type(error).__name__}" + (f" ({words})" if words else "")
+    return f"{said}: {hint.strip().rstrip('.')}" if hint else said

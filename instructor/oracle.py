@@ -45,6 +45,7 @@ from typing import Any
 from nbclient.util import run_hook, run_sync
 from traitlets import List, Unicode
 
+from course import checks as _course_checks
 from course import oracle as wire
 
 from .kernel_client import rejected
@@ -484,6 +485,8 @@ def _send(value: Any, generators: list | None = None) -> Any:
 
 
 _ORACLE_FILE = os.path.abspath(wire.__file__)
+# course.checks.attempt only calls the function a test hands it: the call is the test's own
+_ATTEMPT_CODE = _course_checks.attempt.__code__
 
 
 def _asked_by_a_test() -> bool:
@@ -497,6 +500,8 @@ def _asked_by_a_test() -> bool:
     """
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    if frame is not None and frame.f_code is _ATTEMPT_CODE:  # attempt(what, function, ...) calls what the test gave it
         frame = frame.f_back
     filename = frame.f_code.co_filename if frame is not None else ""
     return filename.startswith(("<test ", "<provided ")) or filename == _ORACLE_FILE
