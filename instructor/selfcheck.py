@@ -239,18 +239,27 @@ def timed_out(nb) -> list[str]:
     return out
 
 
+def score_lines(cells) -> list[str]:
+    """The table of test cells and points (one column however long a name), each failure's message under it."""
+    width = max([len(gid) for gid in cells] + [len("test cell")]) + 2
+    lines = [f"{'':5}{'test cell':<{width}}{'points':>8}"]
+    for gid, cell in cells.items():
+        mark = "ok" if cell.score >= cell.max_score else "FAIL"
+        lines.append(f"{mark:<5}{gid:<{width}}{cell.score:>4g}/{cell.max_score:<3g}")
+        if cell.score < cell.max_score:
+            lines.append(f"      {explain(cell.error)}")
+    return lines
+
+
 def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY) -> int:
     """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
     assignment, private, report, result = grade_copy(notebook, assignment, root, progress=True)
     if result is None:
         print(f"could not grade it: {'; '.join(report.problems)}")
         return 3
-    print(f"\n{'test cell':<34}{'points':>8}")
-    for gid, cell in result.cells.items():
-        mark = "ok " if cell.score >= cell.max_score else "FAIL"
-        print(f"{mark} {gid:<30}{cell.score:>4g}/{cell.max_score:<3g}")
-        if cell.score < cell.max_score:
-            print(f"      {explain(cell.error)}")
+    print()
+    for line in score_lines(result.cells):
+        print(line)
     print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     by_hand = manual_points(P.read_nb(private.notebook("release", assignment)))
     if by_hand:

@@ -77,3 +77,16 @@ def test_self_check_names_a_cell_stopped_at_the_time_limit(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "interrupted: hand_answers ran past the time limit (6 s per cell)" in out, out
     assert "FAIL test_hand_answers" in out and "automatic points: 9 of 11" in out
+
+
+@pytest.mark.parametrize("long_name", ["test_masked_attention_pad_invariance", "test_gradients_reach_every_parameter_x"])
+def test_score_table_keeps_its_columns_for_long_names(long_name):
+    """The points column starts at one place on every line, however long a test cell's name."""
+    from instructor.selfcheck import score_lines
+
+    cells = {gid: P.CellResult(gid, score, 1.0, "" if score else "AssertionError: wrong")
+             for gid, score in (("test_a", 1.0), (long_name, 0.0), ("test_quiz_q1", 1.0))}
+    lines = [line for line in score_lines(cells) if not line.startswith("      ")]  # messages are indented
+    assert len({line.index("/") for line in lines[1:]}) == 1, "\n".join(lines)  # the scores, one under another
+    assert {len(line) for line in lines} == {len(lines[0])}, "\n".join(lines)  # "points" ends where they end
+    assert lines[2].startswith(f"FAIL {long_name} ") and lines[1].startswith("ok   test_a ")
