@@ -9,7 +9,9 @@ scheduler in conftest.py sends all of a chapter's tests to one worker.
 
 from __future__ import annotations
 
+import ast
 import html
+import inspect
 import json
 import re
 
@@ -33,6 +35,12 @@ from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
 from instructor.sandbox import SandboxedKernelManager
 from instructor.zoo import alternatives_for, variants_for
+
+# chapters whose every failing test, for every bug of the zoo, speaks through a course check (a crash of the
+# student's code comes back from `attempt` as one sentence with the course's hint), never a bare library error
+EXACT_FEEDBACK = {"03_masks", "09_decoder"}
+COURSE_MESSAGE = "CheckFailed: "
+MAX_TEST_LINES = 5  # what a graded test cell may print when it passes
 
 
 def by_chapter(values=ASSIGNMENTS):
@@ -109,6 +117,15 @@ def test_source_notebook_executes(assignment, tmp_path):
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [P.cell_error(c) for c in nb.cells if P.cell_error(c)]
     assert not errors, f"{assignment} raised: {errors}"
+    loud = {}
+    for cell in nb.cells:  # a graded test cell says little: a failed check's message, not pages of output
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+            shown = [o for o in cell.outputs if o.get("output_type") in ("execute_result", "display_data")]
+            lines = sum(len(o.get("text", "").splitlines()) for o in cell.outputs if o.get("output_type") == "stream")
+            if shown or lines > MAX_TEST_LINES:
+                loud[meta["grade_id"]] = f"{len(shown)} displayed values, {lines} printed lines"
+    assert not loud, f"graded test cells that flood the page: {loud}"
 
 
 # ---------------------------------------------------------------- release
@@ -196,6 +213,12 @@ def test_bug_zoo_variant_loses_points(assignment, variant, scratch_root):
         cell = result.cells[gid]
         assert cell.score < cell.max_score, f"{v.why}: {gid} did not fail"
         assert fragment in cell.error, f"{v.why}: {gid} says {cell.error!r}, expected it to mention {fragment!r}"
+    if v.only:
+        others = {g: result.cells[g].error for g in result.failed() if g not in v.expect}
+        assert not others, f"{v.why}: only {sorted(v.expect)} should notice it, but these failed too: {others}"
+    if assignment in EXACT_FEEDBACK:
+        raw = {g: result.cells[g].error for g in result.failed() if not result.cells[g].error.startswith(COURSE_MESSAGE)}
+        assert not raw, f"{v.why}: a raw error, not the course's message with its hint: {raw}"
 
 
 @pytest.mark.parametrize("assignment,alternative", alternative_params())
@@ -272,3 +295,56 @@ def test_a_student_answer_is_never_a_demo_cell():
     assert not is_demo_only(cell({"grade": False, "solution": True}))
     assert not is_demo_only(cell({"grade": True, "solution": False, "locked": True, "points": 1}))
     assert not is_demo_only(new_code_cell("x = 1  # demo only"))
+
+
+# ---------------------------------------------------------------- what a graded cell shows
+
+
+def _returns_a_value(function: ast.FunctionDef) -> bool:
+    """Whether `function` has a `return <value>` of its own (nested definitions not counted)."""
+    todo = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _shows_a_value(last: ast.stmt, defined: dict, course_api) -> str | None:
+    """Why a cell whose last statement is `last` would display a value (IPython shows a last expression), or None."""
+    if not isinstance(last, ast.Expr):
+        return None
+    call = last.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return f"it ends with the expression {ast.unparse(call)[:60]!r}, whose value the cell would display"
+    name = call.func.id
+    if name in defined:
+        return f"it ends with a call of {name}, which returns a value" if _returns_a_value(defined[name]) else None
+    function = getattr(course_api, name, None)
+    if function is not None and inspect.signature(function).return_annotation in (None, "None"):
+        return None
+    return f"it ends with a call of {name}, whose value the cell would display"
+
+
+@pytest.mark.parametrize("assignment", by_chapter())
+def test_graded_cells_display_no_value(assignment):
+    """A graded test cell never ends with a value: the student's Lab would print it (1,540 lines of gradients,
+    once) and nbgrader reads a number it shows as partial credit. Both forms: released and with hidden tests."""
+    import course
+
+    nb = source_nb(assignment)
+    defined = {node.name: node for cell in nb.cells if cell.cell_type == "code"
+               for node in ast.parse(cell.source).body if isinstance(node, ast.FunctionDef)}
+    problems = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not (meta.get("grade") and not meta.get("solution")) or cell.cell_type != "code":
+            continue
+        released = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", cell.source, flags=re.S)
+        for form, source in (("released", released), ("with hidden tests", cell.source)):
+            why = _shows_a_value(ast.parse(source).body[-1], defined, course)
+            if why:
+                problems.append(f"{meta['grade_id']} ({form}): {why}")
+    assert not problems, problems

@@ -7,7 +7,8 @@ solution cell, ``(old, new)`` replacements applied to the *current* solution tex
 must occur exactly once), so a change to a solution is tested by its zoo at once. ``replace``
 gives a whole cell's text instead, for answers that are not a small edit (a hard-coded answer).
 ``expect`` names the test cells that must then lose points, each with a fragment of the message
-it should show. The test suite fills every variant into the released notebook, autogrades them
+it should show; with ``only=True`` no other test cell may lose points (the text claims that
+only those tests notice the mistake, and the suite measures it). The test suite fills every variant into the released notebook, autogrades them
 all in one nbgrader run and checks both the lost points and the messages.
 
 A module may also list ``ALTERNATIVES``: correct answers written differently from the solution
@@ -36,6 +37,7 @@ class Variant:
     replace: dict[str, str] = field(default_factory=dict)  # solution grade_id -> the whole cell typed
     expect: dict[str, str] = field(default_factory=dict)  # failing test grade_id -> message fragment
     edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)  # solution grade_id -> (old, new)...
+    only: bool = False  # True: the cells of ``expect`` are the only ones that lose points (a claim of the text)
 
     def student_id(self, prefix: str = "zoo") -> str:
         return f"{prefix}-" + self.name.replace("_", "-")

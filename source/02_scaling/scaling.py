@@ -610,7 +610,7 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the spread of a raw score."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'The variance argument' (variances of "
            "independent terms add up; the std is the square root)")
@@ -618,7 +618,7 @@ check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'The varianc
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what the division by sqrt(d_k) is for."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read Part C (softmax already sums to 1, and "
            "subtracting the row max already prevents overflow)")
@@ -626,14 +626,14 @@ check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read Part C (soft
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: sharp attention in a trained model."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The argument holds at initialisation'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the limit of very large scores."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read 'What large scores do to softmax'")
 ### END HIDDEN TESTS

@@ -43,7 +43,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course import check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
+from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import under_nbgrader
 from course.oracle import call_keeping_arguments, draw_parameters
 from course.plots import plot_attention
@@ -194,11 +194,8 @@ check_true(real_counts != [1, 3], "padding_mask([3, 1], 4) is True at the PAD po
 check_true(real_counts == [3, 1], f"padding_mask([3, 1], 4) marks {real_counts} real tokens per row, but a sequence "
                                   f"of length L has exactly L real tokens, at positions 0 .. L-1 (off by one?)")
 check_true(bool(mask[:, 0].all()), "padding_mask puts the real tokens first: position 0 is real in every sequence")
-try:
-    from_list = padding_mask([2, 0], 3)
-except Exception as error:
-    raise AssertionError(f"padding_mask([2, 0], 3) raised {type(error).__name__} ({error}) on a Python list: "
-                         f"convert lengths with torch.as_tensor first") from None
+from_list = attempt("padding_mask([2, 0], 3) on a Python list", padding_mask, [2, 0], 3,
+                    hint="convert lengths with torch.as_tensor first")
 check_shape("padding_mask([2, 0], 3)", from_list, (2, 3))
 check_true(not bool(from_list[1].any()), "a sequence of length 0 is all padding: its row must be all False")
 ### BEGIN HIDDEN TESTS
@@ -762,16 +759,14 @@ def leak_test_block(kind, state=None, heads=2):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block with a causal mask passes both checks: (past_unchanged, last_changed) == (True, True)."""
+TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
 g = torch.Generator().manual_seed(61)
 attention_state = draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)
 masked_layer = leak_test_block("causal", attention_state)  # returns (output, weights) like nn.MultiheadAttention
 x = torch.randn(2, 5, 6, generator=g)
 x_before = x.clone()
-try:
-    result, (_, x_after) = call_keeping_arguments(future_leak_check, masked_layer, x)
-except Exception as error:
-    raise AssertionError(f"future_leak_check raised {type(error).__name__} ({error}) on a block that returns "
-                         f"(output, weights): when block(x) returns a tuple, its first item is the output") from None
+result, (_, x_after) = attempt("future_leak_check on a block that returns (output, weights)", call_keeping_arguments,
+                               future_leak_check, masked_layer, x, hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(torch.equal(x_after, x_before), "future_leak_check modified the caller's x: change a copy (x.clone())")
 past_unchanged, last_changed = result
@@ -782,7 +777,8 @@ check_true(bool(last_changed), "future_leak_check says the last output did not c
                                "outputs at the last position")
 ### BEGIN HIDDEN TESTS
 g = torch.Generator().manual_seed(62)
-result = future_leak_check(leak_test_block("normed_causal", attention_state), torch.randn(3, 4, 6, generator=g))
+result = attempt("future_leak_check", future_leak_check, leak_test_block("normed_causal", attention_state),
+                 torch.randn(3, 4, 6, generator=g), hint=TUPLE_HINT)
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a causally masked block: "
                             "compare only positions 0 .. T-2, and change only the last position")
 check_true(bool(result[1]), "future_leak_check says the last output did not change for a block that starts with "
@@ -791,7 +787,8 @@ check_true(bool(result[1]), "future_leak_check says the last output did not chan
 for trial in range(3):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
     running_average = leak_test_block("running_average", {"weights": torch.randn(D, D, generator=g)})
-    result = future_leak_check(running_average, torch.randn(B, T, D, generator=g))
+    result = attempt("future_leak_check on a block that returns a plain tensor", future_leak_check, running_average,
+                     torch.randn(B, T, D, generator=g), hint="then block(x) is the output itself")
     check_true(tuple(bool(r) for r in result) == (True, True),
                f"future_leak_check gave {result} for a causal running-average block that returns a plain tensor "
                f"(B={B}, T={T}, D={D}), expected both checks to pass")
@@ -799,9 +796,11 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_detects_leak", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block without a causal mask leaks: past_unchanged must be False (and last_changed True)."""
+TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
 g = torch.Generator().manual_seed(63)
 open_layer = leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
-result = future_leak_check(open_layer, torch.randn(2, 5, 6, generator=g))
+result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, open_layer,
+                 torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(not bool(result[0]), "future_leak_check missed a leak: without a mask every position reads the last "
                                 "token, so the earlier outputs must differ once x[:, -1] changes. Compute the "
@@ -812,17 +811,21 @@ check_true(bool(result[1]), "future_leak_check says the last output did not chan
 g = torch.Generator().manual_seed(64)
 for trial in range(3):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
-    result = future_leak_check(leak_test_block("mean_leak"), torch.randn(B, T, D, generator=g))
+    result = attempt("future_leak_check on a block that returns a plain tensor", future_leak_check,
+                     leak_test_block("mean_leak"), torch.randn(B, T, D, generator=g),
+                     hint="then block(x) is the output itself")
     check_true(not bool(result[0]), f"future_leak_check missed a leak through a mean over the sequence "
                                     f"(B={B}, T={T}, D={D}): the earlier outputs depend on the last token")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_control", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The control: for a block that never reads the last token, last_changed must be False."""
+TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
 g = torch.Generator().manual_seed(65)
 # self-attention on x with its last position zeroed out: the output never depends on x[:, -1]
 drops_last_token = leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
-result = future_leak_check(drops_last_token, torch.randn(2, 5, 6, generator=g))
+result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, drops_last_token,
+                 torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a block that never reads the "
                             "last token: compare only positions 0 .. T-2")
@@ -833,7 +836,8 @@ check_true(not bool(result[1]), "future_leak_check reports that the last output 
 g = torch.Generator().manual_seed(66)
 for trial in range(2):
     B, T, D = (int(n) for n in torch.randint(2, 7, (3,), generator=g))
-    result = future_leak_check(leak_test_block("zeros"), torch.randn(B, T, D, generator=g))
+    result = attempt("future_leak_check on a block that returns a plain tensor", future_leak_check,
+                     leak_test_block("zeros"), torch.randn(B, T, D, generator=g), hint="then block(x) is the output itself")
     check_true(not bool(result[1]), "future_leak_check reports that the last output changed for a block that "
                                     "always returns zeros: last_changed must compare real outputs (the control)")
 ### END HIDDEN TESTS
@@ -992,28 +996,28 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: which model needs a causal mask."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "b", "Q1 is not right: re-read 'Two reasons to hide a key' (encoder vs decoder)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the mask of cross-attention."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Two reasons to hide a key' (cross-attention)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a PAD query produces."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "c", "Q3 is not right: re-read 'PAD queries still produce vectors' in Part D")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the course's mask handed to nn.MultiheadAttention."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read the conventions table of Part D")
 ### END HIDDEN TESTS

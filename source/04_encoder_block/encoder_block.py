@@ -781,7 +781,7 @@ def check_gradients(block, x, pad, future=None):
 torch.manual_seed(8)
 block = EncoderBlock(4, 2, 8)
 draw_parameters(block, torch.Generator().manual_seed(8))
-check_gradients(block, torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))
+gradient_report = check_gradients(block, torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(22)
 for trial in range(3):
@@ -933,21 +933,21 @@ Q1, Q2, Q3, Q4, Q5, Q6 = "b", "c", "a", "b", "c", "a"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the family for classifying complete reviews."""
-check_choice("Q1", Q1, "abc")
+answer = check_choice("Q1", Q1, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1, "abc") == "b", "Q1 is not the best answer: re-read 'Three families built from the same blocks'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what kind of models T5 and BART are."""
-check_choice("Q2", Q2, "abc")
+answer = check_choice("Q2", Q2, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2, "abc") == "c", "Q2 is not the best answer: re-read the table of the three families")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why bidirectional attention suits classification rather than generation."""
-check_choice("Q3", Q3, "abc")
+answer = check_choice("Q3", Q3, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3, "abc") == "a", "Q3 is not the best answer: re-read the end of 'Three families built "
            "from the same blocks', and the causal-mask check of Part C")
@@ -955,14 +955,14 @@ check_true(check_choice("Q3", Q3, "abc") == "a", "Q3 is not the best answer: re-
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: which outputs of a FeedForward move when one token changes."""
-check_choice("Q4", Q4, "abc")
+answer = check_choice("Q4", Q4, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4, "abc") == "b", "Q4 is not the best answer: re-read Part A and run its check-it cell again")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: what a large attention weight shows."""
-check_choice("Q5", Q5, "abc")
+answer = check_choice("Q5", Q5, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q5", Q5, "abc") == "c", "Q5 is not the best answer: re-read 'Reading attention weights: mixing "
            "coefficients, not explanations'")
@@ -970,7 +970,7 @@ check_true(check_choice("Q5", Q5, "abc") == "c", "Q5 is not the best answer: re-
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q6", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q6: loading a post-norm checkpoint into a pre-norm block."""
-check_choice("Q6", Q6, "abc")
+answer = check_choice("Q6", Q6, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q6", Q6, "abc") == "a", "Q6 is not the best answer: re-read the start of Part C (post-norm and "
            "pre-norm have the same parameters)")

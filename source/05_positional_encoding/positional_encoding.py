@@ -922,28 +922,28 @@ Q4 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: what positional encodings fix."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "b", 'Q1 is not right: re-read Part A, what does an encoder layer do to permuted tokens?')
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: a learned table of 512 rows and 600 tokens."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "c", "Q2 is not right: re-read Part C, what a table of max_len rows holds")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a fixed causal mask and permutations."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "c", 'Q3 is not right: re-read "Masks carry order too" in Part A')
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: how many relative offsets for T = 10."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read Part D, the range of j - i for T tokens")
 ### END HIDDEN TESTS

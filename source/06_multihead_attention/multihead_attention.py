@@ -687,7 +687,7 @@ def float64_run(B, T, H, d_head, seed):
     return params, x, out
 
 
-float64_run(B=2, T=5, H=2, d_head=4, seed=37)
+float64_result = float64_run(B=2, T=5, H=2, d_head=4, seed=37)  # (parameters, x, out)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(37)
 for trial in range(4):
@@ -1076,35 +1076,35 @@ Q5 = "b"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: how the parameter count depends on the number of heads."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read the note under Part C's check-it cell, then count the weights of qkv and proj")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why the scores are divided by sqrt(d_head)."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read step 2 (Scores) of Part C")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why the causal mask is a buffer."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The mask is a buffer' in Part C")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what several heads give a query."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Eight heads' and the paragraph after its plot")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: encoders and the causal mask."""
-check_choice("Q5", Q5)
+answer = check_choice("Q5", Q5)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q5", Q5) == "b", "Q5 is not right: re-read step 3 (Causal mask) of Part C: who needs to hide the future?")
 ### END HIDDEN TESTS

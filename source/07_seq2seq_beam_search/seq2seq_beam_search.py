@@ -1319,7 +1319,7 @@ Q4 = "d"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: the shape of the cross-attention scores and their mask."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "a", "Q1: re-read 'Cross-attention in the Transformer': where do Q and K come from, and is any "
            "part of the source in the future?")
@@ -1327,7 +1327,7 @@ check_true(check_choice("Q1", Q1) == "a", "Q1: re-read 'Cross-attention in the T
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: which measurement exposes a missing decoder mask."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "c", "Q2: re-read 'The mistake that training loss cannot see': which measurements stayed perfect "
            "without the mask?")
@@ -1335,7 +1335,7 @@ check_true(check_choice("Q2", Q2) == "c", "Q2: re-read 'The mistake that trainin
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: the length penalty at alpha = 0 and alpha = 1."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "b", "Q3: re-read 'Decoding: why search at all' and compute ln p / lp for both hypotheses, "
            "once with lp = 1 and once with lp = (5 + |y|) / 6")
@@ -1343,7 +1343,7 @@ check_true(check_choice("Q3", Q3) == "b", "Q3: re-read 'Decoding: why search at 
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: teacher-forced accuracy high, free-running output drifts."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "d", "Q4: re-read 'Evaluation: teacher-forced and free-running': what does the decoder see as "
            "its prefix in training, and what when it generates?")

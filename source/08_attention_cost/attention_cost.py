@@ -1485,7 +1485,7 @@ Q4 = "a"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: pairs at stride 8 versus stride 32."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'Images: the stride decides' (4x per axis gives 16x tokens; "
            "pairs are tokens squared)")
@@ -1493,14 +1493,14 @@ check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'Images: the
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why softmax attention keeps the L x L matrix."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Why softmax needs the whole L x L matrix'")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a KV-cached step computes."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "a", "Q3 is not right: re-read the introduction of Part D (what the cache keeps and what "
            "a step computes)")
@@ -1508,7 +1508,7 @@ check_true(check_choice("Q3", Q3) == "a", "Q3 is not right: re-read the introduc
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: why bucket by length."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Padding pays L² too: bucket by length'")
 ### END HIDDEN TESTS

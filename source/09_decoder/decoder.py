@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import (
+    attempt,
     check_choice,
     check_close,
     check_finite,
@@ -134,24 +135,27 @@ class EncoderBlock(nn.Module):
 
 
 # %% [markdown]
-# The graded tests call your code through `attempt`, which turns an exception into a failed
-# check that names the call, so a crash reads as a message rather than a bare traceback. They
+# The graded tests call your code through `attempt` (from `course`), which turns an exception
+# into a failed check that names the call and says where to look, so a crash reads as a message
+# rather than a bare traceback. `future_mask(n)` is the `(n, n)` causal mask in
+# `nn.MultiheadAttention`'s convention, **True = drop** (chapter 03's `causal_mask` used the
+# opposite one, True = allowed); use it in `decode`. They
 # also choose every parameter: `new_block` builds your `DecoderBlock` and loads parameters the
 # test drew, by the names the exercise gives (`load_state`), so no result depends on the order
 # in which you create the submodules or on their random initial values.
 
 # %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
-def attempt(what, function, *args, hint=None, **kwargs):
-    """function(*args, **kwargs), or a failed check saying that `what` raised, and what."""
-    try:
-        return function(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 (any error of the student's code becomes a message)
-        message = f"{what} raised {type(error).__name__}: {error}"
-        raise AssertionError(f"{message}. {hint}" if hint else message) from None
+BLOCK_HINT = ("in DecoderBlock the self-attention takes (h, h, h) and the causal mask (T, T); the cross-attention "
+              "takes its queries from the decoder stream and its keys and values from memory, with the memory "
+              "padding mask (B, S) and no causal mask")
+MODEL_HINT = "the model runs your DecoderBlock and cross_attention: make the tests of Parts A and B pass first"
 
 
-def causal_mask(n):
-    """(n, n) bool, True above the diagonal: query i may not look at keys j > i."""
+def future_mask(n):
+    """(n, n) bool, True above the diagonal = the pairs to DROP (query i may not look at keys j > i).
+
+    nn.MultiheadAttention's convention. Chapter 03's causal_mask(T) was the opposite one, True = allowed.
+    """
     return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
 
 
@@ -363,13 +367,16 @@ for _ in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD memory positions get weight 0 from every query in every head, and appending PAD changes no output."""
-def check_memory_padding(attention, x, memory, lengths):
-    source_length = memory.shape[1]
+def check_memory_padding(attention, heads, x, memory, lengths):
+    (batch, length, _), source_length = x.shape, memory.shape[1]
     pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
     with torch.no_grad():
         out, weights = attempt("cross_attention with a memory padding mask", cross_attention, attention, x, memory,
                                pad, hint="pass memory_padding_mask as key_padding_mask (True = drop the key)")
-        short, _ = cross_attention(attention, x[:1], memory[:1, : int(lengths[0])])
+        short, _ = attempt("cross_attention on a memory without PAD", cross_attention, attention, x[:1],
+                           memory[:1, : int(lengths[0])], hint="the queries come from x, the keys and values from memory")
+    check_shape("weights with a memory padding mask", weights, (batch, heads, length, source_length),
+                hint="one (T, S) map per head, (batch, head, query, key): ask for average_attn_weights=False")
     check_finite("weights with a memory padding mask", weights, hint="a query lost every key: the mask is True at PAD "
                  "positions, the keys to DROP; pass it as it is, not inverted")
     pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
@@ -381,7 +388,7 @@ def check_memory_padding(attention, x, memory, lengths):
 
 
 torch.manual_seed(3)
-check_memory_padding(fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True), torch.randn(2, 3, 8),
+check_memory_padding(fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True), 2, torch.randn(2, 3, 8),
                      torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(93)
@@ -390,7 +397,7 @@ for _ in range(4):
     length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    check_memory_padding(fresh(nn.MultiheadAttention, heads * d_head, heads, dropout=0.0, batch_first=True),
+    check_memory_padding(fresh(nn.MultiheadAttention, heads * d_head, heads, dropout=0.0, batch_first=True), heads,
                          torch.randn(batch + 1, length, heads * d_head, generator=gen),
                          torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
@@ -493,8 +500,8 @@ for norm_first in (False, True):
     torch.manual_seed(0)
     block = DecoderBlock(8, 2, 16, norm_first=norm_first)
     with torch.no_grad():
-        ours, cross_weights = block(x, memory, causal_mask=causal_mask(4), memory_padding_mask=memory_pad)
-        theirs = pytorch_decoder_layer(block)(x, memory, tgt_mask=causal_mask(4), memory_key_padding_mask=memory_pad)
+        ours, cross_weights = block(x, memory, causal_mask=future_mask(4), memory_padding_mask=memory_pad)
+        theirs = pytorch_decoder_layer(block)(x, memory, tgt_mask=future_mask(4), memory_key_padding_mask=memory_pad)
     agree = torch.allclose(ours, theirs, atol=1e-5)
     print(f"norm_first={norm_first}: out {tuple(ours.shape)}, cross weights {tuple(cross_weights.shape)}, "
           f"matches nn.TransformerDecoderLayer: {agree}")
@@ -540,7 +547,7 @@ def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first
     x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
     call = f"DecoderBlock(norm_first={norm_first}) on x {tuple(x.shape)}, memory {tuple(memory.shape)}"
     with torch.no_grad():
-        result = attempt(call, block, x, memory, causal_mask=causal_mask(length),
+        result = attempt(call, block, x, memory, causal_mask=future_mask(length),
                          hint="the causal mask (T, T) belongs to the self-attention; the cross-attention has "
                               "T queries and S keys and takes no causal mask")
     check_true(isinstance(result, tuple) and len(result) == 2, "DecoderBlock.forward must return a pair (out, cross_weights)")
@@ -569,9 +576,17 @@ def check_decoder_causal(block, x, memory):
     length = x.shape[1]
     changed = x.clone()
     changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
+    other_memory = memory.flip(0) + torch.linspace(-2.0, 2.0, memory.shape[-1])
     with torch.no_grad():
-        before, _ = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=causal_mask(length))
-        after, _ = block(changed, memory, causal_mask=causal_mask(length))
+        before, _ = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future_mask(length),
+                            hint=BLOCK_HINT)
+        after, _ = attempt("DecoderBlock on a changed x", block, changed, memory, causal_mask=future_mask(length),
+                           hint=BLOCK_HINT)
+        elsewhere, _ = attempt("DecoderBlock on another memory", block, x, other_memory,
+                               causal_mask=future_mask(length), hint=BLOCK_HINT)
+    check_true(not torch.allclose(before, elsewhere, atol=1e-5),
+               "the block's output does not depend on memory at all: the cross-attention must take its keys and "
+               "values from memory (with them from x it is a second self-attention, and one without a causal mask)")
     check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
                  "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
     check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
@@ -600,9 +615,13 @@ def check_sees_all_memory(block, x, memory):
     moved = memory.clone()
     moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])  # change the last memory position only
     with torch.no_grad():
-        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=causal_mask(length),
-                                  hint="the causal mask belongs to the self-attention only")
-        after, _ = block(x, moved, causal_mask=causal_mask(length))
+        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future_mask(length),
+                                  hint=BLOCK_HINT)
+        after, _ = attempt("DecoderBlock on a changed memory", block, x, moved, causal_mask=future_mask(length),
+                           hint=BLOCK_HINT)
+    check_true(getattr(weights, "ndim", 0) == 4 and tuple(weights.shape[-2:]) == (length, memory.shape[1]),
+               f"cross_weights have shape {tuple(getattr(weights, 'shape', ()))}, expected (B, H, {length}, "
+               f"{memory.shape[1]}): one (T, S) map per head of the cross-attention; keep average_attn_weights=False")
     check_true(weights[:, :, 0, 1:].sum() > 0,
                "the first decoder position puts no weight on memory positions 1 and later: is the causal mask also "
                "applied to the cross-attention? The source is known in full; only the self-attention is causal")
@@ -626,15 +645,21 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_memory_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD memory positions get cross weight 0 and do not influence any output; the decoder's own positions are not masked by it."""
-def check_decoder_padding(block, x, memory, lengths):
+def check_decoder_padding(block, heads, x, memory, lengths):
     length, source_length = x.shape[1], memory.shape[1]
     pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
     noisy = memory + 50.0 * pad[..., None]  # change PAD positions only
     call = "DecoderBlock with memory_padding_mask"
     with torch.no_grad():
-        out, weights = attempt(call, block, x, memory, causal_mask=causal_mask(length), memory_padding_mask=pad,
+        out, weights = attempt(call, block, x, memory, causal_mask=future_mask(length), memory_padding_mask=pad,
                                hint="the memory padding mask (B, S) belongs to the cross-attention only")
-        out_noisy, _ = block(x, noisy, causal_mask=causal_mask(length), memory_padding_mask=pad)
+        out_noisy, _ = attempt(f"{call}, PAD positions changed", block, x, noisy, causal_mask=future_mask(length),
+                               memory_padding_mask=pad, hint=BLOCK_HINT)
+    if tuple(getattr(weights, "shape", ())) == (x.shape[0], heads, length, length) and length != source_length:
+        check_true(False, f"the cross weights of {call} are (T, T) maps: return the cross-attention's weights, "
+                   "whose keys are the S memory positions, not the self-attention's")
+    check_shape(f"cross_weights of {call}", weights, (x.shape[0], heads, length, source_length),
+                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
     check_finite(f"cross_weights of {call}", weights, hint="a query lost every key: the mask is True at PAD, the "
                  "keys to DROP; pass it as it is")
     pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
@@ -646,7 +671,7 @@ def check_decoder_padding(block, x, memory, lengths):
 
 
 torch.manual_seed(7)
-check_decoder_padding(new_block(8, 2, 16, seed=7), torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
+check_decoder_padding(new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(98)
 for trial in range(4):
@@ -658,7 +683,7 @@ for trial in range(4):
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
     block = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
-    check_decoder_padding(block, torch.randn(batch + 1, length, heads * d_head, generator=gen),
+    check_decoder_padding(block, heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
                           torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
 
@@ -697,6 +722,8 @@ def _by_hand(layer, x, memory, future, pad, pre, mistake=None):
     n1, n2, n3 = layer.norm1, layer.norm2, layer.norm3
     if mistake == "norms":
         n1, n2, n3 = n2, n1, n3
+    if mistake == "norms 2 3":
+        n1, n2, n3 = n1, n3, n2
     self_mask = None if mistake == "no causal" else future
 
     def self_attend(h):
@@ -738,6 +765,7 @@ _MISTAKES = {
     "no cross residual": "the residual connection around the cross-attention is missing",
     "no ffn residual": "the residual connection around the FFN is missing",
     "norms": "norm1 and norm2 are swapped (norm1 wraps the self-attention, norm2 the cross-attention)",
+    "norms 2 3": "norm2 and norm3 are swapped (norm2 wraps the cross-attention, norm3 the FFN)",
     "no causal": "the self-attention has no causal mask",
     "memory normed": "the memory is also normalised before the cross-attention (only the decoder stream is)",
 }
@@ -757,11 +785,11 @@ def _compare_with_pytorch(norm_first, seed):
         x = torch.randn(batch, length, width, generator=gen)
         memory = torch.randn(batch, source_length, width, generator=gen)
         pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (batch,), generator=gen)[:, None]
-        future = causal_mask(length) if trial % 2 == 0 else None
+        future = future_mask(length) if trial % 2 == 0 else None
         where = f"width {width}, {heads} heads, hidden {hidden}, T={length}, S={source_length}, causal={future is not None}"
         with torch.no_grad():
             out, weights = attempt(f"DecoderBlock(norm_first={norm_first}) ({where})", block, x, memory,
-                                   causal_mask=future, memory_padding_mask=pad)
+                                   causal_mask=future, memory_padding_mask=pad, hint=BLOCK_HINT)
             want = layer(x, memory, tgt_mask=future, memory_key_padding_mask=pad)
             causes = {}
             for key, text in _MISTAKES.items():
@@ -787,7 +815,7 @@ state["norm3.weight"], state["norm3.bias"] = torch.ones(8), torch.zeros(8)  # no
 block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state).eval()
 with torch.no_grad():
     out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
-                     causal_mask=causal_mask(4))
+                     causal_mask=future_mask(4), hint=BLOCK_HINT)
 check_close("mean over the features of every output token (post-norm)", out.mean(-1), torch.zeros(2, 4), atol=1e-5,
             hint="post-norm ends with norm3(x + ffn(x)): the last operation is a LayerNorm")
 check_close("standard deviation over the features of every output token (post-norm)", out.std(-1, unbiased=False),
@@ -803,7 +831,8 @@ def check_clean_residual(width, heads, hidden, x, memory, seed):
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first=True)"
     block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state).eval()
     with torch.no_grad():
-        out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=causal_mask(x.shape[1]))
+        out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=future_mask(x.shape[1]),
+                         hint=BLOCK_HINT)
     check_close("out of a pre-norm block whose three sublayers output zero", out, x, atol=1e-6,
                 hint="pre-norm is x = x + sublayer(norm(x)) three times: the residual path goes through no norm, "
                      "and every sublayer (the cross-attention too) adds to x")
@@ -819,8 +848,8 @@ _compare_with_pytorch(norm_first=True, seed=100)
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
 def check_decoder_gradients(block, x, memory):
     block.train()
-    future = causal_mask(x.shape[1])
-    out = attempt("DecoderBlock", block, x, memory, causal_mask=future)[0].detach().requires_grad_()
+    future = future_mask(x.shape[1])
+    out = attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)[0].detach().requires_grad_()
     out.square().mean().backward()  # the test's loss; its gradient on out is the direction of the backward pass
     gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
     for name, grad in gradients.items():
@@ -833,7 +862,7 @@ def check_decoder_gradients(block, x, memory):
 
 
 torch.manual_seed(10)
-check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
@@ -844,7 +873,7 @@ for trial in range(2):
     direction, memory_grad = check_decoder_gradients(block, x, memory)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
     layer, leaf = _reference_layer(block_state(width, 9, 1010 + trial), width, heads, 9, norm_first), memory.clone()
-    (layer(x, leaf.requires_grad_(), tgt_mask=causal_mask(4)) * direction).sum().backward()
+    (layer(x, leaf.requires_grad_(), tgt_mask=future_mask(4)) * direction).sum().backward()
     check_close(f"the gradient that reaches the memory (norm_first={norm_first})", memory_grad, leaf.grad, atol=1e-4,
                 hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
                      "pass follows your forward, so first make the block agree with the layer (tests above)")
@@ -904,9 +933,10 @@ def greedy_decode(model, src, max_len):
 #   position embeddings), run it through `self.encoder_blocks` with the padding mask, and
 #   return `self.encoder_norm` of the result, the memory `(B, S, D)`;
 # * `decode(dec_in, memory, memory_padding_mask=None)`: embed `dec_in` (`(B, n)`), build the
-#   `(n, n)` causal mask, run `self.decoder_blocks` (each reads the same memory), and return
-#   `self.decoder_norm` of the result, `(B, n, D)`, **and** the list of every decoder block's
-#   cross-attention weights, `[(B, H, n, S), ...]`, first block first.
+#   `(n, n)` causal mask (`future_mask(n)` of the test tools: True above the diagonal), run
+#   `self.decoder_blocks` (each reads the same memory), and return `self.decoder_norm` of the
+#   result, `(B, n, D)`, **and** the list of every decoder block's cross-attention weights,
+#   `[(B, H, n, S), ...]`, first block first.
 #
 # Why the two final LayerNorms? In pre-norm the residual stream is never normalised inside
 # the blocks, so the stack must end with one; `nn.Transformer` adds them in both placements,
@@ -1018,7 +1048,7 @@ class PyTorchTwin(nn.Module):
         def embed(tokens):
             return self.token_embedding(tokens) + self.position_embedding(torch.arange(tokens.size(1)))
 
-        hidden = self.transformer(embed(src), embed(dec_in), tgt_mask=causal_mask(dec_in.size(1)),
+        hidden = self.transformer(embed(src), embed(dec_in), tgt_mask=future_mask(dec_in.size(1)),
                                   src_key_padding_mask=src_padding_mask, memory_key_padding_mask=src_padding_mask)
         return self.head(hidden)
 
@@ -1034,10 +1064,12 @@ def check_model_shapes(model, batch, source_length, n):
     src, dec_in = torch.randint(2, VOCAB, (batch, source_length)), torch.randint(0, VOCAB, (batch, n))
     width, heads = model.token_embedding.embedding_dim, model.decoder_blocks[0].self_attention.num_heads
     with torch.no_grad():
-        memory = attempt(f"encode(src {tuple(src.shape)})", model.encode, src)
+        memory = attempt(f"encode(src {tuple(src.shape)})", model.encode, src,
+                         hint="encode: embed, every encoder block, encoder_norm")
         check_shape(f"encode(src {tuple(src.shape)})", memory, (batch, source_length, width))
         result = attempt(f"decode(dec_in {tuple(dec_in.shape)}, memory)", model.decode, dec_in, memory,
-                         hint="build the causal mask for the decoder length n = dec_in.size(1)")
+                         hint="build the causal mask for the decoder length n = dec_in.size(1) (future_mask(n)); "
+                              + MODEL_HINT)
         check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
         hidden, weights = result
         check_shape(f"hidden of decode(dec_in {tuple(dec_in.shape)}, memory)", hidden, (batch, n, width))
@@ -1046,7 +1078,8 @@ def check_model_shapes(model, batch, source_length, n):
                    "decoder blocks, first block first")
         for index, block_weights in enumerate(weights):
             check_shape(f"cross weights of decoder block {index}", block_weights, (batch, heads, n, source_length))
-        check_shape(f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})", model(src, dec_in), (batch, n, VOCAB))
+        call = f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})"
+        check_shape(call, attempt(call, model, src, dec_in, hint=MODEL_HINT), (batch, n, VOCAB))
 
 
 torch.manual_seed(11)
@@ -1072,15 +1105,23 @@ def check_model_masks(model, source_length, n):
     pad[:, source_length:] = True
     padded = torch.cat([src, torch.full((4, 2), 5)], 1)
     with torch.no_grad():
-        base = attempt("model(src, dec_in)", model, src, dec_in)
+        base = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)
+        other_source = attempt("model(another src, dec_in)", model, (src + 3) % 10 + 2, dec_in, hint=MODEL_HINT)
+        check_true((other_source - base).abs().max().item() > 1e-4,
+                   "the logits do not depend on the source at all: the decoder reads it only through the memory, "
+                   "so the cross-attention must take its keys and values from memory")
         check_close("logits of the earlier decoder positions after changing the last decoder token",
-                    model(src, changed)[:, :-1], base[:, :-1], atol=1e-5,
-                    hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
-        reaction = (model(moved, dec_in[:, :1]) - model(src, dec_in[:, :1])).abs().max().item()
+                    attempt("model(src, changed dec_in)", model, src, changed, hint=MODEL_HINT)[:, :-1], base[:, :-1],
+                    atol=1e-5, hint="a decoder position must not see later decoder tokens: pass the causal mask to "
+                                    "every block")
+        first_moved = attempt("model(changed src, dec_in[:, :1])", model, moved, dec_in[:, :1], hint=MODEL_HINT)
+        reaction = (first_moved - attempt("model(src, dec_in[:, :1])", model, src, dec_in[:, :1],
+                                          hint=MODEL_HINT)).abs().max().item()
         check_true(reaction > 1e-4, "the first decoder position does not react to the last source token: every "
                    "decoder position must see the whole memory (no causal mask on the cross-attention)")
         check_close("logits with two PAD tokens appended to the source (and a padding mask)",
-                    attempt("model(src, dec_in, src_padding_mask)", model, padded, dec_in, pad), base, atol=1e-4,
+                    attempt("model(src, dec_in, src_padding_mask)", model, padded, dec_in, pad, hint=MODEL_HINT), base,
+                    atol=1e-4,
                     hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
                          "memory_padding_mask) in decode")
 
@@ -1133,7 +1174,7 @@ class _Reference:
     def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True):
         """Hidden states (B, n, D) and the cross weights of every block, first block first."""
         y, n, all_weights = self.embed(dec_in), dec_in.size(1), []
-        future = causal_mask(n) if causal else None
+        future = future_mask(n) if causal else None
         for layer in self.twin.decoder.layers:
             all_weights.append(_reference_cross_weights(layer, y, memory, future, pad if block_pad else None,
                                                         self.norm_first))
@@ -1158,7 +1199,7 @@ for trial in range(4):
     dec_in = torch.randint(0, VOCAB, (3, n), generator=gen)
     pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (3,), generator=gen)[:, None]
     with torch.no_grad():
-        mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad)
+        mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad, hint=MODEL_HINT)
         want = reference.logits(src, dec_in, pad)
         causes = {"encode or decode leaves out its final LayerNorm (encoder_norm, decoder_norm)":
                   reference.logits(src, dec_in, pad, final_norms=False),
@@ -1173,7 +1214,7 @@ model_, state = new_model(13, width=16, heads=2, hidden=32)  # the test's parame
 src, dec_in = torch.randint(2, VOCAB, (3, 5)), torch.randint(0, VOCAB, (3, 6))
 with torch.no_grad():
     check_close("logits of your model vs nn.Transformer holding the same weights",
-                attempt("model(src, dec_in)", model_, src, dec_in), pytorch_twin(state, heads=2)(src, dec_in),
+                attempt("model(src, dec_in)", model_, src, dec_in, hint=MODEL_HINT), pytorch_twin(state, heads=2)(src, dec_in),
                 atol=1e-4, hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the "
                                 "causal mask and the memory, decoder_norm")
 
@@ -1188,7 +1229,7 @@ def check_weights_per_block(model, reference, src, dec_in):
     """`reference`: the test's nn.Transformer with the model's parameters (defined in test_model_matches_pytorch)."""
     with torch.no_grad():
         memory = reference.encode(src)  # the reference memory: only decode is under test here
-        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory)
+        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory, hint=MODEL_HINT)
         wanted = reference.decode(dec_in, memory)[1]
     check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
     weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
@@ -1199,7 +1240,10 @@ def check_weights_per_block(model, reference, src, dec_in):
                   "block's weights as you go, first block first)": wanted[other]
                   for other in range(len(wanted)) if other != index}
         check_close(f"cross weights of decoder block {index}", mine, want, atol=1e-5, likely_causes=others,
-                    hint="return each block's own cross-attention weights, in the order of decoder_blocks")
+                    hint="they are not the weights nn.TransformerDecoderLayer computes with the same parameters, from "
+                         "any block: look at how your DecoderBlock makes the cross-attention's queries (the stream "
+                         "after the self-attention step, normalised by norm2 in pre-norm; the memory as it is), and "
+                         "at the tests of Part B")
 
 
 ### BEGIN HIDDEN TESTS
@@ -1218,21 +1262,24 @@ for trial in range(3):
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
 def check_encoder_learns(model, src, dec_in, dec_out):
     model.train()
-    logits = attempt("model(src, dec_in)", model, src, dec_in).detach().requires_grad_()
+    logits = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT).detach().requires_grad_()
     F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss; its gradient on the logits
     gradients = parameter_gradients(model, (src, dec_in), logits.grad)
-    for name, grad in gradients.items():
-        if not name.startswith(("encoder_blocks.", "encoder_norm.")):
-            continue
-        check_true(grad is not None and bool(grad.abs().max() > 0), f"{name} gets no gradient from the loss on the "
-                   "logits: the encoder learns only through the memory, so decode must use it as it is (no "
+    encoder = {name: grad for name, grad in gradients.items() if name.startswith(("encoder_blocks.", "encoder_norm."))}
+    reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
+    for name, grad in encoder.items():
+        check_true(bool(reached), f"{name} gets no gradient from the loss on the logits, nor does any encoder "
+                   "parameter: the encoder learns only through the memory, so decode must use it as it is (no "
                    ".detach(), and encode must not run under torch.no_grad())")
+        check_true(grad is not None and bool(grad.abs().max() > 0), f"{name} gets no gradient while other encoder "
+                   "parameters do: forward never uses this parameter (encode: embed, every encoder block, then "
+                   "encoder_norm)")
         check_finite(f"the gradient of {name}", grad)
     return logits.grad, gradients  # the direction of the test's loss, and the gradients the kernel reported
 
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
-check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in, dec_out)
+direction, encoder_gradients = check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in, dec_out)
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
@@ -1327,11 +1374,8 @@ src = torch.randint(2, VOCAB, (400, LENGTH), generator=gen)
 labels = torch.cat([src.flip(1), torch.ones(400, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(400, 1, dtype=torch.long), src.flip(1)], 1)
 # the trained weights are data: the test runs them in nn.Transformer (its own, causal) and decodes itself
-try:
-    twin = pytorch_twin(trained.state_dict(), heads=4)
-except (KeyError, RuntimeError, AttributeError, IndexError) as error:
-    raise AssertionError(f"the trained model's weights do not fit the model of Part C ({type(error).__name__}): keep "
-                         "the submodules, names and sizes the exercise gives") from None
+twin = attempt("nn.Transformer holding the trained model's weights", lambda: pytorch_twin(trained.state_dict(), heads=4),
+               hint="the weights do not fit the model of Part C: keep the submodules, names and sizes the exercise gives")
 with torch.no_grad():
     forced_score = (twin(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
     seq = torch.zeros(400, 1, dtype=torch.long)
@@ -1341,7 +1385,13 @@ free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
 if forced_score < 0.99:  # your own forward, on the test's inputs, only chooses the message
     trained.eval()
     with torch.no_grad():
-        own_score = (trained(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
+        own_logits = attempt("the trained model", trained, src, shifted, hint=MODEL_HINT)
+        own_score = (own_logits.argmax(-1) == labels).all(1).float().mean().item()
+        elsewhere = attempt("the trained model on other sources", trained, src.flip(0), shifted, hint=MODEL_HINT)
+    check_true((elsewhere - own_logits).abs().max().item() > 1e-4, f"the trained model reverses only "
+               f"{forced_score:.3f} of 400 new sequences in a decoder that reads the source, and with your forward "
+               "its logits do not depend on the source at all: the cross-attention must take its keys and values "
+               "from memory")
     check_true(own_score < 0.99, f"the trained model scores {own_score:.3f} teacher-forced with your forward but "
                f"{forced_score:.3f} in a causal decoder: during training it could see the tokens it had to predict; "
                "is the causal mask of the decoder's self-attention missing?")
@@ -1404,11 +1454,13 @@ def check_anti_diagonal(weights_per_block, batch):
 
 map_src, map_dec_in, _ = make_reversal_batch(50, generator=torch.Generator().manual_seed(3))
 with torch.no_grad():
-    check_anti_diagonal(attempt("model.decode", model.decode, map_dec_in, model.encode(map_src))[1], 50)
+    map_memory = attempt("model.encode", model.encode, map_src, hint=MODEL_HINT)
+    check_anti_diagonal(attempt("model.decode", model.decode, map_dec_in, map_memory, hint=MODEL_HINT)[1], 50)
 ### BEGIN HIDDEN TESTS
 src_, dec_in_, _ = make_reversal_batch(100, generator=torch.Generator().manual_seed(2026))
 with torch.no_grad():
-    check_anti_diagonal(model.decode(dec_in_, model.encode(src_))[1], 100)
+    memory_ = attempt("model.encode", model.encode, src_, hint=MODEL_HINT)
+    check_anti_diagonal(attempt("model.decode", model.decode, dec_in_, memory_, hint=MODEL_HINT)[1], 100)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1428,9 +1480,14 @@ with torch.no_grad():
 #   *last* source token, that is fatal.
 # * **Forgetting the shift-right**, covered above: the loss falls, generation fails. Evaluate by
 #   free-running generation, as in chapter 07.
-# * **The encoder cut off from the loss.** A `memory.detach()` (or an `encode` under
-#   `torch.no_grad()`) still runs, and the decoder still trains, but no gradient reaches the
-#   encoder: its blocks keep their random weights, and the model cannot learn to read the source.
+# * **The encoder cut off from the loss.** A `memory.detach()` in `decode` (or an `encode` under
+#   `torch.no_grad()`) still runs and the decoder still trains, but no gradient reaches the
+#   encoder blocks: they keep their random initial weights. On this task that is not enough to
+#   notice: the embeddings are shared and still learn through the decoder, a random encoder
+#   passes each token on at its own position, and the cross-attention learns to read that. With
+#   the detach the model still reaches exact match 1.000, teacher-forced and greedy, with a
+#   clean anti-diagonal (the bug zoo of this chapter checks it: only the gradient test fails).
+#   On a real task a frozen random encoder costs a lot; only a gradient check finds it at once.
 # * **The weights of the wrong block, or in the wrong order.** `decode` returns one map per
 #   block, first block first, so that `weights[0]` is the first block's; the anti-diagonal of the
 #   trained model shows in the first block.
@@ -1470,7 +1527,7 @@ Q1, Q2, Q3, Q4 = "a", "b", "c", "c"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q1: which masks go where."""
-check_choice("Q1", Q1)
+answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q1", Q1) == "a", "Q1 is not the best answer: re-read the table under 'The whole "
            "architecture'")
@@ -1478,7 +1535,7 @@ check_true(check_choice("Q1", Q1) == "a", "Q1 is not the best answer: re-read th
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the shape of the cross-attention weights."""
-check_choice("Q2", Q2)
+answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q2", Q2) == "b", "Q2 is not the best answer: re-read Part A (batch, head, query, key; "
            "queries from the decoder)")
@@ -1486,7 +1543,7 @@ check_true(check_choice("Q2", Q2) == "b", "Q2 is not the best answer: re-read Pa
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a decoder input that was not shifted right."""
-check_choice("Q3", Q3)
+answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q3", Q3) == "c", "Q3 is not the best answer: re-read 'The task: reversing digits' (the "
            "shift-right)")
@@ -1494,7 +1551,7 @@ check_true(check_choice("Q3", Q3) == "c", "Q3 is not the best answer: re-read 'T
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what norm2 normalises in a pre-norm decoder block."""
-check_choice("Q4", Q4)
+answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 check_true(check_choice("Q4", Q4) == "c", "Q4 is not the best answer: re-read the table of Part B and the "
            "sentence after it")
