@@ -1225,8 +1225,35 @@ with torch.no_grad():
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_block_weights", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """decode returns the cross weights of every decoder block, first block first, as nn.Transformer computes them."""
+class RecordedTwin:
+    """pytorch_twin(state, heads) split into encode and decode; its decoder layers record their per-head cross weights."""
+
+    def __init__(self, state, heads, norm_first=False):
+        self.twin, self.recorded = pytorch_twin(state, heads, norm_first), []
+        for layer in self.twin.transformer.decoder.layers:
+            layer.multihead_attn.forward = self.recording(layer.multihead_attn.forward)
+
+    def recording(self, forward):
+        def forward_and_record(*args, **kwargs):  # PyTorch's layer asks for no weights: ask for every head's
+            out, weights = forward(*args, **{**kwargs, "need_weights": True, "average_attn_weights": False})
+            self.recorded.append(weights)
+            return out, weights
+        return forward_and_record
+
+    def embed(self, tokens):
+        return self.twin.token_embedding(tokens) + self.twin.position_embedding(torch.arange(tokens.size(1)))
+
+    def encode(self, src):
+        return self.twin.transformer.encoder(self.embed(src))  # ends with encoder.norm
+
+    def decode(self, dec_in, memory):
+        self.recorded = []
+        hidden = self.twin.transformer.decoder(self.embed(dec_in), memory, tgt_mask=future_mask(dec_in.size(1)))
+        return hidden, self.recorded
+
+
 def check_weights_per_block(model, reference, src, dec_in):
-    """`reference`: the test's nn.Transformer with the model's parameters (defined in test_model_matches_pytorch)."""
+    """`reference`: nn.Transformer holding the model's parameters, with encode and decode (RecordedTwin)."""
     with torch.no_grad():
         memory = reference.encode(src)  # the reference memory: only decode is under test here
         result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory, hint=MODEL_HINT)
@@ -1246,6 +1273,9 @@ def check_weights_per_block(model, reference, src, dec_in):
                          "at the tests of Part B")
 
 
+model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
+check_weights_per_block(model_.eval(), RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
+                        torch.randint(0, VOCAB, (2, 6)))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(107)
 for trial in range(3):
