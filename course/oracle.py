@@ -84,6 +84,35 @@ def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
             "b64": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
+# what a numeric dtype outside DTYPES travels as (extended precision, unsigned integers): the
+# nearest whitelisted one, by its kind; values it cannot hold are refused with the dtype named
+WIDEST = {"f": "float64", "c": "complex128", "u": "int64", "i": "int64"}
+
+
+def _as_wire_dtype(array: Any, name: str) -> tuple[Any, str]:
+    """``(array cast to a whitelisted dtype, its name)`` for a numeric NumPy array outside DTYPES
+    (``np.longdouble`` -> float64, complex256 -> complex128, uint64 -> int64); WireError, naming
+    the dtype, where the cast would change a value beyond rounding (an overflow); ``(None, "")``
+    for an array that is not numbers (objects, strings, records: not data)."""
+    import numpy as np
+
+    target = WIDEST.get(array.dtype.kind)
+    if target is None or array.dtype.fields is not None:
+        return None, ""
+    info = np.iinfo if target == "int64" else np.finfo
+    if array.size and target == "int64":
+        if int(array.max()) > info(np.int64).max or int(array.min()) < info(np.int64).min:
+            raise WireError(f"an array of dtype {name} holds integers beyond int64's range: "
+                            "the grader cannot receive it (return int64 values)")
+        return array.astype(np.int64), target
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = array.astype(target)
+    if array.size and np.count_nonzero(np.isfinite(cast)) != np.count_nonzero(np.isfinite(array)):
+        raise WireError(f"an array of dtype {name} holds values beyond {target}'s range: "
+                        f"the grader cannot receive it (return {target} values)")
+    return cast, target
+
+
 def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int = 0) -> Any:
     """``value`` in the wire format; objects that are not data become ``handle(value)``.
 
@@ -114,6 +143,11 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
             return _array_entry("nd", np.ndarray.view(value, np.ndarray), value.dtype.name)
         if isinstance(value, np.generic) and value.dtype.name in DTYPES:
             return _array_entry("np", np.asarray(value), value.dtype.name)
+        if isinstance(value, (np.ndarray, np.generic)):  # numbers of another dtype: as the nearest one
+            plain = np.ndarray.view(value, np.ndarray) if isinstance(value, np.ndarray) else np.asarray(value)
+            cast, name = _as_wire_dtype(plain, value.dtype.name)
+            if cast is not None:
+                return _array_entry("nd" if isinstance(value, np.ndarray) else "np", cast, name)
         if handle is None and type(value) is np.random.Generator:  # an argument: by its state
             return {"t": "rng", "v": encode(value.bit_generator.state, None, _depth + 1)}
     torch = sys.modules.get("torch")
@@ -124,12 +158,16 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
                 name = str(plain.dtype).replace("torch.", "")
                 if name in TORCH_ONLY:
                     plain = plain.to(getattr(torch, TORCH_ONLY[name]))
-                if name not in DTYPES and name not in TORCH_ONLY:
-                    if handle is None:
-                        raise WireError(f"a tensor of dtype {name} cannot be sent")
-                    return handle(value)
-                entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY.get(name, name))
-            entry["dtype"] = name
+                    entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY[name])
+                    entry["dtype"] = name
+                elif name in DTYPES:
+                    entry = _array_entry("pt", plain.contiguous().numpy(), name)
+                else:  # numbers of another dtype (uint32, complex32, float8): as the nearest one
+                    entry = _odd_tensor(plain, name)
+                    if entry is None:
+                        if handle is None:
+                            raise WireError(f"a tensor of dtype {name} cannot be sent")
+                        return handle(value)
             if value.requires_grad:
                 entry["grad"] = True
             return entry
@@ -139,6 +177,31 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
         raise WireError(f"a {kind.__name__} cannot be sent to the kernel: arguments travel by value "
                         "(arrays, tensors, numbers, strings, None, and tuples, lists and dicts of them)")
     return handle(value)
+
+
+def _odd_tensor(plain: Any, name: str) -> dict | None:
+    """The ``"pt"`` entry of a CPU tensor of a numeric dtype outside DTYPES, cast to the nearest
+    whitelisted one (see :func:`_as_wire_dtype`); None for one that is not numbers (quantized)."""
+    import torch
+
+    if plain.is_quantized or plain.layout != torch.strided:
+        return None
+    if plain.is_complex():
+        wide = plain.to(torch.complex128)
+    elif plain.is_floating_point():
+        wide = plain.to(torch.float64)
+    elif plain.dtype.is_signed or plain.dtype == torch.bool:
+        return None
+    else:  # an unsigned integer tensor
+        wide = plain
+    try:
+        array = wide.contiguous().numpy()
+    except (TypeError, RuntimeError):  # a dtype NumPy does not have (uint16 in older torch)
+        array = plain.to(torch.int64).contiguous().numpy() if not plain.is_floating_point() else None
+    if array is None:
+        return None
+    cast, wire_name = _as_wire_dtype(array, name) if array.dtype.name not in DTYPES else (array, array.dtype.name)
+    return None if cast is None else _array_entry("pt", cast, wire_name)
 
 
 def dumps(value: Any, handle: Callable[[Any], dict] | None = None) -> str:

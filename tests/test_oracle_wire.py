@@ -99,6 +99,8 @@ def entry(**fields):
     (json.dumps([1, 2]), "bare JSON list"),
     (entry(dtype="object"), "dtype"),
     (entry(dtype="O"), "dtype"),
+    (entry(dtype="float128", shape=[1]), "dtype 'float128'"),  # the kernel casts it; the grader takes only DTYPES
+    (entry(dtype="complex256", shape=[1]), "dtype 'complex256'"),
     (entry(shape=[3]), "needs 24 bytes"),
     (entry(shape=[-2]), "non-negative"),
     (entry(shape=[2.0]), "non-negative"),
@@ -147,6 +149,43 @@ def test_kernel_end_answers_with_data_or_handles():
         assert missing["error"][0] == "NameError"
     finally:
         del __main__.oracle_test_layer
+
+
+def test_extended_precision_and_unsigned_answers_arrive_as_the_nearest_whitelisted_dtype():
+    """Honest work in np.longdouble, complex256 or uint64 is data, not a handle (issue 29, item 8).
+
+    Kills the mutant that sends them as handles (the answer would be a handle entry, not an
+    array) and the one that casts without checking the range (1e4000 would arrive as inf)."""
+    import __main__
+
+    scores = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]], dtype=np.longdouble)
+    __main__.oracle_test_longdouble = lambda: np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    __main__.oracle_test_scalar = lambda: np.longdouble(1) / 3
+    __main__.oracle_test_odd = lambda: (np.array([1 + 2j], dtype=np.clongdouble), np.arange(3, dtype=np.uint64),
+                                        np.uint32(7), torch.tensor([0, 1, 2], dtype=torch.uint32))
+    __main__.oracle_test_huge = lambda: np.array([np.longdouble(10) ** 4000])
+    __main__.oracle_test_wide = lambda: np.array([2 ** 64 - 1], dtype=np.uint64)
+    try:
+        def call(name):
+            handle = json.loads(wire.serve(json.dumps({"op": "name", "name": name})))["ok"]
+            return json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": [], "kwargs": {}})))
+
+        weights = wire.decode_tree(call("oracle_test_longdouble")["ok"])
+        assert type(weights) is np.ndarray and weights.dtype == np.float64
+        assert np.array_equal(weights, __main__.oracle_test_longdouble().astype(np.float64))
+        third = wire.decode_tree(call("oracle_test_scalar")["ok"])
+        assert type(third) is np.float64 and third == 1 / 3
+        complex_, unsigned, scalar, tensor = wire.decode_tree(call("oracle_test_odd")["ok"])
+        assert complex_.dtype == np.complex128 and complex_[0] == 1 + 2j
+        assert unsigned.dtype == np.int64 and unsigned.tolist() == [0, 1, 2]
+        assert type(scalar) is np.int64 and scalar == 7
+        assert type(tensor) is torch.Tensor and tensor.dtype == torch.int64 and tensor.tolist() == [0, 1, 2]
+        for name, dtype in (("oracle_test_huge", "float128"), ("oracle_test_wide", "uint64")):
+            error = call(name)["error"]
+            assert error[0] == "WireError" and f"dtype {dtype}" in error[1] and "range" in error[1]
+    finally:
+        for name in ("longdouble", "scalar", "odd", "huge", "wide"):
+            delattr(__main__, f"oracle_test_{name}")
 
 
 def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
