@@ -50,7 +50,7 @@ import sys
 import types
 from typing import Any, Callable
 
-__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "input_gradients",
+__all__ = ["WireError", "encode", "decode", "serve", "grad_mode", "parameter_gradients", "input_gradients",
            "parameter_and_input_gradients", "draw_parameters", "is_remote", "call_keeping_arguments", "fresh", "Fresh"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
@@ -443,10 +443,37 @@ def _namespace() -> dict:
     return vars(__main__)
 
 
-def _run(request: dict) -> Any:
+def grad_mode() -> dict | None:
+    """The autograd mode here (``{"grad": bool, "inference": bool}``), None without torch loaded.
+
+    The grader sends it with every request: ``with torch.no_grad(): out = student_fn(x)`` in a
+    test runs the student's call in the kernel without gradients too, as in JupyterLab."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return {"grad": bool(torch.is_grad_enabled()), "inference": bool(torch.is_inference_mode_enabled())}
+
+
+def _in_mode(mode: Any, call: Callable[[], Any]) -> Any:
+    """``call()`` under the grader's autograd ``mode``; the kernel's own mode is back afterwards,
+    whatever the call did to it (a ``torch.set_grad_enabled(False)`` it never undid included)."""
+    torch = sys.modules.get("torch")
+    if torch is None or type(mode) is not dict:
+        return call()
+    saved = torch.is_grad_enabled()
+    try:
+        with torch.inference_mode(mode.get("inference") is True):
+            torch.set_grad_enabled(mode.get("grad") is not False)
+            return call()
+    finally:
+        torch.set_grad_enabled(saved)
+
+
+def _run(request: dict, mode: Any = None) -> Any:
     op = request["op"]
-    if op == "batch":
-        return [_answer(item) for item in request["v"]]
+    mode = request.get("mode", mode)
+    if op == "batch":  # every item under the batch's mode, unless it carries its own
+        return [_answer({"mode": mode, **item}) for item in request["v"]]
     if op == "name":
         namespace = _namespace()
         if request["name"] not in namespace:
@@ -455,6 +482,10 @@ def _run(request: dict) -> Any:
     target = _handles[request["h"]] if "h" in request else None
     args = [_value(a) for a in request.get("args", [])]
     kwargs = {k: _value(v) for k, v in request.get("kwargs", {}).items()}
+    return _in_mode(mode, lambda: _operate(op, request, target, args, kwargs))
+
+
+def _operate(op: str, request: dict, target: Any, args: list, kwargs: dict) -> Any:
     if op == "call":  # with "name": the method call target.name(*args, **kwargs), in one round trip
         if "name" in request:
             target = getattr(target, request["name"])
@@ -690,6 +721,22 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
     return PROBES[name](*args, **kwargs)
 
 
+def _with_gradients(probe: Callable[..., Any]) -> Callable[..., Any]:
+    """A probe that runs a backward pass: with gradients on (and inference mode off) whatever the
+    mode of the caller, so ``parameter_gradients`` in a test's ``torch.no_grad()`` block still works."""
+    import functools
+
+    @functools.wraps(probe)
+    def probing(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        with torch.inference_mode(False), torch.enable_grad():
+            return probe(*args, **kwargs)
+
+    return probing
+
+
+@_with_gradients
 def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
     module.zero_grad(set_to_none=True)
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
@@ -719,6 +766,7 @@ def _leaves(inputs: Any) -> tuple:
                  if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
 
 
+@_with_gradients
 def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
     import torch
 
@@ -794,6 +842,7 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
     return result, int(largest.entries), tuple(int(n) for n in largest.shape)
 
 
+@_with_gradients
 def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
     leaves = _leaves(inputs)
     parameters = _gradients(module, leaves, direction, kwargs)

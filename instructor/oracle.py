@@ -108,7 +108,8 @@ class KernelLink:
         from jupyter_core.utils import run_sync
 
         started = monotonic()
-        request = json.dumps(message, separators=(",", ":"))
+        mode = wire.grad_mode()  # the test's autograd mode (torch.no_grad(), inference_mode()): the kernel's call's too
+        request = json.dumps(message if mode is None else {**message, "mode": mode}, separators=(",", ":"))
         try:
             if self._channel.serve(self.deadline):
                 self.round_trips += 1

@@ -476,3 +476,22 @@ def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_cla
     link.answer = "yes"
     with pytest.raises(wire.WireError, match="not a bool"):
         isinstance(obj, cls)
+
+
+def test_a_batch_runs_its_items_in_the_mode_it_carries_and_the_kernel_keeps_its_own():
+    """A batched request's items run under the batch's autograd mode (issue 29, item 8); kills
+    the mutant that applies the mode to single requests only, and the one that does not restore it."""
+    import __main__
+
+    __main__.oracle_test_mode = lambda: [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    try:
+        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_mode"})))["ok"]
+        item = {"op": "call", "h": handle["id"], "args": [], "kwargs": {}}
+        batch = {"op": "batch", "mode": {"grad": False, "inference": False}, "v": [item, item]}
+        assert wire.decode_tree(json.loads(wire.serve(json.dumps(batch)))["ok"]) == [{"ok": {"t": "list", "v": [False, False]}}] * 2
+        inference = {**batch, "mode": {"grad": False, "inference": True}}
+        answers = wire.decode_tree(json.loads(wire.serve(json.dumps(inference)))["ok"])
+        assert answers[0]["ok"]["v"] == [False, True]
+        assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    finally:
+        del __main__.oracle_test_mode
