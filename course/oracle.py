@@ -15,12 +15,17 @@ is **plain data** in a fixed format:
   :data:`DTYPES` only;
 * ``{"t": "dtype", "v": "float64"}``: a torch dtype (an argument such as ``dtype=torch.float64``);
 * ``{"t": "rng", "v": state}``: a NumPy ``Generator`` argument, by the state of its bit generator
-  (a dict of integers and strings); the kernel draws from a fresh generator in that state, and
-  its reply carries the states the call left (``"rng"``), which the grader loads back into its
-  own generators, so a test sees ``rng`` move on exactly as in JupyterLab;
+  (a dict of integers and strings; PCG64, ``np.random.default_rng``, only); the kernel draws from
+  a fresh generator in that state, and its reply carries the states the call left (``"rng"``).
+  The grader never loads them: it advances its own generator by the distance to the reported
+  state (at most 2**40 draws) and accepts only an exact match (``instructor.oracle._moved_on``),
+  so a test sees ``rng`` move on exactly as in JupyterLab;
 * ``{"t": "iter", "v": [...]}``: what a generator of PyTorch's own code (``module.parameters()``,
   ``named_parameters()``, ``buffers()``) yields, listed in the kernel at once (one round trip,
   not two); the grader reads it as an iterator over the items;
+* a request carries ``"id"`` (random text), which its reply echoes (the grader refuses any
+  other reply), and ``"mode"`` (``{"grad": bool, "inference": bool}``, the test's autograd mode,
+  under which the kernel runs the call);
 * ``{"t": "h", "id": n, "type": [...], "callable": bool}``: a handle to an object that lives
   in the kernel (a module, a function), which the grader wraps in a new proxy.
 * ``{"t": "generator", "state": ...}`` (grader to kernel only): a CPU ``torch.Generator`` by
@@ -569,17 +574,28 @@ def serve(request: str) -> str:
     """The kernel's answer to one request of the grader (JSON in, JSON out).
 
     What the student's code prints meanwhile (stdout and stderr, bounded) travels with the
-    answer (``"out"``): the grader shows it in the test cell's output.
+    answer (``"out"``): the grader shows it in the test cell's output. The reply echoes the
+    request's ``"id"``. It is written by this module's functions **as they were when it was
+    imported** (:data:`_SEALED`, before any student code ran): a student call that rebinds
+    ``course.oracle.encode`` (or ``_handle``, ``PROBES``, ``json.dumps``) does not shape it.
     """
+    return _SEALED["_serve"](request)
+
+
+def _serve(request: str) -> str:
     printed = _Printed()
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = printed
     try:
-        answer = _answer(json.loads(request))
+        parsed = json.loads(request)
+        request_id = parsed.get("id") if type(parsed) is dict else None  # read before the student's call
+        answer = _answer(parsed)
     finally:
         sys.stdout, sys.stderr = saved
     if printed.size or printed.cut:
         answer["out"] = printed.text()
+    if type(request_id) is str:
+        answer["id"] = request_id
     return json.dumps(answer, separators=(",", ":"))
 
 
@@ -649,24 +665,29 @@ def listen() -> str:
                if callable(value) and getattr(value, "__module__", None) == __name__}
 
     probes = dict(PROBES)
+    # what answers: the sealed copies made at import (see _seal); never this module's names,
+    # which a student call may rebind between reading a request and writing its reply
+    sealed = _SEALED
+    sealed_serve, read, write, dumps = sealed["_serve"], sealed["read_frame"], sealed["write_frame"], sealed["json"].dumps
 
     def served(request: Any) -> str:
-        """The genuine serve()'s answer, with this module's functions and the probes put back first."""
+        """The sealed serve()'s answer; this module's functions and the probes are put back first
+        (for whatever else reads them)."""
         for name, value in genuine.items():
             if vars(module).get(name) is not value:
                 setattr(module, name, value)
         PROBES.clear()
         PROBES.update(probes)
         try:
-            return genuine["serve"](request) if type(request) is str else json.dumps({"error": ["TypeError", "not text"]})
+            return sealed_serve(request) if type(request) is str else dumps({"error": ["TypeError", "not text"]})
         except BaseException as error:  # an interrupt while the student's code ran: reported
-            return json.dumps({"error": [type(error).__name__, ""]})
+            return dumps({"error": [type(error).__name__, ""]})
 
     def answer(stream: Any, ident: Any, parent: dict) -> None:
         try:
             text = served(parent["content"]["request"])
         except BaseException as error:  # a message without a request
-            text = json.dumps({"error": [type(error).__name__, ""]})
+            text = dumps({"error": [type(error).__name__, ""]})
         kernel.session.send(stream, REPLY, {"answer": text}, parent, ident)
 
     connection: list = []  # the grader's socket, once connected (one per kernel)
@@ -688,12 +709,12 @@ def listen() -> str:
             sock = connection[0]
             while True:
                 try:
-                    frame = read_frame(sock, MAX_TEXT)
+                    frame = read(sock, MAX_TEXT)
                 except KeyboardInterrupt:  # an interrupt meant for a request that had just been answered
                     continue
                 if frame is None or frame == END:
                     break
-                write_frame(sock, served(frame.decode("utf-8", "replace")).encode("utf-8", "replace"))
+                write(sock, served(frame.decode("utf-8", "replace")).encode("utf-8", "replace"))
         except BaseException as error:  # no socket: the grader goes on with shell requests
             status = type(error).__name__
             connection.clear()
@@ -721,29 +742,30 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
     return PROBES[name](*args, **kwargs)
 
 
-def _with_gradients(probe: Callable[..., Any]) -> Callable[..., Any]:
-    """A probe that runs a backward pass: with gradients on (and inference mode off) whatever the
-    mode of the caller, so ``parameter_gradients`` in a test's ``torch.no_grad()`` block still works."""
-    import functools
+class _GradientsOn:
+    """A probe that runs a backward pass does it with gradients on (and inference mode off),
+    whatever the caller's mode: ``parameter_gradients`` in a test's ``torch.no_grad()`` block works."""
 
-    @functools.wraps(probe)
-    def probing(*args: Any, **kwargs: Any) -> Any:
+    def __enter__(self) -> None:
         import torch
 
-        with torch.inference_mode(False), torch.enable_grad():
-            return probe(*args, **kwargs)
+        self.modes = (torch.inference_mode(False), torch.enable_grad())
+        for mode in self.modes:
+            mode.__enter__()
 
-    return probing
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
 
 
-@_with_gradients
 def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
-    module.zero_grad(set_to_none=True)
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    output = module(*inputs, **(kwargs or {}))
-    if isinstance(output, tuple):
-        output = output[0]
-    (output * direction).sum().backward()
+    with _GradientsOn():
+        module.zero_grad(set_to_none=True)
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        output = module(*inputs, **(kwargs or {}))
+        if isinstance(output, tuple):
+            output = output[0]
+        (output * direction).sum().backward()
     return {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}
 
 
@@ -766,18 +788,18 @@ def _leaves(inputs: Any) -> tuple:
                  if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
 
 
-@_with_gradients
 def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
     import torch
 
-    leaves = _leaves(inputs)
-    output = function(*leaves, **(kwargs or {}))
-    if isinstance(output, tuple):
-        output = output[0]
-    if not isinstance(output, torch.Tensor) or not output.requires_grad:
-        raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a tensor "
-                        "computed from the inputs (no .item(), no float(), no .detach())")
-    (output if direction is None else output * direction).sum().backward()
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        output = function(*leaves, **(kwargs or {}))
+        if isinstance(output, tuple):
+            output = output[0]
+        if not isinstance(output, torch.Tensor) or not output.requires_grad:
+            raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a "
+                            "tensor computed from the inputs (no .item(), no float(), no .detach())")
+        (output if direction is None else output * direction).sum().backward()
     return tuple(leaf.grad.detach().clone() if isinstance(leaf, torch.Tensor) and leaf.grad is not None else None
                  for leaf in leaves)
 
@@ -842,10 +864,10 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
     return result, int(largest.entries), tuple(int(n) for n in largest.shape)
 
 
-@_with_gradients
 def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
-    leaves = _leaves(inputs)
-    parameters = _gradients(module, leaves, direction, kwargs)
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        parameters = _gradients(module, leaves, direction, kwargs)
     return parameters, tuple(getattr(x, "grad", None) for x in leaves)
 
 
@@ -1126,3 +1148,33 @@ def _generator_from(node: dict) -> Any:
     generator = torch.Generator()
     generator.set_state(_value(node["state"]))
     return generator
+
+
+def _seal() -> dict:
+    """This module's namespace as it is at import, before any student code runs, for the server.
+
+    Every function of the module is copied with this snapshot as its globals, so the copies
+    call each other (``_serve`` -> ``_answer`` -> ``encode`` -> ``_array_entry``), read
+    :data:`PROBES` and ``json.dumps`` as they were at import, whatever a student call rebinds
+    in ``course.oracle`` or in ``json``, ``base64``, ``math`` meanwhile. Module state (the
+    handles, the generators of a request) is shared. What stays the student's to change is
+    what their code computes with NumPy and PyTorch, which is their answer anyway.
+    """
+    import types as stdlib_types
+
+    sealed = dict(globals())
+    for name, functions in {"json": ("dumps", "loads"), "base64": ("b64encode", "b64decode"),
+                            "math": ("isfinite", "prod", "sqrt"),
+                            "types": ("GeneratorType", "ModuleType", "FunctionType")}.items():
+        sealed[name] = stdlib_types.SimpleNamespace(**{f: getattr(sys.modules[name], f) for f in functions})
+    for name, value in list(sealed.items()):
+        if type(value) is stdlib_types.FunctionType and value.__module__ == __name__:
+            copy = stdlib_types.FunctionType(value.__code__, sealed, value.__name__, value.__defaults__,
+                                             value.__closure__)
+            copy.__kwdefaults__, copy.__qualname__ = value.__kwdefaults__, value.__qualname__
+            sealed[name] = copy
+    sealed["PROBES"] = {key: sealed[probe.__name__] for key, probe in PROBES.items()}
+    return sealed
+
+
+_SEALED = _seal()

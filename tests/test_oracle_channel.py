@@ -195,3 +195,27 @@ def test_the_kernel_runs_each_call_in_the_tests_autograd_mode_and_keeps_its_own(
     finally:
         link.pause()
         link.close()
+
+
+def test_an_answer_to_another_request_fails_that_test_and_the_channel_goes_on_on_the_shell(kernel):
+    """Issue 29, item 6: every request carries an id its reply must echo. A student call that
+    writes a frame of its own on the socket (an answer with another id, then one without)
+    fails its test with a WireError; the socket channel is left (its frames are out of step)
+    and the next request is answered on the shell. Kills the mutant without the id check
+    (the forged 99 would be the answer) and the one that keeps the socket (the genuine reply,
+    still queued, would answer the next request)."""
+    for forged in ({"ok": 99, "id": "not-the-one"}, {"ok": 99}):
+        link = link_to(kernel)
+        try:
+            assert call(link, "double", 1) == 2
+            link.pause()
+            run(kernel[1], f"import json\nsock = {CONNECTION}[0]\n"
+                           "def forge(x, answer):\n"
+                           "    course.oracle.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
+            with pytest.raises(oracle.wire.WireError, match="not the answer to this request"):
+                call(link, "forge", 3, forged)
+            assert link._channel.off
+            assert call(link, "double", 4) == 8 and call(link, "double", 5) == 10
+        finally:
+            link.pause()
+            link.close()

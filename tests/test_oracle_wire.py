@@ -210,10 +210,47 @@ def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
         forged = {"bit_generator": "MT19937", "state": {"key": [1], "pos": 0}}
         with pytest.raises(wire.WireError, match="not valid"):
             _load_states(sent, [json.loads(wire.dumps(forged))])
+        with pytest.raises(wire.WireError, match="MT19937 cannot be sent"):
+            _send(np.random.Generator(np.random.MT19937(0)), [])
         with pytest.raises(wire.WireError, match="by value"):
             wire.dumps(np.random.RandomState(0))
     finally:
         del __main__.oracle_test_draw
+
+
+def test_the_grader_moves_its_generators_on_itself_and_refuses_states_it_does_not_reach():
+    """Issue 29, item 6: the kernel's reported state is never loaded. The grader advances its own
+    generator by the distance to it and accepts only an exact match within 2**40 draws. Kills the
+    mutant that loads the report as it comes (every forged state below would be loaded), the one
+    without the distance bound (a far state of the same stream, and one *behind*, would be), and
+    the one that ignores the 32 bits a float32 draw keeps (the next float32 draws would differ)."""
+    from instructor.oracle import _load_states
+
+    def reported(generator):
+        return json.loads(wire.dumps(generator.bit_generator.state))
+
+    mine, kernel = np.random.default_rng(11), np.random.default_rng(11)
+    kernel.standard_normal(5)
+    kernel.random(3, dtype=np.float32)  # leaves 32 bits for the next 32-bit draw
+    kernel.standard_normal(2)  # ... which outlive 64-bit draws
+    _load_states([mine], [reported(kernel)])
+    assert np.array_equal(mine.random(5, dtype=np.float32), kernel.random(5, dtype=np.float32))
+    assert np.array_equal(mine.standard_normal(4), kernel.standard_normal(4))
+
+    own = mine.bit_generator.state
+    far = np.random.default_rng(11)
+    far.bit_generator.advance(1 << 41)
+    behind = np.random.default_rng(11)
+    elsewhere = {**own, "state": {"state": 12345, "inc": own["state"]["inc"]}}
+    other_stream = {**own, "state": {"state": own["state"]["state"], "inc": 1}}
+    kept = {**own, "has_uint32": 1, "uinteger": 7}  # 32 bits the grader never drew
+    for state, fragment in ((far.bit_generator.state, "within"), (behind.bit_generator.state, "within"),
+                            (elsewhere, "within"), (other_stream, "another generator"), (kept, "reproduce")):
+        with pytest.raises(wire.WireError, match=fragment):
+            _load_states([mine], [json.loads(wire.dumps(state))])
+        assert mine.bit_generator.state == own  # a refused report moves nothing
+    mine.standard_normal(1)
+    assert mine.bit_generator.state != own
 
 
 def test_call_keeping_arguments_returns_the_arguments_as_the_call_left_them():
@@ -495,3 +532,42 @@ def test_a_batch_runs_its_items_in_the_mode_it_carries_and_the_kernel_keeps_its_
         assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     finally:
         del __main__.oracle_test_mode
+
+
+def test_a_student_call_that_rebinds_the_server_does_not_shape_its_reply(monkeypatch):
+    """Issue 29, item 6: the server answers with the functions it had at import. A call that
+    rebinds course.oracle.encode, _handle, _answer, json.dumps and a probe, then returns, gets
+    the genuine reply, with the request's id. Kills the mutant whose _answer/_serve read the
+    module's names after the call (every forged reply below would arrive)."""
+    import __main__
+
+    for name in ("encode", "_handle", "_answer", "_array_entry"):
+        monkeypatch.setattr(wire, name, getattr(wire, name))  # restored after the test
+    monkeypatch.setattr(json, "dumps", json.dumps)
+    monkeypatch.setitem(wire.PROBES, "arguments", wire.PROBES["arguments"])
+    forged = {"t": "nd", "dtype": "float64", "shape": [1], "b64": base64.b64encode(np.ones(1).tobytes()).decode()}
+
+    def rebinding(x):
+        wire.encode = lambda value, handle=None, _depth=0: forged
+        wire._array_entry = lambda kind, array, name: forged
+        wire._handle = lambda value: forged
+        wire._answer = lambda request: {"ok": forged}
+        wire.PROBES["arguments"] = lambda function, *args, **kwargs: (np.ones(1), args)
+        json.dumps = lambda *args, **kwargs: '{"ok": 1}'
+        return x * 2
+
+    __main__.oracle_test_rebinding = rebinding
+    try:
+        dumps = json.dumps  # the test's own, before the call rebinds json.dumps
+        handle = json.loads(wire.serve(dumps({"op": "name", "name": "oracle_test_rebinding"})))["ok"]
+        x = json.loads(wire.dumps(np.arange(3.0)))
+        reply = json.loads(wire.serve(dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {},
+                                             "id": "abc123"})))
+        assert reply["id"] == "abc123" and np.array_equal(wire.decode_tree(reply["ok"]), [0.0, 2.0, 4.0])
+        assert wire.encode(1) is forged and json.dumps(1) == '{"ok": 1}'  # the call did rebind them
+        probe = {"op": "probe", "name": "arguments", "args": [handle, x], "kwargs": {}, "id": "p1"}
+        reply = json.loads(wire.serve(dumps(probe)))
+        result, (after,) = wire.decode_tree(reply["ok"])
+        assert np.array_equal(result, [0.0, 2.0, 4.0]) and np.array_equal(after, [0.0, 1.0, 2.0])
+    finally:
+        del __main__.oracle_test_rebinding
