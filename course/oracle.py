@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import math
+import re
 import sys
 import types
 from typing import Any, Callable
@@ -65,9 +67,15 @@ DTYPES = {
     "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
 }
 TORCH_ONLY = {"bfloat16": "float32"}
-MAX_TEXT = 256 * 1024 * 1024  # characters of one reply
 MAX_BYTES = 128 * 1024 * 1024  # bytes of all arrays of one reply together
+# characters of one reply (a frame on the socket, an answer on the shell), checked before it is
+# read or parsed: the arrays' base64 (4/3 of MAX_BYTES) and room for the rest
+MAX_TEXT = MAX_BYTES * 4 // 3 + 16 * 1024 * 1024
 MAX_ITEMS = 200_000  # values of one reply (container entries, scalars)
+# JSON values (objects, arrays, strings, numbers) of one reply, counted before json.loads builds
+# any: a wire entry is a few of them (its dict, its tag, its list); a 64 MiB "[[],[],...]" is 21
+# million, which json.loads would turn into 1.5 GB of lists before MAX_ITEMS could say no
+MAX_NODES = 8 * MAX_ITEMS
 MAX_DEPTH = 24  # nesting of containers
 MAX_STRING = 4 * 1024 * 1024  # characters of one string
 MAX_NDIM = 32
@@ -279,21 +287,37 @@ def _array(entry: dict, budget: _Budget, torch_ok: bool):
     return tensor
 
 
+# a JSON string (skipped whole, at the regex engine's speed) or the start of another value
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{,]')
+
+
+def loads(text: Any) -> Any:
+    """``json.loads(text)`` of one reply, bounded: the length (:data:`MAX_TEXT`) and the number of
+    JSON values (:data:`MAX_NODES`) are checked **before** anything is built, so an answer can
+    cost the grader about its own size in memory, never a multiple of it. WireError otherwise."""
+    if type(text) is not str:
+        raise WireError("the kernel's answer is not text")
+    if len(text) > MAX_TEXT:
+        raise WireError(f"the kernel's answer is longer than {MAX_TEXT // 2 ** 20} MiB")
+    # every value is a string, an opening bracket, or follows a comma: a bound on their number
+    tokens = sum(1 for _ in itertools.islice(_JSON_TOKEN.finditer(text), MAX_NODES + 1))
+    if tokens > MAX_NODES:
+        raise WireError(f"the kernel's answer holds more than {MAX_NODES} JSON values")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise WireError("the kernel's answer is not JSON") from None
+    except MemoryError:
+        raise WireError("the kernel's answer does not fit in the grader's memory") from None
+
+
 def decode(text: str, make_handle: Callable[[dict], Any] | None = None) -> Any:
     """The value that ``text`` (one answer of the kernel) describes, as fresh genuine objects.
 
     Raises :class:`WireError` on anything outside the format. ``make_handle(entry)`` turns a
     handle entry into a proxy; without it a handle is refused.
     """
-    if type(text) is not str:
-        raise WireError("the kernel's answer is not text")
-    if len(text) > MAX_TEXT:
-        raise WireError(f"the kernel's answer is longer than {MAX_TEXT // 2 ** 20} MiB")
-    try:
-        tree = json.loads(text)
-    except (ValueError, RecursionError):
-        raise WireError("the kernel's answer is not JSON") from None
-    return decode_tree(tree, make_handle)
+    return decode_tree(loads(text), make_handle)
 
 
 def decode_tree(tree: Any, make_handle: Callable[[dict], Any] | None = None) -> Any:

@@ -123,10 +123,7 @@ class KernelLink:
                 text = run_sync(self._request)(request)
         finally:
             self.waited += monotonic() - started
-        try:
-            reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
-        except ValueError:
-            reply = None
+        reply = wire.loads(text)  # bounded before it is parsed: length, then the number of values
         keys = set(reply) - {"out", "id"} if type(reply) is dict else None
         if keys is None or not (keys == {"error"} or keys in ({"ok"}, {"ok", "rng"})):
             raise wire.WireError("the kernel's answer is not in the oracle's format")
@@ -202,6 +199,10 @@ class KernelLink:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             patience.answered()
+            oversized = msg.get("content", {}).get("oversized")
+            if oversized is not None:  # instructor.kernel_client did not parse it: over MAX_SHELL_BYTES
+                raise wire.WireError(f"the kernel's answer ({oversized} bytes) is over the grader's limit of "
+                                     f"{wire.MAX_TEXT // 2 ** 20} MiB")
             if fast:
                 text = msg.get("content", {}).get("answer") if msg.get("msg_type") == wire.REPLY else None
                 if type(text) is not str or len(text) > wire.MAX_TEXT:

@@ -571,3 +571,23 @@ def test_a_student_call_that_rebinds_the_server_does_not_shape_its_reply(monkeyp
         assert np.array_equal(result, [0.0, 2.0, 4.0]) and np.array_equal(after, [0.0, 1.0, 2.0])
     finally:
         del __main__.oracle_test_rebinding
+
+
+def test_an_answer_is_bounded_before_it_is_parsed(monkeypatch):
+    """Issue 29, item 7: the number of JSON values is counted before json.loads builds any (a
+    64 MiB "[[],[],...]" took the grader from 0.26 to 1.8 GB before MAX_ITEMS could refuse it).
+    Kills the mutant that counts after parsing (json.loads would run), and a naive count of
+    commas and brackets (the honest string full of them would be refused)."""
+    hostile = '{"t":"list","v":[' + ",".join(["[]"] * (wire.MAX_NODES + 1)) + "]}"
+
+    def never(*args, **kwargs):
+        raise AssertionError("json.loads ran on an answer over the limit")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(json, "loads", never)
+        with pytest.raises(wire.WireError, match="JSON values"):
+            wire.decode(hostile)
+    punctuation = ",[{" * (wire.MAX_STRING // 4)  # a string's commas and brackets are not values
+    honest = {"t": "tuple", "v": [punctuation, {"t": "list", "v": [1.5] * (wire.MAX_ITEMS - 10)}]}
+    text, values = wire.decode(json.dumps(honest))
+    assert text == punctuation and len(values) == wire.MAX_ITEMS - 10
