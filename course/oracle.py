@@ -15,12 +15,17 @@ is **plain data** in a fixed format:
   :data:`DTYPES` only;
 * ``{"t": "dtype", "v": "float64"}``: a torch dtype (an argument such as ``dtype=torch.float64``);
 * ``{"t": "rng", "v": state}``: a NumPy ``Generator`` argument, by the state of its bit generator
-  (a dict of integers and strings); the kernel draws from a fresh generator in that state, and
-  its reply carries the states the call left (``"rng"``), which the grader loads back into its
-  own generators, so a test sees ``rng`` move on exactly as in JupyterLab;
+  (a dict of integers and strings; PCG64, ``np.random.default_rng``, only); the kernel draws from
+  a fresh generator in that state, and its reply carries the states the call left (``"rng"``).
+  The grader never loads them: it advances its own generator by the distance to the reported
+  state (at most 2**40 draws) and accepts only an exact match (``instructor.oracle._moved_on``),
+  so a test sees ``rng`` move on exactly as in JupyterLab;
 * ``{"t": "iter", "v": [...]}``: what a generator of PyTorch's own code (``module.parameters()``,
   ``named_parameters()``, ``buffers()``) yields, listed in the kernel at once (one round trip,
   not two); the grader reads it as an iterator over the items;
+* a request carries ``"id"`` (random text), which its reply echoes (the grader refuses any
+  other reply), and ``"mode"`` (``{"grad": bool, "inference": bool}``, the test's autograd mode,
+  under which the kernel runs the call);
 * ``{"t": "h", "id": n, "type": [...], "callable": bool}``: a handle to an object that lives
   in the kernel (a module, a function), which the grader wraps in a new proxy.
 * ``{"t": "generator", "state": ...}`` (grader to kernel only): a CPU ``torch.Generator`` by
@@ -44,13 +49,15 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import math
+import re
 import sys
 import types
 from typing import Any, Callable
 
-__all__ = ["WireError", "encode", "decode", "serve", "parameter_gradients", "input_gradients",
+__all__ = ["WireError", "encode", "decode", "serve", "grad_mode", "parameter_gradients", "input_gradients",
            "parameter_and_input_gradients", "draw_parameters", "is_remote", "call_keeping_arguments", "fresh", "Fresh"]
 
 # numpy dtype names accepted on the wire (torch tensors use the same names, plus bfloat16,
@@ -60,9 +67,15 @@ DTYPES = {
     "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
 }
 TORCH_ONLY = {"bfloat16": "float32"}
-MAX_TEXT = 256 * 1024 * 1024  # characters of one reply
 MAX_BYTES = 128 * 1024 * 1024  # bytes of all arrays of one reply together
+# characters of one reply (a frame on the socket, an answer on the shell), checked before it is
+# read or parsed: the arrays' base64 (4/3 of MAX_BYTES) and room for the rest
+MAX_TEXT = MAX_BYTES * 4 // 3 + 16 * 1024 * 1024
 MAX_ITEMS = 200_000  # values of one reply (container entries, scalars)
+# JSON values (objects, arrays, strings, numbers) of one reply, counted before json.loads builds
+# any: a wire entry is a few of them (its dict, its tag, its list); a 64 MiB "[[],[],...]" is 21
+# million, which json.loads would turn into 1.5 GB of lists before MAX_ITEMS could say no
+MAX_NODES = 8 * MAX_ITEMS
 MAX_DEPTH = 24  # nesting of containers
 MAX_STRING = 4 * 1024 * 1024  # characters of one string
 MAX_NDIM = 32
@@ -82,6 +95,35 @@ def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
     array = np.asarray(array, dtype=np.dtype(DTYPES[dtype_name]), order="C")  # keeps 0-d arrays 0-d
     return {"t": kind, "dtype": dtype_name, "shape": [int(n) for n in array.shape],
             "b64": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+# what a numeric dtype outside DTYPES travels as (extended precision, unsigned integers): the
+# nearest whitelisted one, by its kind; values it cannot hold are refused with the dtype named
+WIDEST = {"f": "float64", "c": "complex128", "u": "int64", "i": "int64"}
+
+
+def _as_wire_dtype(array: Any, name: str) -> tuple[Any, str]:
+    """``(array cast to a whitelisted dtype, its name)`` for a numeric NumPy array outside DTYPES
+    (``np.longdouble`` -> float64, complex256 -> complex128, uint64 -> int64); WireError, naming
+    the dtype, where the cast would change a value beyond rounding (an overflow); ``(None, "")``
+    for an array that is not numbers (objects, strings, records: not data)."""
+    import numpy as np
+
+    target = WIDEST.get(array.dtype.kind)
+    if target is None or array.dtype.fields is not None:
+        return None, ""
+    info = np.iinfo if target == "int64" else np.finfo
+    if array.size and target == "int64":
+        if int(array.max()) > info(np.int64).max or int(array.min()) < info(np.int64).min:
+            raise WireError(f"an array of dtype {name} holds integers beyond int64's range: "
+                            "the grader cannot receive it (return int64 values)")
+        return array.astype(np.int64), target
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = array.astype(target)
+    if array.size and np.count_nonzero(np.isfinite(cast)) != np.count_nonzero(np.isfinite(array)):
+        raise WireError(f"an array of dtype {name} holds values beyond {target}'s range: "
+                        f"the grader cannot receive it (return {target} values)")
+    return cast, target
 
 
 def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int = 0) -> Any:
@@ -114,6 +156,11 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
             return _array_entry("nd", np.ndarray.view(value, np.ndarray), value.dtype.name)
         if isinstance(value, np.generic) and value.dtype.name in DTYPES:
             return _array_entry("np", np.asarray(value), value.dtype.name)
+        if isinstance(value, (np.ndarray, np.generic)):  # numbers of another dtype: as the nearest one
+            plain = np.ndarray.view(value, np.ndarray) if isinstance(value, np.ndarray) else np.asarray(value)
+            cast, name = _as_wire_dtype(plain, value.dtype.name)
+            if cast is not None:
+                return _array_entry("nd" if isinstance(value, np.ndarray) else "np", cast, name)
         if handle is None and type(value) is np.random.Generator:  # an argument: by its state
             return {"t": "rng", "v": encode(value.bit_generator.state, None, _depth + 1)}
     torch = sys.modules.get("torch")
@@ -124,12 +171,16 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
                 name = str(plain.dtype).replace("torch.", "")
                 if name in TORCH_ONLY:
                     plain = plain.to(getattr(torch, TORCH_ONLY[name]))
-                if name not in DTYPES and name not in TORCH_ONLY:
-                    if handle is None:
-                        raise WireError(f"a tensor of dtype {name} cannot be sent")
-                    return handle(value)
-                entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY.get(name, name))
-            entry["dtype"] = name
+                    entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY[name])
+                    entry["dtype"] = name
+                elif name in DTYPES:
+                    entry = _array_entry("pt", plain.contiguous().numpy(), name)
+                else:  # numbers of another dtype (uint32, complex32, float8): as the nearest one
+                    entry = _odd_tensor(plain, name)
+                    if entry is None:
+                        if handle is None:
+                            raise WireError(f"a tensor of dtype {name} cannot be sent")
+                        return handle(value)
             if value.requires_grad:
                 entry["grad"] = True
             return entry
@@ -139,6 +190,31 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
         raise WireError(f"a {kind.__name__} cannot be sent to the kernel: arguments travel by value "
                         "(arrays, tensors, numbers, strings, None, and tuples, lists and dicts of them)")
     return handle(value)
+
+
+def _odd_tensor(plain: Any, name: str) -> dict | None:
+    """The ``"pt"`` entry of a CPU tensor of a numeric dtype outside DTYPES, cast to the nearest
+    whitelisted one (see :func:`_as_wire_dtype`); None for one that is not numbers (quantized)."""
+    import torch
+
+    if plain.is_quantized or plain.layout != torch.strided:
+        return None
+    if plain.is_complex():
+        wide = plain.to(torch.complex128)
+    elif plain.is_floating_point():
+        wide = plain.to(torch.float64)
+    elif plain.dtype.is_signed or plain.dtype == torch.bool:
+        return None
+    else:  # an unsigned integer tensor
+        wide = plain
+    try:
+        array = wide.contiguous().numpy()
+    except (TypeError, RuntimeError):  # a dtype NumPy does not have (uint16 in older torch)
+        array = plain.to(torch.int64).contiguous().numpy() if not plain.is_floating_point() else None
+    if array is None:
+        return None
+    cast, wire_name = _as_wire_dtype(array, name) if array.dtype.name not in DTYPES else (array, array.dtype.name)
+    return None if cast is None else _array_entry("pt", cast, wire_name)
 
 
 def dumps(value: Any, handle: Callable[[Any], dict] | None = None) -> str:
@@ -211,21 +287,37 @@ def _array(entry: dict, budget: _Budget, torch_ok: bool):
     return tensor
 
 
+# a JSON string (skipped whole, at the regex engine's speed) or the start of another value
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{,]')
+
+
+def loads(text: Any) -> Any:
+    """``json.loads(text)`` of one reply, bounded: the length (:data:`MAX_TEXT`) and the number of
+    JSON values (:data:`MAX_NODES`) are checked **before** anything is built, so an answer can
+    cost the grader about its own size in memory, never a multiple of it. WireError otherwise."""
+    if type(text) is not str:
+        raise WireError("the kernel's answer is not text")
+    if len(text) > MAX_TEXT:
+        raise WireError(f"the kernel's answer is longer than {MAX_TEXT // 2 ** 20} MiB")
+    # every value is a string, an opening bracket, or follows a comma: a bound on their number
+    tokens = sum(1 for _ in itertools.islice(_JSON_TOKEN.finditer(text), MAX_NODES + 1))
+    if tokens > MAX_NODES:
+        raise WireError(f"the kernel's answer holds more than {MAX_NODES} JSON values")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise WireError("the kernel's answer is not JSON") from None
+    except MemoryError:
+        raise WireError("the kernel's answer does not fit in the grader's memory") from None
+
+
 def decode(text: str, make_handle: Callable[[dict], Any] | None = None) -> Any:
     """The value that ``text`` (one answer of the kernel) describes, as fresh genuine objects.
 
     Raises :class:`WireError` on anything outside the format. ``make_handle(entry)`` turns a
     handle entry into a proxy; without it a handle is refused.
     """
-    if type(text) is not str:
-        raise WireError("the kernel's answer is not text")
-    if len(text) > MAX_TEXT:
-        raise WireError(f"the kernel's answer is longer than {MAX_TEXT // 2 ** 20} MiB")
-    try:
-        tree = json.loads(text)
-    except (ValueError, RecursionError):
-        raise WireError("the kernel's answer is not JSON") from None
-    return decode_tree(tree, make_handle)
+    return decode_tree(loads(text), make_handle)
 
 
 def decode_tree(tree: Any, make_handle: Callable[[dict], Any] | None = None) -> Any:
@@ -380,10 +472,37 @@ def _namespace() -> dict:
     return vars(__main__)
 
 
-def _run(request: dict) -> Any:
+def grad_mode() -> dict | None:
+    """The autograd mode here (``{"grad": bool, "inference": bool}``), None without torch loaded.
+
+    The grader sends it with every request: ``with torch.no_grad(): out = student_fn(x)`` in a
+    test runs the student's call in the kernel without gradients too, as in JupyterLab."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return {"grad": bool(torch.is_grad_enabled()), "inference": bool(torch.is_inference_mode_enabled())}
+
+
+def _in_mode(mode: Any, call: Callable[[], Any]) -> Any:
+    """``call()`` under the grader's autograd ``mode``; the kernel's own mode is back afterwards,
+    whatever the call did to it (a ``torch.set_grad_enabled(False)`` it never undid included)."""
+    torch = sys.modules.get("torch")
+    if torch is None or type(mode) is not dict:
+        return call()
+    saved = torch.is_grad_enabled()
+    try:
+        with torch.inference_mode(mode.get("inference") is True):
+            torch.set_grad_enabled(mode.get("grad") is not False)
+            return call()
+    finally:
+        torch.set_grad_enabled(saved)
+
+
+def _run(request: dict, mode: Any = None) -> Any:
     op = request["op"]
-    if op == "batch":
-        return [_answer(item) for item in request["v"]]
+    mode = request.get("mode", mode)
+    if op == "batch":  # every item under the batch's mode, unless it carries its own
+        return [_answer({"mode": mode, **item}) for item in request["v"]]
     if op == "name":
         namespace = _namespace()
         if request["name"] not in namespace:
@@ -392,6 +511,10 @@ def _run(request: dict) -> Any:
     target = _handles[request["h"]] if "h" in request else None
     args = [_value(a) for a in request.get("args", [])]
     kwargs = {k: _value(v) for k, v in request.get("kwargs", {}).items()}
+    return _in_mode(mode, lambda: _operate(op, request, target, args, kwargs))
+
+
+def _operate(op: str, request: dict, target: Any, args: list, kwargs: dict) -> Any:
     if op == "call":  # with "name": the method call target.name(*args, **kwargs), in one round trip
         if "name" in request:
             target = getattr(target, request["name"])
@@ -475,17 +598,28 @@ def serve(request: str) -> str:
     """The kernel's answer to one request of the grader (JSON in, JSON out).
 
     What the student's code prints meanwhile (stdout and stderr, bounded) travels with the
-    answer (``"out"``): the grader shows it in the test cell's output.
+    answer (``"out"``): the grader shows it in the test cell's output. The reply echoes the
+    request's ``"id"``. It is written by this module's functions **as they were when it was
+    imported** (:data:`_SEALED`, before any student code ran): a student call that rebinds
+    ``course.oracle.encode`` (or ``_handle``, ``PROBES``, ``json.dumps``) does not shape it.
     """
+    return _SEALED["_serve"](request)
+
+
+def _serve(request: str) -> str:
     printed = _Printed()
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = printed
     try:
-        answer = _answer(json.loads(request))
+        parsed = json.loads(request)
+        request_id = parsed.get("id") if type(parsed) is dict else None  # read before the student's call
+        answer = _answer(parsed)
     finally:
         sys.stdout, sys.stderr = saved
     if printed.size or printed.cut:
         answer["out"] = printed.text()
+    if type(request_id) is str:
+        answer["id"] = request_id
     return json.dumps(answer, separators=(",", ":"))
 
 
@@ -555,24 +689,29 @@ def listen() -> str:
                if callable(value) and getattr(value, "__module__", None) == __name__}
 
     probes = dict(PROBES)
+    # what answers: the sealed copies made at import (see _seal); never this module's names,
+    # which a student call may rebind between reading a request and writing its reply
+    sealed = _SEALED
+    sealed_serve, read, write, dumps = sealed["_serve"], sealed["read_frame"], sealed["write_frame"], sealed["json"].dumps
 
     def served(request: Any) -> str:
-        """The genuine serve()'s answer, with this module's functions and the probes put back first."""
+        """The sealed serve()'s answer; this module's functions and the probes are put back first
+        (for whatever else reads them)."""
         for name, value in genuine.items():
             if vars(module).get(name) is not value:
                 setattr(module, name, value)
         PROBES.clear()
         PROBES.update(probes)
         try:
-            return genuine["serve"](request) if type(request) is str else json.dumps({"error": ["TypeError", "not text"]})
+            return sealed_serve(request) if type(request) is str else dumps({"error": ["TypeError", "not text"]})
         except BaseException as error:  # an interrupt while the student's code ran: reported
-            return json.dumps({"error": [type(error).__name__, ""]})
+            return dumps({"error": [type(error).__name__, ""]})
 
     def answer(stream: Any, ident: Any, parent: dict) -> None:
         try:
             text = served(parent["content"]["request"])
         except BaseException as error:  # a message without a request
-            text = json.dumps({"error": [type(error).__name__, ""]})
+            text = dumps({"error": [type(error).__name__, ""]})
         kernel.session.send(stream, REPLY, {"answer": text}, parent, ident)
 
     connection: list = []  # the grader's socket, once connected (one per kernel)
@@ -594,12 +733,12 @@ def listen() -> str:
             sock = connection[0]
             while True:
                 try:
-                    frame = read_frame(sock, MAX_TEXT)
+                    frame = read(sock, MAX_TEXT)
                 except KeyboardInterrupt:  # an interrupt meant for a request that had just been answered
                     continue
                 if frame is None or frame == END:
                     break
-                write_frame(sock, served(frame.decode("utf-8", "replace")).encode("utf-8", "replace"))
+                write(sock, served(frame.decode("utf-8", "replace")).encode("utf-8", "replace"))
         except BaseException as error:  # no socket: the grader goes on with shell requests
             status = type(error).__name__
             connection.clear()
@@ -627,13 +766,30 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
     return PROBES[name](*args, **kwargs)
 
 
+class _GradientsOn:
+    """A probe that runs a backward pass does it with gradients on (and inference mode off),
+    whatever the caller's mode: ``parameter_gradients`` in a test's ``torch.no_grad()`` block works."""
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.modes = (torch.inference_mode(False), torch.enable_grad())
+        for mode in self.modes:
+            mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
+
+
 def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
-    module.zero_grad(set_to_none=True)
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    output = module(*inputs, **(kwargs or {}))
-    if isinstance(output, tuple):
-        output = output[0]
-    (output * direction).sum().backward()
+    with _GradientsOn():
+        module.zero_grad(set_to_none=True)
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        output = module(*inputs, **(kwargs or {}))
+        if isinstance(output, tuple):
+            output = output[0]
+        (output * direction).sum().backward()
     return {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}
 
 
@@ -659,14 +815,15 @@ def _leaves(inputs: Any) -> tuple:
 def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
     import torch
 
-    leaves = _leaves(inputs)
-    output = function(*leaves, **(kwargs or {}))
-    if isinstance(output, tuple):
-        output = output[0]
-    if not isinstance(output, torch.Tensor) or not output.requires_grad:
-        raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a tensor "
-                        "computed from the inputs (no .item(), no float(), no .detach())")
-    (output if direction is None else output * direction).sum().backward()
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        output = function(*leaves, **(kwargs or {}))
+        if isinstance(output, tuple):
+            output = output[0]
+        if not isinstance(output, torch.Tensor) or not output.requires_grad:
+            raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a "
+                            "tensor computed from the inputs (no .item(), no float(), no .detach())")
+        (output if direction is None else output * direction).sum().backward()
     return tuple(leaf.grad.detach().clone() if isinstance(leaf, torch.Tensor) and leaf.grad is not None else None
                  for leaf in leaves)
 
@@ -732,8 +889,9 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
 
 
 def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
-    leaves = _leaves(inputs)
-    parameters = _gradients(module, leaves, direction, kwargs)
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        parameters = _gradients(module, leaves, direction, kwargs)
     return parameters, tuple(getattr(x, "grad", None) for x in leaves)
 
 
@@ -1014,3 +1172,33 @@ def _generator_from(node: dict) -> Any:
     generator = torch.Generator()
     generator.set_state(_value(node["state"]))
     return generator
+
+
+def _seal() -> dict:
+    """This module's namespace as it is at import, before any student code runs, for the server.
+
+    Every function of the module is copied with this snapshot as its globals, so the copies
+    call each other (``_serve`` -> ``_answer`` -> ``encode`` -> ``_array_entry``), read
+    :data:`PROBES` and ``json.dumps`` as they were at import, whatever a student call rebinds
+    in ``course.oracle`` or in ``json``, ``base64``, ``math`` meanwhile. Module state (the
+    handles, the generators of a request) is shared. What stays the student's to change is
+    what their code computes with NumPy and PyTorch, which is their answer anyway.
+    """
+    import types as stdlib_types
+
+    sealed = dict(globals())
+    for name, functions in {"json": ("dumps", "loads"), "base64": ("b64encode", "b64decode"),
+                            "math": ("isfinite", "prod", "sqrt"),
+                            "types": ("GeneratorType", "ModuleType", "FunctionType")}.items():
+        sealed[name] = stdlib_types.SimpleNamespace(**{f: getattr(sys.modules[name], f) for f in functions})
+    for name, value in list(sealed.items()):
+        if type(value) is stdlib_types.FunctionType and value.__module__ == __name__:
+            copy = stdlib_types.FunctionType(value.__code__, sealed, value.__name__, value.__defaults__,
+                                             value.__closure__)
+            copy.__kwdefaults__, copy.__qualname__ = value.__kwdefaults__, value.__qualname__
+            sealed[name] = copy
+    sealed["PROBES"] = {key: sealed[probe.__name__] for key, probe in PROBES.items()}
+    return sealed
+
+
+_SEALED = _seal()

@@ -26,6 +26,8 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
 
+from course.oracle import MAX_TEXT as _MAX_TEXT
+
 MAX_RECORDED = 20  # reasons kept per channel (the count goes on)
 
 # What nbclient and nbformat read from each kind of message they act on (jupyter messaging
@@ -65,13 +67,27 @@ def unreadable(msg: Any) -> str | None:
     return None
 
 
+# bytes of one shell message, checked before its content is parsed: the oracle's answers (at most
+# course.oracle.MAX_TEXT characters, escaped once more as JSON or as a repr) and room for the rest
+MAX_SHELL_BYTES = 2 * _MAX_TEXT + 2 ** 20
+# the replies that carry an oracle's answer: over the limit, they arrive with their content
+# replaced by {"oversized": bytes} (the test that asked fails, saying so); anything else is dropped
+_ANSWERS = {"course_oracle_reply": {"answer": None}, "execute_reply": {"status": "error", "user_expressions": {}}}
+
+
 class CheckedChannel(AsyncZMQSocketChannel):
-    """An async channel whose ``get_msg`` skips (and counts) messages that do not verify or cannot be read."""
+    """An async channel whose ``get_msg`` skips (and counts) messages that do not verify or cannot be read.
+
+    On the shell channel a message longer than ``max_bytes`` is not parsed: it is verified (its
+    signature covers every part) and, for a reply that carries an oracle's answer, handed on with
+    its content replaced by ``{"oversized": size}``; any other one is dropped.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rejected = 0
         self.reasons: list[str] = []
+        self.max_bytes: int | None = None  # set on the shell channel by CheckedKernelClient
 
     async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
         assert self.socket is not None
@@ -83,7 +99,15 @@ class CheckedChannel(AsyncZMQSocketChannel):
             parts = await self.socket.recv_multipart()
             try:
                 _, message = self.session.feed_identities(parts)
-                msg = self.session.deserialize(message)
+                size = sum(len(part) for part in message)
+                if self.max_bytes is not None and size > self.max_bytes:
+                    msg = self.session.deserialize(message, content=False)  # verified, content not parsed
+                    stub = _ANSWERS.get(msg.get("msg_type"))
+                    if stub is None:
+                        raise ValueError(f"a {msg.get('msg_type')} message of {size} bytes, over {self.max_bytes}")
+                    msg["content"] = {**stub, "oversized": size}
+                else:
+                    msg = self.session.deserialize(message)
                 reason = unreadable(msg)
             except Exception as error:  # noqa: BLE001 - whatever the kernel sent, it is not read
                 reason = f"{type(error).__name__}: {str(error)[:120]}"
@@ -101,6 +125,13 @@ class CheckedKernelClient(AsyncKernelClient):
     iopub_channel_class = Type(CheckedChannel)
     stdin_channel_class = Type(CheckedChannel)
     control_channel_class = Type(CheckedChannel)
+
+    @property
+    def shell_channel(self) -> Any:
+        channel = super().shell_channel
+        if isinstance(channel, CheckedChannel) and channel.max_bytes is None:
+            channel.max_bytes = MAX_SHELL_BYTES
+        return channel
 
     def _channels(self) -> list[CheckedChannel]:
         found = (self._shell_channel, self._iopub_channel, self._stdin_channel, self._control_channel)

@@ -33,6 +33,7 @@ import inspect
 import io
 import json
 import os
+import secrets
 import select
 import shutil
 import socket
@@ -109,22 +110,28 @@ class KernelLink:
         from jupyter_core.utils import run_sync
 
         started = monotonic()
-        request = json.dumps(message, separators=(",", ":"))
+        request_id = secrets.token_hex(8)  # the reply must echo it: a stale or forged frame is not this answer
+        message = {**message, "id": request_id}
+        mode = wire.grad_mode()  # the test's autograd mode (torch.no_grad(), inference_mode()): the kernel's call's too
+        request = json.dumps(message if mode is None else {**message, "mode": mode}, separators=(",", ":"))
+        on_socket = False
         try:
             if self._channel.serve(self.deadline):
                 self.round_trips += 1
+                on_socket = True
                 text = self._channel.ask(request, self)
             else:
                 text = run_sync(self._request)(request)
         finally:
             self.waited += monotonic() - started
-        try:
-            reply = json.loads(text) if type(text) is str and len(text) <= wire.MAX_TEXT else None
-        except ValueError:
-            reply = None
-        keys = set(reply) - {"out"} if type(reply) is dict else None
+        reply = wire.loads(text)  # bounded before it is parsed: length, then the number of values
+        keys = set(reply) - {"out", "id"} if type(reply) is dict else None
         if keys is None or not (keys == {"error"} or keys in ({"ok"}, {"ok", "rng"})):
             raise wire.WireError("the kernel's answer is not in the oracle's format")
+        if reply.get("id") != request_id:
+            if on_socket:  # the frames are out of step with the requests: shell messages from now on
+                self._channel._give_up("an answer to another request")
+            raise wire.WireError("the kernel's answer is not the answer to this request (its id is not the one sent)")
         printed = reply.pop("out", "")
         if type(printed) is not str:
             raise wire.WireError("the kernel's printed text is not text")
@@ -193,6 +200,10 @@ class KernelLink:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             patience.answered()
+            oversized = msg.get("content", {}).get("oversized")
+            if oversized is not None:  # instructor.kernel_client did not parse it: over MAX_SHELL_BYTES
+                raise wire.WireError(f"the kernel's answer ({oversized} bytes) is over the grader's limit of "
+                                     f"{wire.MAX_TEXT // 2 ** 20} MiB")
             if fast:
                 text = msg.get("content", {}).get("answer") if msg.get("msg_type") == wire.REPLY else None
                 if type(text) is not str or len(text) > wire.MAX_TEXT:
@@ -445,16 +456,87 @@ class _Channel:
             self.folder = None
 
 
+# numpy's PCG64 (np.random.default_rng): a 128-bit LCG, state -> state * MULTIPLIER + inc
+_PCG64_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+_MASK_128 = (1 << 128) - 1
+# every state of a stream is some number of steps ahead of any other: a call is believed to have
+# drawn at most this many numbers (at a nanosecond a draw, 18 minutes: more than any test's time),
+# so whatever the grader accepts is a state the student's code could have reached by drawing
+_MAX_STEPS = 1 << 40
+_KEPT_SEARCH = 4096  # draws back the grader looks for the 32 bits a 32-bit draw kept (then refuses)
+
+
+def _pcg64_distance(start: int, end: int, inc: int) -> int | None:
+    """How many steps of the LCG lead from ``start`` to ``end`` (at most 128 rounds), None if none do.
+
+    Bit by bit from the lowest: the low ``k`` bits of the state after ``n`` steps depend on the
+    low ``k`` bits of ``n`` only, so each bit of the distance is decided in turn (PCG's
+    ``distance``); with an odd increment and this multiplier every state is reachable.
+    """
+    multiplier, plus, bit, distance, state = _PCG64_MULTIPLIER, inc, 1, 0, start
+    while state != end:
+        if bit > _MASK_128:
+            return None
+        if (state & bit) != (end & bit):
+            state = (state * multiplier + plus) & _MASK_128
+            distance |= bit
+        if (state & bit) != (end & bit):
+            return None
+        bit <<= 1
+        plus = ((multiplier + 1) * plus) & _MASK_128
+        multiplier = (multiplier * multiplier) & _MASK_128
+    return distance
+
+
+def _moved_on(generator: Any, reported: Any) -> dict:
+    """The state ``generator`` is in after the draws the kernel reports, **computed by the grader**.
+
+    The kernel's report is never loaded: it only says how far the generator moved. The grader
+    finds the number of steps from its own state to the reported one (``_pcg64_distance``),
+    advances a copy of its own bit generator that far itself and accepts only if that copy's
+    state is exactly the one reported (the 32 bits a 32-bit draw keeps for the next one
+    included: they must be the high half of one of the grader's own last draws, or the ones it kept).
+    """
+    import numpy as np
+
+    own = generator.bit_generator.state
+    if type(reported) is not dict or set(reported) != {"bit_generator", "state", "has_uint32", "uinteger"} \
+            or reported["bit_generator"] != own["bit_generator"] or type(reported["state"]) is not dict \
+            or set(reported["state"]) != {"state", "inc"} \
+            or any(type(v) is not int for v in (*reported["state"].values(), reported["has_uint32"], reported["uinteger"])):
+        raise wire.WireError("a generator's state from the kernel is not valid: not the state of the generator sent")
+    if reported["state"]["inc"] != own["state"]["inc"]:
+        raise wire.WireError("a generator's state from the kernel is not valid: another generator's stream")
+    steps = _pcg64_distance(own["state"]["state"], reported["state"]["state"], own["state"]["inc"])
+    if steps is None or steps > _MAX_STEPS:  # every state of the stream is *some* distance ahead: only near ones count
+        raise wire.WireError("a generator's state from the kernel is not valid: the grader's generator does not reach it "
+                             f"within {_MAX_STEPS:.1e} draws")
+    copy = np.random.PCG64()
+    copy.state = own
+    copy.advance(steps)
+    computed = {**copy.state, "has_uint32": 0, "uinteger": own["uinteger"]}
+    if reported["has_uint32"] == 1:  # 32 bits kept for the next 32-bit draw: a half of one of the grader's own draws
+        kept = [own["uinteger"]] if own["has_uint32"] else []
+        for back in range(1, min(steps, _KEPT_SEARCH) + 1):  # the high half of one of the last draws
+            copy.state = own
+            copy.advance(steps - back)
+            kept.append(int(copy.random_raw()) >> 32)
+            if kept[-1] == reported["uinteger"]:
+                break
+        if reported["uinteger"] in kept:
+            computed.update(has_uint32=1, uinteger=kept[kept.index(reported["uinteger"])])
+    if computed["state"] != reported["state"] or computed["has_uint32"] != reported["has_uint32"]:
+        raise wire.WireError("a generator's state from the kernel is not valid: the grader's own draws do not reproduce it")
+    return computed
+
+
 def _load_states(generators: list, states: Any) -> None:
-    """The states the kernel's call left its generators in, loaded into the grader's generators."""
+    """Move the grader's generators on as far as the kernel's call moved its copies (see :func:`_moved_on`)."""
     if type(states) is not list or len(states) != len(generators):
         raise wire.WireError("the kernel's answer does not report where the generators it was given stand")
-    for generator, state in zip(generators, states, strict=True):
-        state = wire.decode(json.dumps(state))
-        try:
-            generator.bit_generator.state = state
-        except (TypeError, ValueError, KeyError, OverflowError) as error:
-            raise wire.WireError(f"a generator's state from the kernel is not valid: {error}") from None
+    computed = [_moved_on(g, wire.decode(json.dumps(state))) for g, state in zip(generators, states, strict=True)]
+    for generator, state in zip(generators, computed, strict=True):  # all checked before any is moved
+        generator.bit_generator.state = state
 
 
 def _send(value: Any, generators: list | None = None) -> Any:
@@ -477,6 +559,9 @@ def _send(value: Any, generators: list | None = None) -> Any:
     if type(entry) is dict and entry.get("t") == "rng":
         if generators is None:
             raise wire.WireError("a generator can only be an argument of a call")
+        if type(value.bit_generator).__name__ != "PCG64" or type(value.bit_generator).__module__.split(".")[0] != "numpy":
+            raise wire.WireError(f"a generator on {type(value.bit_generator).__name__} cannot be sent to the kernel: "
+                                 "use np.random.default_rng(seed) (PCG64), whose moves the grader can check")
         generators.append(value)
     return entry
 

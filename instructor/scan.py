@@ -76,7 +76,18 @@ ALLOWED_EXTENSIONS = {"autoreload"}
 # IPython's rich display (``from IPython.display import display, Math, Markdown``): how notebooks show
 # formulas, tables and images; the kernel's machinery lives elsewhere in IPython and stays flagged.
 DISPLAY_MODULES = {"IPython.display", "IPython.core.display"}
-PATH = re.compile(r"^(?:/[A-Za-z0-9_.~-]|~[/A-Za-z]|[A-Za-z]:\\)|(?:^|[/\\])\.\.(?:[/\\]|$)")
+# Modules of the kernel's machinery with a few plain functions honest notebooks use: importing
+# them is not a finding; every other use of the module (``gc.get_objects``, ``inspect.stack``,
+# ``traceback.print_stack``, ``getattr(gc, ...)``, handing the module around) is, and then so is the import.
+PLAIN_FUNCTIONS = {
+    "gc": {"collect", "isenabled"},
+    "traceback": {"print_exc", "format_exc", "print_exception", "format_exception", "format_exception_only"},
+    "inspect": {"signature", "Signature", "Parameter", "getdoc", "cleandoc", "isclass", "isfunction", "ismethod",
+                "isroutine"},
+}
+# an absolute path is a finding, except under /tmp (the sandbox's private tmpfs: plt.savefig("/tmp/x.png"));
+# ``..`` anywhere (``/tmp/../etc``) still is
+PATH = re.compile(r"^(?:/(?!tmp/)[A-Za-z0-9_.~-]|~[/A-Za-z]|[A-Za-z]:\\)|(?:^|[/\\])\.\.(?:[/\\]|$)")
 GRADEBOOK = re.compile(r"gradebook|\.db\b|\.sqlite", re.IGNORECASE)
 
 
@@ -121,13 +132,45 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Findings in one cell's source; ``modules`` are names bound to modules in the notebook."""
+def plain_module_names(tree: ast.AST) -> dict[str, str]:
+    """``{name: module}`` for the names ``import gc``, ``import inspect as ins`` bind (PLAIN_FUNCTIONS)."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in PLAIN_FUNCTIONS:
+                    names[alias.asname or alias.name] = alias.name
+    return names
+
+
+def _other_uses(tree: ast.AST, names: dict[str, str]) -> list[tuple[str, str]]:
+    """``(module, what)`` for each use of a PLAIN_FUNCTIONS module other than one of its plain functions."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            module, parent = names[node.id], parents.get(node)
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                if parent.attr not in PLAIN_FUNCTIONS[module]:
+                    uses.append((module, f"{module}.{parent.attr}"))
+            else:
+                uses.append((module, f"the module {module} itself"))
+    return uses
+
+
+def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
+                plain_names: dict[str, str] | None = None) -> list[str]:
+    """Findings in one cell's source; ``modules`` are names bound to modules in the notebook,
+    ``plain_names`` the names bound to a PLAIN_FUNCTIONS module anywhere in it (``gc``, ``ins``)."""
     code, found = _magics(source)
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return found  # it cannot run either (a transformer that would make it run is found elsewhere)
+    plain_names = {**(plain_names or {}), **plain_module_names(tree)}
+    other_uses = _other_uses(tree, plain_names)
+    misused = {module for module, _ in other_uses}
+    found += [f"uses {what} ({MACHINERY})" for _, what in other_uses if what.rpartition(".")[2] not in ATTRS]
     modules = set(modules) | {"np", "numpy", "torch", "F", "nn", "math", "course", "checks", "sys", "os",
                               "builtins", "plt", "matplotlib", "IPython"}
     for node in ast.walk(tree):
@@ -139,6 +182,10 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset()) -
             for name in names:
                 if name in DISPLAY_MODULES:
                     continue
+                if name in PLAIN_FUNCTIONS:  # import gc, from inspect import signature: their plain functions only
+                    imported = {alias.name for alias in node.names} if isinstance(node, ast.ImportFrom) else set()
+                    if name not in misused and imported <= PLAIN_FUNCTIONS[name]:
+                        continue
                 for module, why in MODULES.items():
                     if name == module or name.startswith(module + "."):
                         found.append(f"imports {name} ({why})")
@@ -195,10 +242,17 @@ def notebook_modules(nb: Any) -> set[str]:
 def scan_notebook(nb: Any) -> list[tuple[int, str]]:
     """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats."""
     modules = notebook_modules(nb)
+    plain_names: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            try:
+                plain_names.update(plain_module_names(ast.parse(_magics(cell.source)[0])))
+            except SyntaxError:
+                continue
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
         seen = set()
-        for finding in scan_source(source, modules):
+        for finding in scan_source(source, modules, plain_names):
             if finding not in seen:
                 seen.add(finding)
                 out.append((index, f"cell {index} ({label}): {finding}"))

@@ -104,3 +104,65 @@ def test_forged_messages_are_dropped_and_the_next_one_is_read():
 ])
 def test_unreadable_says_why(msg, reason):
     assert reason in unreadable(msg)
+
+
+class _Socket:
+    """Stands in for a channel's zmq socket: hands out ``messages`` (lists of frames) in order."""
+
+    def __init__(self, messages):
+        self.messages = list(messages)
+
+    async def poll(self, timeout=None):
+        return bool(self.messages)
+
+    async def recv_multipart(self):
+        return self.messages.pop(0)
+
+
+def test_an_oversized_shell_message_is_verified_but_never_parsed():
+    """Issue 29, item 7: a shell message over the limit is not parsed (its content stays bytes); an
+    oracle answer arrives as {"oversized": n}, so the test that asked fails saying so, anything
+    else is dropped, and a forged one is still refused. Kills the mutant without the size check
+    (the 5,000-character answer would be parsed and handed on), the one that skips verifying
+    what it does not parse (the forged reply would arrive), and a client whose shell channel
+    has no limit."""
+    from jupyter_client.session import Session
+
+    from instructor.kernel_client import MAX_SHELL_BYTES, CheckedChannel
+
+    session = Session(key=b"secret")
+    forger = Session(key=b"guessed")
+
+    def frames(kind, content, signer=session):
+        return signer.serialize(signer.msg(kind, content))
+
+    import zmq
+    import zmq.asyncio
+
+    context = zmq.asyncio.Context()
+    real = context.socket(zmq.DEALER)
+    channel = CheckedChannel(real, session)
+    channel.max_bytes = 1000
+    channel.socket = _Socket([frames("course_oracle_reply", {"answer": "x" * 5000}),
+                              frames("execute_reply", {"status": "ok", "user_expressions": {"k": "x" * 5000}}),
+                              frames("stream", {"name": "stdout", "text": "x" * 5000}),
+                              frames("course_oracle_reply", {"answer": "x" * 5000}, forger),
+                              frames("course_oracle_reply", {"answer": "small"})])
+
+    async def read(n):
+        return [await channel.get_msg(timeout=1) for _ in range(n)]
+
+    try:
+        answer, reply, small = asyncio.run(read(3))
+    finally:
+        real.close(0)
+        context.term()
+    assert answer["content"]["answer"] is None and answer["content"]["oversized"] > 5000
+    assert reply["content"]["status"] == "error" and reply["content"]["user_expressions"] == {}
+    assert small["content"] == {"answer": "small"}
+    assert channel.rejected == 2 and "stream message" in channel.reasons[0]
+    client = CheckedKernelClient()
+    try:
+        assert client.shell_channel.max_bytes == MAX_SHELL_BYTES
+    finally:
+        client.shell_channel.socket.close(linger=0)

@@ -24,6 +24,15 @@ def double(x):
 def endless():
     while True:
         pass
+import torch
+layer = torch.nn.Linear(3, 2)
+def grad_mode():
+    return [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+def through_numpy(x):  # honest code that reads a layer's output through NumPy
+    return torch.from_numpy(layer(x).numpy())
+def turns_gradients_off():
+    torch.set_grad_enabled(False)
+    return torch.is_grad_enabled()
 """
 # the student's code reaching the kernel's end of the channel (its handler's closure)
 CONNECTION = "get_ipython().kernel.shell_handlers['course_oracle_serve'].__closure__[0].cell_contents"
@@ -151,3 +160,62 @@ def test_a_kernel_without_the_socket_handler_is_asked_on_the_shell(shell_only):
     finally:
         link.pause()
         link.close()
+
+
+@pytest.mark.parametrize("channel", ["socket", "shell"])
+def test_the_kernel_runs_each_call_in_the_tests_autograd_mode_and_keeps_its_own(channel, request):
+    """``with torch.no_grad(): out = f(x)`` in a test is f without gradients in the kernel too
+    (issue 29, item 8), on either channel. Kills the mutants that do not send the mode, that
+    ignore it in the kernel, that leave the kernel in the mode a call set, and that run the
+    gradient probes in the caller's no_grad() (no gradients)."""
+    import torch
+
+    kernel = request.getfixturevalue("kernel" if channel == "socket" else "shell_only")
+    link = link_to(kernel)
+    x = torch.ones(4, 3)
+    try:
+        assert call(link, "grad_mode") == [True, False]
+        with pytest.raises(oracle.KernelError, match="requires grad"):
+            call(link, "through_numpy", x)  # as in JupyterLab outside no_grad()
+        with torch.no_grad():
+            assert call(link, "grad_mode") == [False, False]
+            out = call(link, "through_numpy", x)
+            assert out.shape == (4, 2) and not out.requires_grad
+            probe = compile("parameter_gradients(link.name('layer'), x, torch.ones(4, 2))", "<test mode>", "eval")
+            grads = eval(probe, {"link": link, "x": x, "torch": torch,
+                                 "parameter_gradients": oracle.wire.parameter_gradients})
+            assert torch.equal(grads["bias"], torch.full((2,), 4.0)) and torch.equal(grads["weight"], torch.full((2, 3), 4.0))
+        with torch.inference_mode():
+            assert call(link, "grad_mode") == [False, True]
+        assert call(link, "turns_gradients_off") is False
+        assert call(link, "grad_mode") == [True, False]  # the kernel's own mode is back after every call
+        assert (link._channel.sock is not None) == (channel == "socket")
+        link.pause()
+        run(kernel[1], "assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()")
+    finally:
+        link.pause()
+        link.close()
+
+
+def test_an_answer_to_another_request_fails_that_test_and_the_channel_goes_on_on_the_shell(kernel):
+    """Issue 29, item 6: every request carries an id its reply must echo. A student call that
+    writes a frame of its own on the socket (an answer with another id, then one without)
+    fails its test with a WireError; the socket channel is left (its frames are out of step)
+    and the next request is answered on the shell. Kills the mutant without the id check
+    (the forged 99 would be the answer) and the one that keeps the socket (the genuine reply,
+    still queued, would answer the next request)."""
+    for forged in ({"ok": 99, "id": "not-the-one"}, {"ok": 99}):
+        link = link_to(kernel)
+        try:
+            assert call(link, "double", 1) == 2
+            link.pause()
+            run(kernel[1], f"import json\nsock = {CONNECTION}[0]\n"
+                           "def forge(x, answer):\n"
+                           "    course.oracle.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
+            with pytest.raises(oracle.wire.WireError, match="not the answer to this request"):
+                call(link, "forge", 3, forged)
+            assert link._channel.off
+            assert call(link, "double", 4) == 8 and call(link, "double", 5) == 10
+        finally:
+            link.pause()
+            link.close()

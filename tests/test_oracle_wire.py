@@ -99,6 +99,8 @@ def entry(**fields):
     (json.dumps([1, 2]), "bare JSON list"),
     (entry(dtype="object"), "dtype"),
     (entry(dtype="O"), "dtype"),
+    (entry(dtype="float128", shape=[1]), "dtype 'float128'"),  # the kernel casts it; the grader takes only DTYPES
+    (entry(dtype="complex256", shape=[1]), "dtype 'complex256'"),
     (entry(shape=[3]), "needs 24 bytes"),
     (entry(shape=[-2]), "non-negative"),
     (entry(shape=[2.0]), "non-negative"),
@@ -149,6 +151,43 @@ def test_kernel_end_answers_with_data_or_handles():
         del __main__.oracle_test_layer
 
 
+def test_extended_precision_and_unsigned_answers_arrive_as_the_nearest_whitelisted_dtype():
+    """Honest work in np.longdouble, complex256 or uint64 is data, not a handle (issue 29, item 8).
+
+    Kills the mutant that sends them as handles (the answer would be a handle entry, not an
+    array) and the one that casts without checking the range (1e4000 would arrive as inf)."""
+    import __main__
+
+    scores = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, -1.0]], dtype=np.longdouble)
+    __main__.oracle_test_longdouble = lambda: np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    __main__.oracle_test_scalar = lambda: np.longdouble(1) / 3
+    __main__.oracle_test_odd = lambda: (np.array([1 + 2j], dtype=np.clongdouble), np.arange(3, dtype=np.uint64),
+                                        np.uint32(7), torch.tensor([0, 1, 2], dtype=torch.uint32))
+    __main__.oracle_test_huge = lambda: np.array([np.longdouble(10) ** 4000])
+    __main__.oracle_test_wide = lambda: np.array([2 ** 64 - 1], dtype=np.uint64)
+    try:
+        def call(name):
+            handle = json.loads(wire.serve(json.dumps({"op": "name", "name": name})))["ok"]
+            return json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": [], "kwargs": {}})))
+
+        weights = wire.decode_tree(call("oracle_test_longdouble")["ok"])
+        assert type(weights) is np.ndarray and weights.dtype == np.float64
+        assert np.array_equal(weights, __main__.oracle_test_longdouble().astype(np.float64))
+        third = wire.decode_tree(call("oracle_test_scalar")["ok"])
+        assert type(third) is np.float64 and third == 1 / 3
+        complex_, unsigned, scalar, tensor = wire.decode_tree(call("oracle_test_odd")["ok"])
+        assert complex_.dtype == np.complex128 and complex_[0] == 1 + 2j
+        assert unsigned.dtype == np.int64 and unsigned.tolist() == [0, 1, 2]
+        assert type(scalar) is np.int64 and scalar == 7
+        assert type(tensor) is torch.Tensor and tensor.dtype == torch.int64 and tensor.tolist() == [0, 1, 2]
+        for name, dtype in (("oracle_test_huge", "float128"), ("oracle_test_wide", "uint64")):
+            error = call(name)["error"]
+            assert error[0] == "WireError" and f"dtype {dtype}" in error[1] and "range" in error[1]
+    finally:
+        for name in ("longdouble", "scalar", "odd", "huge", "wide"):
+            delattr(__main__, f"oracle_test_{name}")
+
+
 def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
     """A NumPy Generator argument: the kernel draws from a copy, and reports where it left it."""
     import __main__
@@ -171,10 +210,47 @@ def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
         forged = {"bit_generator": "MT19937", "state": {"key": [1], "pos": 0}}
         with pytest.raises(wire.WireError, match="not valid"):
             _load_states(sent, [json.loads(wire.dumps(forged))])
+        with pytest.raises(wire.WireError, match="MT19937 cannot be sent"):
+            _send(np.random.Generator(np.random.MT19937(0)), [])
         with pytest.raises(wire.WireError, match="by value"):
             wire.dumps(np.random.RandomState(0))
     finally:
         del __main__.oracle_test_draw
+
+
+def test_the_grader_moves_its_generators_on_itself_and_refuses_states_it_does_not_reach():
+    """Issue 29, item 6: the kernel's reported state is never loaded. The grader advances its own
+    generator by the distance to it and accepts only an exact match within 2**40 draws. Kills the
+    mutant that loads the report as it comes (every forged state below would be loaded), the one
+    without the distance bound (a far state of the same stream, and one *behind*, would be), and
+    the one that ignores the 32 bits a float32 draw keeps (the next float32 draws would differ)."""
+    from instructor.oracle import _load_states
+
+    def reported(generator):
+        return json.loads(wire.dumps(generator.bit_generator.state))
+
+    mine, kernel = np.random.default_rng(11), np.random.default_rng(11)
+    kernel.standard_normal(5)
+    kernel.random(3, dtype=np.float32)  # leaves 32 bits for the next 32-bit draw
+    kernel.standard_normal(2)  # ... which outlive 64-bit draws
+    _load_states([mine], [reported(kernel)])
+    assert np.array_equal(mine.random(5, dtype=np.float32), kernel.random(5, dtype=np.float32))
+    assert np.array_equal(mine.standard_normal(4), kernel.standard_normal(4))
+
+    own = mine.bit_generator.state
+    far = np.random.default_rng(11)
+    far.bit_generator.advance(1 << 41)
+    behind = np.random.default_rng(11)
+    elsewhere = {**own, "state": {"state": 12345, "inc": own["state"]["inc"]}}
+    other_stream = {**own, "state": {"state": own["state"]["state"], "inc": 1}}
+    kept = {**own, "has_uint32": 1, "uinteger": 7}  # 32 bits the grader never drew
+    for state, fragment in ((far.bit_generator.state, "within"), (behind.bit_generator.state, "within"),
+                            (elsewhere, "within"), (other_stream, "another generator"), (kept, "reproduce")):
+        with pytest.raises(wire.WireError, match=fragment):
+            _load_states([mine], [json.loads(wire.dumps(state))])
+        assert mine.bit_generator.state == own  # a refused report moves nothing
+    mine.standard_normal(1)
+    assert mine.bit_generator.state != own
 
 
 def test_call_keeping_arguments_returns_the_arguments_as_the_call_left_them():
@@ -468,3 +544,81 @@ def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_cla
     link.answer = "yes"
     with pytest.raises(wire.WireError, match="not a bool"):
         isinstance(obj, cls)
+
+
+def test_a_batch_runs_its_items_in_the_mode_it_carries_and_the_kernel_keeps_its_own():
+    """A batched request's items run under the batch's autograd mode (issue 29, item 8); kills
+    the mutant that applies the mode to single requests only, and the one that does not restore it."""
+    import __main__
+
+    __main__.oracle_test_mode = lambda: [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    try:
+        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_mode"})))["ok"]
+        item = {"op": "call", "h": handle["id"], "args": [], "kwargs": {}}
+        batch = {"op": "batch", "mode": {"grad": False, "inference": False}, "v": [item, item]}
+        assert wire.decode_tree(json.loads(wire.serve(json.dumps(batch)))["ok"]) == [{"ok": {"t": "list", "v": [False, False]}}] * 2
+        inference = {**batch, "mode": {"grad": False, "inference": True}}
+        answers = wire.decode_tree(json.loads(wire.serve(json.dumps(inference)))["ok"])
+        assert answers[0]["ok"]["v"] == [False, True]
+        assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    finally:
+        del __main__.oracle_test_mode
+
+
+def test_a_student_call_that_rebinds_the_server_does_not_shape_its_reply(monkeypatch):
+    """Issue 29, item 6: the server answers with the functions it had at import. A call that
+    rebinds course.oracle.encode, _handle, _answer, json.dumps and a probe, then returns, gets
+    the genuine reply, with the request's id. Kills the mutant whose _answer/_serve read the
+    module's names after the call (every forged reply below would arrive)."""
+    import __main__
+
+    for name in ("encode", "_handle", "_answer", "_array_entry"):
+        monkeypatch.setattr(wire, name, getattr(wire, name))  # restored after the test
+    monkeypatch.setattr(json, "dumps", json.dumps)
+    monkeypatch.setitem(wire.PROBES, "arguments", wire.PROBES["arguments"])
+    forged = {"t": "nd", "dtype": "float64", "shape": [1], "b64": base64.b64encode(np.ones(1).tobytes()).decode()}
+
+    def rebinding(x):
+        wire.encode = lambda value, handle=None, _depth=0: forged
+        wire._array_entry = lambda kind, array, name: forged
+        wire._handle = lambda value: forged
+        wire._answer = lambda request: {"ok": forged}
+        wire.PROBES["arguments"] = lambda function, *args, **kwargs: (np.ones(1), args)
+        json.dumps = lambda *args, **kwargs: '{"ok": 1}'
+        return x * 2
+
+    __main__.oracle_test_rebinding = rebinding
+    try:
+        dumps = json.dumps  # the test's own, before the call rebinds json.dumps
+        handle = json.loads(wire.serve(dumps({"op": "name", "name": "oracle_test_rebinding"})))["ok"]
+        x = json.loads(wire.dumps(np.arange(3.0)))
+        reply = json.loads(wire.serve(dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {},
+                                             "id": "abc123"})))
+        assert reply["id"] == "abc123" and np.array_equal(wire.decode_tree(reply["ok"]), [0.0, 2.0, 4.0])
+        assert wire.encode(1) is forged and json.dumps(1) == '{"ok": 1}'  # the call did rebind them
+        probe = {"op": "probe", "name": "arguments", "args": [handle, x], "kwargs": {}, "id": "p1"}
+        reply = json.loads(wire.serve(dumps(probe)))
+        result, (after,) = wire.decode_tree(reply["ok"])
+        assert np.array_equal(result, [0.0, 2.0, 4.0]) and np.array_equal(after, [0.0, 1.0, 2.0])
+    finally:
+        del __main__.oracle_test_rebinding
+
+
+def test_an_answer_is_bounded_before_it_is_parsed(monkeypatch):
+    """Issue 29, item 7: the number of JSON values is counted before json.loads builds any (a
+    64 MiB "[[],[],...]" took the grader from 0.26 to 1.8 GB before MAX_ITEMS could refuse it).
+    Kills the mutant that counts after parsing (json.loads would run), and a naive count of
+    commas and brackets (the honest string full of them would be refused)."""
+    hostile = '{"t":"list","v":[' + ",".join(["[]"] * (wire.MAX_NODES + 1)) + "]}"
+
+    def never(*args, **kwargs):
+        raise AssertionError("json.loads ran on an answer over the limit")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(json, "loads", never)
+        with pytest.raises(wire.WireError, match="JSON values"):
+            wire.decode(hostile)
+    punctuation = ",[{" * (wire.MAX_STRING // 4)  # a string's commas and brackets are not values
+    honest = {"t": "tuple", "v": [punctuation, {"t": "list", "v": [1.5] * (wire.MAX_ITEMS - 10)}]}
+    text, values = wire.decode(json.dumps(honest))
+    assert text == punctuation and len(values) == wire.MAX_ITEMS - 10

@@ -41,6 +41,16 @@ def test_solutions_and_released_notebooks_are_never_flagged(assignment):
     ("open('../other/x.txt', 'w')", "outside the notebook's folder"),
     ("!cat /etc/passwd", "shell command"),
     ("exec(code)", "exec/eval/compile"),
+    # the machinery of gc, inspect and traceback stays a finding (their plain functions are not: below)
+    ("import gc\ngc.get_objects()", "imports gc"),
+    ("import inspect\ninspect.stack()", "uses inspect.stack"),
+    ("import inspect as ins\nframes = ins.getouterframes(f)", "uses inspect.getouterframes"),
+    ("from inspect import stack", "imports inspect"),
+    ("import traceback\ntraceback.print_stack()", "uses traceback.print_stack"),
+    ("import gc\ngetattr(gc, 'get_objects')()", "uses the module gc itself"),
+    ("import gc\ncollector = gc", "imports gc"),
+    ("open('/tmp/../etc/passwd')", "outside the notebook's folder"),
+    ("open('/tmpfs/x')", "outside the notebook's folder"),
 ])
 def test_attacks_are_found(code, fragment):
     found = " ".join(scan_source(code))
@@ -53,6 +63,12 @@ def test_attacks_are_found(code, fragment):
     "model = torch.compile(model)\npattern = re.compile('a/b')",
     "events = [1, 2]\nplt.title('1/sqrt(d_k)')",
     "def f(x):\n    return x / 2  # see ../README",
+    # honest habits (issue 29, item 8): each was a review flag before
+    "import gc\ndel big\ngc.collect()",
+    "import traceback\ntry:\n    attention(Q, K, V)\nexcept Exception:\n    traceback.print_exc()",
+    "import inspect\nprint(inspect.signature(attention))\nfrom inspect import signature",
+    "plt.savefig('/tmp/x.png')",
+    "inspect = [1, 2]\nprint(inspect)",  # a variable of that name, not the module
 ])
 def test_ordinary_code_is_not_flagged(code):
     assert scan_source(code) == []
@@ -111,3 +127,12 @@ def test_honest_notebook_habits_are_never_flagged(habit):
 def test_machinery_next_to_the_honest_habits_is_still_found(code, fragment):
     found = " ".join(scan_source(code))
     assert fragment in found, found
+
+
+def test_a_module_alias_from_another_cell_is_followed():
+    """``import inspect as ins`` in one cell, ``ins.stack()`` in the next: still a finding (kills
+    the mutant that only knows the aliases of the cell being scanned)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import inspect as ins"),
+                                         nbformat.v4.new_code_cell("frames = ins.stack()")])
+    found = [reason for _, reason in scan_notebook(nb)]
+    assert any("uses inspect.stack" in r for r in found), found
