@@ -220,16 +220,22 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
     return found
 
 
-def notebook_modules(nb: Any) -> set[str]:
+def _code_trees(nb: Any) -> list[ast.AST]:
+    """The syntax tree of every code cell of the notebook that parses (test and locked cells too)."""
+    trees = []
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            try:
+                trees.append(ast.parse(_magics(cell.source)[0]))
+            except SyntaxError:
+                continue
+    return trees
+
+
+def notebook_modules(nb: Any, trees: list[ast.AST] | None = None) -> set[str]:
     """Names bound by import statements anywhere in the notebook (test and locked cells too)."""
     names = set()
-    for cell in nb.cells:
-        if cell.get("cell_type") != "code":
-            continue
-        try:
-            tree = ast.parse(_magics(cell.source)[0])
-        except SyntaxError:
-            continue
+    for tree in _code_trees(nb) if trees is None else trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
@@ -241,14 +247,9 @@ def notebook_modules(nb: Any) -> set[str]:
 
 def scan_notebook(nb: Any) -> list[tuple[int, str]]:
     """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats."""
-    modules = notebook_modules(nb)
-    plain_names: dict[str, str] = {}
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code":
-            try:
-                plain_names.update(plain_module_names(ast.parse(_magics(cell.source)[0])))
-            except SyntaxError:
-                continue
+    trees = _code_trees(nb)  # parsed once for both notebook-wide lookups
+    modules = notebook_modules(nb, trees)
+    plain_names = {name: module for tree in trees for name, module in plain_module_names(tree).items()}
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
         seen = set()

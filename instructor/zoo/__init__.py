@@ -8,8 +8,9 @@ must occur exactly once), so a change to a solution is tested by its zoo at once
 gives a whole cell's text instead, for answers that are not a small edit (a hard-coded answer).
 ``expect`` names the test cells that must then lose points, each with a fragment of the message
 it should show; with ``only=True`` no other test cell may lose points (the text claims that
-only those tests notice the mistake, and the suite measures it). The test suite fills every variant into the released notebook, autogrades them
-all in one nbgrader run and checks both the lost points and the messages.
+only those tests notice the mistake, and the suite measures it). The test suite fills every
+variant into the released notebook, autogrades them all in one nbgrader run and checks both
+the lost points and the messages.
 
 A module may also list ``ALTERNATIVES``: correct answers written differently from the solution
 (einsum instead of matmul, loops, float64, another construction order, ...), built the same
