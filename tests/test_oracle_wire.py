@@ -622,3 +622,123 @@ def test_an_answer_is_bounded_before_it_is_parsed(monkeypatch):
     honest = {"t": "tuple", "v": [punctuation, {"t": "list", "v": [1.5] * (wire.MAX_ITEMS - 10)}]}
     text, values = wire.decode(json.dumps(honest))
     assert text == punctuation and len(values) == wire.MAX_ITEMS - 10
+
+
+class _LyingLinear(torch.nn.Linear):
+    """Answers for itself with lies: its load_state_dict halves what it is given, its listing hides
+    the bias, its state_dict reports zeros."""
+
+    def load_state_dict(self, state, strict=True, assign=False):
+        return super().load_state_dict({k: v / 2 for k, v in state.items()}, strict=strict)
+
+    def named_parameters(self, *args, **kwargs):
+        yield "weight", self.weight
+
+    def state_dict(self, *args, **kwargs):
+        return {k: torch.zeros_like(v) for k, v in super().state_dict().items()}
+
+
+def test_a_modules_tensors_are_read_and_written_as_it_holds_them_never_through_its_methods():
+    """module_tensors, draw_parameters, load_tensors and read_state bypass the module's own methods
+    and load hooks (issue 29, item 1); kills the mutant that calls load_state_dict or named_parameters."""
+    layer = _LyingLinear(3, 2)
+    layer._register_load_state_dict_pre_hook(lambda state, prefix, *a: state.update(
+        {k: v * 0 for k, v in state.items()}))
+    layer.register_buffer("scale", torch.ones(2), persistent=False)
+    rows = wire.module_tensors(layer)
+    assert [(r["name"], r["kind"], r["shape"], r["persistent"]) for r in rows] == [
+        ("weight", "parameter", (2, 3), True), ("bias", "parameter", (2,), True), ("scale", "buffer", (2,), False)]
+    drawn = wire.draw_parameters(layer, torch.Generator().manual_seed(0))
+    assert set(drawn) == {"weight", "bias"}
+    assert torch.equal(layer.weight.detach(), drawn["weight"]) and torch.equal(layer.bias.detach(), drawn["bias"])
+    state = wire.read_state(layer)
+    assert set(state) == {"weight", "bias"} and torch.equal(state["weight"], drawn["weight"])
+    wire.load_tensors(layer, {"scale": torch.full((2,), 3.0)})
+    assert torch.equal(layer.scale, torch.full((2,), 3.0))
+    with pytest.raises(AssertionError, match="no parameter or buffer named 'proj.weight'.*weight, bias, scale"):
+        wire.load_tensors(layer, {"proj.weight": torch.zeros(2, 3)})
+    with pytest.raises(AssertionError, match=r"weight has shape \(2, 3\), expected \(3, 2\)"):
+        wire.load_tensors(layer, {"weight": torch.zeros(3, 2)})
+
+
+def test_two_names_for_one_memory_fail_the_read_back():
+    """Writing two parameters that share memory leaves one of them holding other values: the read-back says so."""
+    module = torch.nn.Module()
+    base = torch.zeros(4)
+    module.a = torch.nn.Parameter(base[:3])
+    module.b = torch.nn.Parameter(base[1:])
+    with pytest.raises(AssertionError, match="share memory"):
+        wire.load_tensors(module, {"a": torch.ones(3), "b": torch.full((3,), 2.0)})
+
+
+def test_a_tensor_that_is_not_a_plain_parameter_is_not_read():
+    class Odd(torch.nn.Parameter):
+        pass
+
+    module = torch.nn.Module()
+    module._parameters["w"] = Odd(torch.zeros(2))
+    with pytest.raises(TypeError, match="the parameter w is a Odd"):
+        wire.module_tensors(module)
+
+
+class _StraightThrough(torch.nn.Module):
+    """Wrong values (no bias), the right gradients: y.detach() + right - right.detach()."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        right = self.linear(x)
+        wrong = x @ self.linear.weight.T
+        return wrong.detach() + right - right.detach()
+
+
+def test_gradients_that_do_not_belong_to_the_output_are_refused():
+    """parameter_gradients and input_gradients check each gradient against a finite difference of
+    the same forward (issue 29, item 3): an honest module passes, in float32 and float64; a
+    straight-through sum and a hook that rescales a gradient fail, naming the tensor."""
+    x, direction = torch.randn(5, 4), torch.randn(5, 3)
+    for dtype in (torch.float32, torch.float64):
+        honest = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3)).to(dtype)
+        wire.draw_parameters(honest, torch.Generator().manual_seed(1))
+        gradients = wire.parameter_gradients(honest, x.to(dtype), direction.to(dtype))
+        assert set(gradients) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    with pytest.raises(AssertionError, match="gradient of linear.bias does not belong"):
+        wire.parameter_gradients(_StraightThrough(), x, direction)
+    hooked = torch.nn.Linear(4, 3)
+    hooked.weight.register_hook(lambda grad: grad * 2)
+    with pytest.raises(AssertionError, match="gradient of weight does not belong"):
+        wire.parameter_gradients(hooked, x, direction)
+    along = torch.randn(5, 4)
+    assert torch.allclose(wire.input_gradients(lambda a: a.square(), (x,), along)[0], 2 * x * along)
+    with pytest.raises(AssertionError, match="gradient of input 1 does not belong"):
+        wire.input_gradients(lambda a: a.detach().square() + a - a.detach(), (x,), along)
+    module = torch.nn.Linear(4, 3)
+    before = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    wire.parameter_gradients(module, x, direction)
+    assert all(torch.equal(before[k], v) for k, v in module.state_dict().items())  # the weights are back
+
+
+def test_the_kernel_lists_loads_and_evaluates_a_module_by_its_own_tensors():
+    """The kernel's probes tensors, load and outputs_at answer as data, on the module's own tensors."""
+    import __main__
+
+    __main__.oracle_test_layer = _LyingLinear(2, 2)
+    try:
+        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
+
+        def ask(name, *args):
+            request = {"op": "probe", "name": name, "args": [{"t": "h", "id": handle["id"]}, *args]}
+            return wire.decode(json.dumps(json.loads(wire.serve(json.dumps(request)))["ok"]))
+
+        assert [row[0] for row in ask("tensors")] == ["weight", "bias"]
+        values = {"weight": torch.eye(2), "bias": torch.tensor([1.0, -1.0])}
+        read_back = ask("load", json.loads(wire.dumps(values)))
+        assert torch.equal(read_back["weight"], torch.eye(2)) and torch.equal(__main__.oracle_test_layer.bias.detach(),
+                                                                             values["bias"])
+        outputs = ask("outputs_at", json.loads(wire.dumps([{"bias": torch.zeros(2)}])), json.loads(wire.dumps(torch.ones(1, 2))))
+        assert torch.equal(outputs[0], torch.ones(1, 2)) and torch.equal(__main__.oracle_test_layer.bias.detach(),
+                                                                         values["bias"])  # put back
+    finally:
+        del __main__.oracle_test_layer

@@ -45,7 +45,7 @@ import torch
 import torch.nn as nn
 
 from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
-from course.oracle import draw_parameters, input_gradients, parameter_gradients
+from course.oracle import draw_parameters, input_gradients, load_tensors, parameter_gradients, read_state
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -387,10 +387,10 @@ def pytorch_twin(block, norm_first):
     layer = nn.TransformerEncoderLayer(block.attention.embed_dim, block.attention.num_heads,
                                        block.ffn.linear1.out_features, dropout=0.0, activation="relu",
                                        batch_first=True, norm_first=norm_first)
-    layer.self_attn.load_state_dict(block.attention.state_dict())
+    layer.self_attn.load_state_dict(read_state(block.attention))  # the block's own tensors, as they are
     for mine, theirs in ((block.ffn.linear1, layer.linear1), (block.ffn.linear2, layer.linear2),
                          (block.norm1, layer.norm1), (block.norm2, layer.norm2)):
-        theirs.load_state_dict(mine.state_dict())
+        theirs.load_state_dict(read_state(mine))
     return layer.train()
 
 
@@ -614,8 +614,8 @@ compare_with_pytorch(norm_first=False, seed=18)
 torch.manual_seed(5)
 block = EncoderBlock(6, 3, 12, norm_first=False).eval()
 draw_parameters(block, torch.Generator().manual_seed(5))  # random weights, then the LayerNorms as initialised:
-block.load_state_dict({"norm1.weight": torch.ones(6), "norm1.bias": torch.zeros(6),
-                       "norm2.weight": torch.ones(6), "norm2.bias": torch.zeros(6)}, strict=False)
+load_tensors(block, {"norm1.weight": torch.ones(6), "norm1.bias": torch.zeros(6),
+                     "norm2.weight": torch.ones(6), "norm2.bias": torch.zeros(6)})
 with torch.no_grad():
     out, _ = block(torch.randn(2, 4, 6))
 check_close("mean over features of each output token (post-norm, LayerNorms at scale 1 and shift 0)", out.mean(-1),
@@ -632,9 +632,8 @@ compare_with_pytorch(norm_first=True, seed=19)
 torch.manual_seed(6)
 block = EncoderBlock(6, 3, 12, norm_first=True).eval()
 draw_parameters(block, torch.Generator().manual_seed(6))
-block.load_state_dict({"attention.out_proj.weight": torch.zeros(6, 6), "attention.out_proj.bias": torch.zeros(6),
-                       "ffn.linear2.weight": torch.zeros(6, 12), "ffn.linear2.bias": torch.zeros(6)},
-                      strict=False)  # both sublayers now output zero
+load_tensors(block, {"attention.out_proj.weight": torch.zeros(6, 6), "attention.out_proj.bias": torch.zeros(6),
+                     "ffn.linear2.weight": torch.zeros(6, 12), "ffn.linear2.bias": torch.zeros(6)})  # both sublayers output zero
 x = torch.randn(2, 4, 6)
 with torch.no_grad():
     out, _ = block(x)

@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 
 from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
                     check_true, check_type)
-from course.oracle import draw_parameters, parameter_gradients
+from course.oracle import draw_parameters, module_tensors, parameter_gradients
 from course.plots import plot_attention
 
 torch.set_num_threads(1)  # small tensors gain nothing from threads; timings and losses stay reproducible
@@ -465,10 +465,11 @@ def check_structure(d_model, n_heads, max_len):
         check_true((layer.in_features, layer.out_features) == (n_in, n_out),
                    f"block.{name} maps {layer.in_features} -> {layer.out_features} features, "
                    f"expected {n_in} -> {n_out} for d_model={d_model}")
-    extra = [name for name, _ in block.named_parameters() if not name.startswith(("qkv.", "proj."))]
+    held = module_tensors(block)  # what the block holds, read from its own tensors
+    extra = [t["name"] for t in held if t["kind"] == "parameter" and not t["name"].startswith(("qkv.", "proj."))]
     check_true(not extra, f"the block has parameters besides qkv and proj: {extra}. The causal mask is fixed, not "
                           "learned: store it with self.register_buffer('mask', ...) instead of nn.Parameter")
-    masks = [b for b in block.buffers() if tuple(b.shape[-2:]) == (max_len, max_len)]
+    masks = [t for t in held if t["kind"] == "buffer" and tuple(t["shape"][-2:]) == (max_len, max_len)]
     check_true(masks, f"found no buffer of shape (max_len, max_len) = ({max_len}, {max_len}): build the causal "
                       "mask once in __init__ and register it with self.register_buffer")
 

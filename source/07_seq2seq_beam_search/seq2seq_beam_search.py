@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true
-from course.oracle import draw_parameters, fresh
+from course.oracle import draw_parameters, fresh, load_tensors, read_state
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -714,7 +714,7 @@ def choose_weights(net, seed):
     """Load weights the test draws into `net` (layer norms' scales near 1) and return them by name."""
     params = draw_parameters(net, torch.Generator().manual_seed(seed))
     scales = {name: 1.0 + value for name, value in params.items() if "norm" in name and name.endswith(".weight")}
-    net.load_state_dict(scales, strict=False)
+    load_tensors(net, scales)
     return {**params, **scales}
 
 
@@ -730,7 +730,7 @@ with torch.no_grad():
                 hint="a position must not see later decoder tokens: pass the causal tgt_mask")
 silent = {name: torch.zeros_like(value) for name, value in params.items()  # switch off the encoder's mixing:
           if name.startswith("transformer.encoder.layers.") and ".self_attn.out_proj." in name}  # row j <- token j
-net.load_state_dict(silent, strict=False)
+load_tensors(net, silent)
 moved = src.clone()
 moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
 with torch.no_grad():
@@ -992,9 +992,9 @@ gen = torch.Generator().manual_seed(2024)
 src = torch.randint(2, VOCAB, (500, LENGTH), generator=gen)
 labels = torch.cat([src.flip(1), torch.ones(500, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(500, 1, dtype=torch.long), src.flip(1)], 1)
-# the trained weights are data; the test runs them in the lesson's model (its own, causal) and decodes itself
+# the trained weights, read from the model's own tensors, run in the lesson's model (causal); the test decodes itself
 try:
-    reference = _reference_model(trained.state_dict())
+    reference = _reference_model(read_state(trained))
 except (KeyError, RuntimeError, AttributeError) as error:
     raise AssertionError(f"the trained model's weights do not fit the model of Part C ({type(error).__name__}): keep "
                          "the layers ReversalTransformer.__init__ creates") from None
@@ -1028,6 +1028,12 @@ check_true(forced_score >= 0.99,
 check_true(free_score >= 0.99,
            f"the trained model reverses {forced_score:.3f} teacher-forced but only {free_score:.3f} when it "
            "generates freely from <BOS>: check the causal mask (tgt_mask) of the decoder's self-attention")
+with torch.no_grad():  # the weights score only with the forward that holds them
+    own_logits = trained(src[:100], shifted[:100])
+gap = (own_logits - reference(src[:100], shifted[:100], tgt_mask=causal(LENGTH + 1))).abs().max().item()
+check_true(gap < 1e-3, f"the trained weights reverse new sequences in the lesson's model, but your forward holding "
+           f"them gives other logits (largest difference {gap:.1e}): forward must compute the model of Part C "
+           "with the weights the model holds")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -57,7 +57,8 @@ from course import (
     under_nbgrader,
 )
 from course.diagrams import draw_encoder_decoder
-from course.oracle import fresh, parameter_and_input_gradients, parameter_gradients
+from course.oracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
+                           read_state)
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -188,11 +189,14 @@ def block_state(width, hidden, seed, attentions=("self_attention", "cross_attent
 
 def load_state(what, module, state):
     """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
-    result = attempt(f"{what}.load_state_dict", module.load_state_dict, state, strict=False,
-                     hint="build the submodules with the names and sizes the exercise gives")
-    missing = list(result[1])  # (missing_keys, unexpected_keys): the keys of the test's state that `module` lacks
+    held = {t["name"]: t["shape"] for t in module_tensors(module)}  # read from its own tensors, not its methods
+    missing = [name for name in state if name not in held]
     check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
                "the exercise names")
+    wrong = [name for name in state if tuple(state[name].shape) != held[name]]
+    check_true(not wrong, f"{what}.{wrong[0] if wrong else ''} has shape {held[wrong[0]] if wrong else ''}, expected "
+               f"{tuple(state[wrong[0]].shape) if wrong else ''}: build the submodules with the sizes the exercise gives")
+    load_tensors(module, state)
     return module
 
 
@@ -490,7 +494,7 @@ def pytorch_decoder_layer(block):
     for mine, theirs in ((block.self_attention, layer.self_attn), (block.cross_attention, layer.multihead_attn),
                          (block.ffn.linear1, layer.linear1), (block.ffn.linear2, layer.linear2),
                          (block.norm1, layer.norm1), (block.norm2, layer.norm2), (block.norm3, layer.norm3)):
-        theirs.load_state_dict(mine.state_dict())
+        theirs.load_state_dict(read_state(mine))  # the block's own tensors, as they are
     return layer.train()
 
 
@@ -519,7 +523,7 @@ def check_decoder_modules(width, heads, hidden, norm_first):
                    f"{mha.embed_dim} and {mha.num_heads} heads, expected {width} and {heads}")
         check_true(mha.batch_first, f"{name}.{attention_name} must be built with batch_first=True: inputs are (B, T, D)")
         check_true(mha.dropout == 0.0, f"{name}.{attention_name} has dropout {mha.dropout}: use dropout=0.0")
-    names = [parameter_name for parameter_name, _ in block.named_parameters()]  # a shared module is listed once
+    names = [t["name"] for t in module_tensors(block) if t["kind"] == "parameter"]  # a shared module is listed once
     check_true(all(any(n.startswith(f"{a}.") for n in names) for a in ("self_attention", "cross_attention")),
                f"{name}: self_attention and cross_attention are the same module; they need their own weights")
     for norm in ("norm1", "norm2", "norm3"):
@@ -1403,8 +1407,8 @@ gen = torch.Generator().manual_seed(2025)
 src = torch.randint(2, VOCAB, (400, LENGTH), generator=gen)
 labels = torch.cat([src.flip(1), torch.ones(400, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(400, 1, dtype=torch.long), src.flip(1)], 1)
-# the trained weights are data: the test runs them in nn.Transformer (its own, causal) and decodes itself
-twin = attempt("nn.Transformer holding the trained model's weights", lambda: pytorch_twin(trained.state_dict(), heads=4),
+# the trained weights, read from the model's own tensors, run in nn.Transformer (causal); the test decodes itself
+twin = attempt("nn.Transformer holding the trained model's weights", lambda: pytorch_twin(read_state(trained), heads=4),
                hint="the weights do not fit the model of Part C: keep the submodules, names and sizes the exercise gives")
 with torch.no_grad():
     forced_score = (twin(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
@@ -1431,6 +1435,12 @@ check_true(forced_score >= 0.99, f"teacher-forced, the trained model reverses on
 check_true(free_score >= 0.99, f"the trained model scores {forced_score:.3f} teacher-forced but {free_score:.3f} "
            "when it generates freely: during training it could see the tokens it had to predict; is the causal "
            "mask of the decoder's self-attention missing?")
+with torch.no_grad():  # the weights score only with the forward that holds them
+    gap = (attempt("the trained model", trained, src[:100], shifted[:100], hint=MODEL_HINT)
+           - twin(src[:100], shifted[:100])).abs().max().item()
+check_true(gap < 1e-3, f"the trained weights reverse new sequences in nn.Transformer, but your forward holding them "
+           f"gives other logits (largest difference {gap:.1e}): forward must compute what Parts A to C describe "
+           "with the weights the model holds")
 ### END HIDDEN TESTS
 
 # %% [markdown]
