@@ -425,6 +425,10 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
     tops = {entry.split(".")[0] for entry in entries}
     wanted = {entry.rsplit(".", 1)[-1] for entry in entries}
     methods = {entry.rsplit(".", 1)[-1]: entry for entry in entries if _is_method(entry)}
+    # a distinctive name (a class, or a name with an underscore) read from any value: the module
+    # may come from where no chain leads (``sys.modules["torch.nn"].TransformerDecoderLayer``)
+    methods.update({name: entry for entry in entries
+                    if (name := entry.rsplit(".", 1)[-1]) not in methods and (name[:1].isupper() or "_" in name)})
     stored = _local_names(scope)
     local = names._aliases([n for n in ast.walk(scope) if isinstance(n, ast.Assign)], {})
     stored -= set(local)
@@ -453,7 +457,8 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
             found += [(verb, hit) for hit in sorted(hits)]
         if isinstance(node, ast.Attribute) and node.attr in methods and not resolve(node.value) \
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
-            found.append((verb, f".{node.attr} ({methods[node.attr]})"))
+            entry = methods[node.attr]
+            found.append((verb, f".{node.attr} ({entry})" if _is_method(entry) else entry))
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
             for alias in node.names:
                 path = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"

@@ -223,6 +223,8 @@ def _answer(assignment, cell, edits, added=()):
     (_layer_09("nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, batch_first=True)"), (), f"calls {DECODER_LAYER}"),
     (_layer_09("torch.nn.TransformerDecoderLayer(width, heads, hidden)"), (), f"calls {DECODER_LAYER}"),
     (_layer_09('getattr(nn, "Transformer" + "DecoderLayer")(width, heads, hidden)'), (), f"uses {DECODER_LAYER}"),
+    (_layer_09('sys.modules["torch.nn"].TransformerDecoderLayer(width, heads, hidden)'), ((1, "import sys"),),
+     f"calls {DECODER_LAYER}"),
     (_layer_09("Layer(width, heads, hidden)"), ((1, "from torch.nn import *\nLayer = TransformerDecoderLayer"),),
      f"uses {DECODER_LAYER} (in Layer, cell 1)"),
     (("09_decoder", "encoder_decoder", (("x, all_weights = self.embed(dec_in), []",
