@@ -325,6 +325,9 @@ class GuardedExecute(Execute):
 class ReviewFlags(NbGraderPreprocessor):
     """Mark a submission for review: guard reports, a static scan, sandbox refusals.
 
+    The scan includes the library entry points that would do one of the assignment's exercises'
+    work (``instructor.substitutes``): a correct answer, flagged so that a person asks whose it is.
+
     Runs last in autograde. The reasons go to the autograded notebook's metadata
     (``grader_review.reasons``, read by the class batch and :class:`ReviewCsvExport`) and
     nbgrader's own ``needs_manual_grade`` is set on every graded cell from the first flagged
@@ -336,7 +339,10 @@ class ReviewFlags(NbGraderPreprocessor):
 
         from .scan import refusals, scan_notebook
 
-        found = list(resources.get(REVIEW_METADATA, [])) + scan_notebook(nb) + refusals(nb)
+        # the assignment is nbgrader's (the gradebook's), never the notebook's word: it chooses the
+        # library entry points that would do an exercise's work (instructor.substitutes)
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        found = list(resources.get(REVIEW_METADATA, [])) + scan_notebook(nb, assignment) + refusals(nb)
         reasons = []
         for _, reason in sorted(found, key=lambda item: item[0]):
             if reason not in reasons:

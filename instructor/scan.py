@@ -11,7 +11,10 @@ kernel's execution machinery)"``. It looks for
 * replacing attributes of modules (``np.allclose = ...``, ``setattr(course, ...)``);
 * the gradebook, other processes and the network (``subprocess``, ``os.fork``, ``socket``,
   shell escapes ``!cmd``);
-* paths outside the notebook's folder (absolute paths, ``..``, ``~``).
+* paths outside the notebook's folder (absolute paths, ``..``, ``~``);
+* given the assignment, a library entry point doing an exercise's work
+  (:func:`library_findings`: ``F.scaled_dot_product_attention`` in chapter 06's block,
+  ``nn.TransformerDecoderLayer`` in chapter 09's; the table is ``instructor.substitutes``).
 
 ``refusals(nb)`` reads error outputs for what an OS sandbox says when it refuses something
 (``PermissionError``, a read-only file system, an unreachable network, a missing file
@@ -27,6 +30,8 @@ from __future__ import annotations
 import ast
 import re
 from typing import Any
+
+from .substitutes import HELPER_ATTRIBUTES, substitutes_for
 
 MACHINERY = "the kernel's execution machinery"
 
@@ -245,18 +250,297 @@ def notebook_modules(nb: Any, trees: list[ast.AST] | None = None) -> set[str]:
     return names
 
 
-def scan_notebook(nb: Any) -> list[tuple[int, str]]:
-    """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats."""
-    trees = _code_trees(nb)  # parsed once for both notebook-wide lookups
+def scan_notebook(nb: Any, assignment: str | None = None) -> list[tuple[int, str]]:
+    """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats.
+
+    With ``assignment`` (the grader's, never the notebook's word), the library entry points that
+    would do one of its exercises' work are findings too (:func:`library_findings`)."""
+    trees = _code_trees(nb)  # parsed once for all notebook-wide lookups
     modules = notebook_modules(nb, trees)
     plain_names = {name: module for tree in trees for name, module in plain_module_names(tree).items()}
+    library: dict[int, list[str]] = {}
+    for index, finding in library_findings(nb, substitutes_for(assignment), trees):
+        library.setdefault(index, []).append(finding)
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
         seen = set()
-        for finding in scan_source(source, modules, plain_names):
+        for finding in scan_source(source, modules, plain_names) + library.get(index, []):
             if finding not in seen:
                 seen.add(finding)
                 out.append((index, f"cell {index} ({label}): {finding}"))
+    return out
+
+
+# ---------------------------------------------------------------- library entry points doing an exercise's work
+
+LIBRARY_REVIEW = "which does this exercise's work (review: correct, but is it the student's?)"
+DYNAMIC_REVIEW = "which may do this exercise's work (review: correct, but is it the student's?)"
+_DEFAULT_PATHS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}  # the imports cell's names
+
+
+def _chain(node: ast.AST) -> tuple[str, list[str]] | None:
+    """``("F", ["scaled_dot_product_attention"])`` for a chain of names and attributes, else None."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    return (node.id, attrs[::-1]) if isinstance(node, ast.Name) else None
+
+
+def _fold(node: ast.AST) -> str | None:
+    """The string a constant expression spells (``"Transformer" + "DecoderLayer"``), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _fold(node.left), _fold(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [_fold(value) for value in node.values]
+        return None if None in parts else "".join(parts)
+    return None
+
+
+def _is_method(entry: str) -> bool:
+    """``torch.Tensor.softmax``: a method of a class, called on values of that class."""
+    parts = entry.split(".")
+    return len(parts) >= 3 and parts[-2][:1].isupper()
+
+
+def _entry_match(path: str, entries: tuple[str, ...]) -> str | None:
+    """The part of ``path`` that reaches one of ``entries`` (same package, same name), else None:
+    ``torch.softmax`` for ``torch.nn.functional.softmax``, ``torch.nn.Transformer`` of
+    ``torch.nn.Transformer.forward`` but not of its helper ``generate_square_subsequent_mask``."""
+    parts = path.split(".")
+    for entry in entries:
+        top, name = entry.split(".")[0], entry.rsplit(".", 1)[-1]
+        if parts[0] != top:
+            continue
+        for i in range(1, len(parts)):
+            if parts[i] == name and not set(parts[i + 1:]) & HELPER_ATTRIBUTES:
+                return ".".join(parts[: i + 1])
+    return None
+
+
+def _top_bindings(body: list[ast.stmt]):
+    """``(name, statement)`` for every name a cell binds at module level (not inside a def or
+    class): definitions, assignments (``Block.forward = f`` binds ``Block``), imports, setattr."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield stmt.name, stmt
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                        yield part.id, stmt
+                    elif isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part):
+                        yield _root(part), stmt
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    yield alias.asname or alias.name.split(".")[0], stmt
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
+                and stmt.value.func.id == "setattr" and stmt.value.args and _root(stmt.value.args[0]):
+            yield _root(stmt.value.args[0]), stmt
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):  # if, for, while, with, try
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    yield from _top_bindings([s for s in inner if isinstance(s, ast.stmt)]
+                                             + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
+
+
+class _Names:
+    """What the names of a notebook stand for: modules and library objects bound by imports in
+    any cell, and aliases (``sdpa = F.scaled_dot_product_attention``) bound at module level of the
+    student's cells."""
+
+    def __init__(self, all_trees: list[ast.AST], student_trees: list[ast.AST]):
+        self.paths: dict[str, set[str]] = {}
+        self.stars: set[str] = set()  # modules imported with ``from m import *``
+        for tree in all_trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    for alias in node.names:
+                        name = alias.asname or alias.name.split(".")[0]
+                        self.paths.setdefault(name, set()).add(alias.name if alias.asname else name)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    for alias in node.names:
+                        if alias.name == "*":
+                            self.stars.add(node.module)
+                        else:
+                            self.paths.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        for name, path in _DEFAULT_PATHS.items():
+            self.paths.setdefault(name, {path})
+        aliases = [stmt for tree in student_trees for _, stmt in _top_bindings(tree.body) if isinstance(stmt, ast.Assign)]
+        self.paths.update(self._aliases(aliases, {}))
+
+    def _aliases(self, statements: list[ast.Assign], local: dict[str, set[str]]) -> dict[str, set[str]]:
+        """``{name: paths}`` bound by ``name = chain`` among ``statements`` (followed until stable)."""
+        found: dict[str, set[str]] = {}
+        for _ in range(3):
+            for stmt in statements:
+                if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    paths = self.resolve(stmt.value, {**local, **found}, set())
+                    if paths:
+                        found.setdefault(stmt.targets[0].id, set()).update(paths)
+        return found
+
+    def resolve(self, node: ast.AST, local: dict[str, set[str]], stored: set[str], names: set[str] = frozenset()) -> set[str]:
+        """The dotted paths a chain may stand for. ``local`` are the aliases of the scope read,
+        ``stored`` its other local variables (never a module); a bare name of ``names`` (the
+        entry points sought) may come from a star import."""
+        chain = _chain(node)
+        if chain is None:
+            return set()
+        root, attrs = chain
+        if root in local:
+            bases = local[root]
+        elif root in stored:
+            return set()
+        elif root in self.paths:
+            bases = self.paths[root]
+        elif root in names:
+            bases = {f"{module}.{root}" for module in self.stars}
+        else:
+            return set()
+        return {".".join([base, *attrs]) for base in bases}
+
+
+def _local_names(scope: ast.AST) -> set[str]:
+    """Parameters and variables a definition assigns inside itself (they shadow notebook names)."""
+    stored = set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stored.add(node.id)
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not scope:
+            stored.add(node.name)
+    return stored
+
+
+def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tuple[list[tuple[str, str]], set[str]]:
+    """What ``scope`` (one definition) does with ``entries`` (``("calls", "torch.softmax")``), and
+    the notebook names it reads (for the helpers it may call)."""
+    tops = {entry.split(".")[0] for entry in entries}
+    wanted = {entry.rsplit(".", 1)[-1] for entry in entries}
+    methods = {entry.rsplit(".", 1)[-1]: entry for entry in entries if _is_method(entry)}
+    # a distinctive name (a class, or a name with an underscore) read from any value: the module
+    # may come from where no chain leads (``sys.modules["torch.nn"].TransformerDecoderLayer``)
+    methods.update({name: entry for entry in entries
+                    if (name := entry.rsplit(".", 1)[-1]) not in methods and (name[:1].isupper() or "_" in name)})
+    stored = _local_names(scope)
+    local = names._aliases([n for n in ast.walk(scope) if isinstance(n, ast.Assign)], {})
+    stored -= set(local)
+    parents = {child: node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+    skip: set[int] = set()  # isinstance(x, nn.MultiheadAttention) is no use of its work
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            skip.update(id(n) for n in ast.walk(node.args[1]))
+    found: list[tuple[str, str]] = []
+    reads: set[str] = set()
+
+    def resolve(node):
+        return names.resolve(node, local, stored, wanted)
+
+    for node in ast.walk(scope):
+        if id(node) in skip:
+            continue
+        parent = parents.get(node)
+        verb = "calls" if isinstance(parent, ast.Call) and parent.func is node else "uses"
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in stored:
+            reads.add(node.id)
+        if isinstance(node, (ast.Name, ast.Attribute)) \
+                and not (isinstance(parent, ast.Attribute) and parent.value is node):  # a whole chain
+            hits = {hit for path in resolve(node) if (hit := _entry_match(path, entries))}
+            found += [(verb, hit) for hit in sorted(hits)]
+        if isinstance(node, ast.Attribute) and node.attr in methods and not resolve(node.value) \
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            entry = methods[node.attr]
+            found.append((verb, f".{node.attr} ({entry})" if _is_method(entry) else entry))
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            for alias in node.names:
+                path = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+                if (hit := _entry_match(path, entries)):
+                    found.append(("imports", hit))
+        looked_up = None  # getattr(obj, name), vars(obj)[name], obj.__dict__[name]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2:
+            looked_up = node.args[0], node.args[1]
+        elif isinstance(node, ast.Subscript):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "vars" \
+                    and len(value.args) == 1:
+                looked_up = value.args[0], node.slice
+            elif isinstance(value, ast.Attribute) and value.attr == "__dict__":
+                looked_up = value.value, node.slice
+        if looked_up:
+            obj, key = looked_up
+            skip.update(id(n) for n in ast.walk(key))
+            paths, name = resolve(obj), _fold(key)
+            if name is not None:
+                hits = {hit for path in paths if (hit := _entry_match(f"{path}.{name}", entries))}
+                if not paths and name in wanted:
+                    hits = {entry for entry in entries if entry.rsplit(".", 1)[-1] == name}
+                found += [("uses", hit) for hit in sorted(hits)]
+            elif any(path.split(".")[0] in tops for path in paths):
+                module = sorted(paths)[0]
+                found.append(("looks up", f"an attribute of {module} by a name computed at run time "
+                                          f"({ast.unparse(node)[:60]})"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in wanted:
+            entry = next(entry for entry in entries if entry.rsplit(".", 1)[-1] == node.value)
+            found.append(("names", f"{node.value!r} ({entry})"))
+    return found, reads
+
+
+def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]],
+                     trees: list[ast.AST] | None = None) -> list[tuple[int, str]]:
+    """``(cell index, finding)`` for every student cell that defines one of ``exercises``' names
+    (``{"MultiHeadSelfAttention": ("torch.nn.functional.scaled_dot_product_attention", ...)}``)
+    with code that reaches one of its entry points: in the definition itself, or in a function,
+    class or alias the student defined at module level of any of their cells and the definition
+    reads. Only the definitions are read: a student's cell that compares their block with
+    ``nn.MultiheadAttention`` is checking their work, not handing in the library's.
+    """
+    if not exercises:
+        return []
+    cells = []
+    for index, _, source in student_cells(nb):
+        try:
+            cells.append((index, ast.parse(_magics(source)[0])))
+        except SyntaxError:
+            continue
+    names = _Names(_code_trees(nb) if trees is None else trees, [tree for _, tree in cells])
+    helpers: dict[str, list[tuple[int, ast.AST]]] = {}
+    definitions: list[tuple[int, str, ast.AST]] = []
+    for index, tree in cells:
+        for name, stmt in _top_bindings(tree.body):
+            if name in exercises:
+                definitions.append((index, name, stmt))
+            elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                helpers.setdefault(name, []).append((index, stmt))
+    out: list[tuple[int, str]] = []
+    for index, exercise, stmt in definitions:
+        entries = exercises[exercise]
+        found, reads = _library_uses(stmt, entries, names)
+        findings: dict[str, str] = {}  # each entry point once per definition, at its first use
+        for verb, hit in found:
+            findings.setdefault(hit, f"{exercise} {verb} {hit}")
+        queue, seen = sorted(reads & set(helpers)), set()
+        while queue:
+            helper = queue.pop(0)
+            if helper in seen:
+                continue
+            seen.add(helper)
+            for where, node in helpers[helper]:
+                used, more = _library_uses(node, entries, names)
+                for verb, hit in used:
+                    findings.setdefault(hit, f"{exercise} {verb} {hit} (in {helper}, cell {where})")
+                queue += sorted(more & set(helpers) - seen)
+        for finding in findings.values():
+            tail = DYNAMIC_REVIEW if " by a name computed at run time " in finding else LIBRARY_REVIEW
+            out.append((index, f"{finding}, {tail}"))
     return out
 
 

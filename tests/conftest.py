@@ -47,9 +47,9 @@ FILE_SECONDS = {"tests/test_oracle_attacks.py": 400, "tests/test_class_batch.py"
 
 def scope_seconds(scope: str, tests: int) -> float:
     if re.fullmatch(r"\d\d_[a-z0-9_]+", scope):
-        from instructor.zoo import alternatives_for, variants_for
+        from instructor.zoo import alternatives_for, library_for, variants_for
 
-        entries = len(variants_for(scope)) + len(alternatives_for(scope)) + 2
+        entries = len(variants_for(scope)) + len(alternatives_for(scope)) + len(library_for(scope)) + 2
         return entries * NOTEBOOK_SECONDS.get(scope, 6)
     return FILE_SECONDS.get(scope, 0.5 * tests)
 

@@ -21,11 +21,12 @@ import nbformat
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY, CourseRoot
-from instructor.zoo import Variant, alternatives_for, variants_for
+from instructor.zoo import Variant, alternatives_for, library_for, variants_for
 
 ASSIGNMENTS = REPOSITORY.assignments()
 SOLUTION, STUB = "solution", "stub"
 ALTERNATIVE = "alt"  # student-id prefix of the alternatives zoo
+LIBRARY = "lib"  # student-id prefix of the answers through a library substitute (flagged for review)
 
 _SCRATCH: dict[str, CourseRoot] = {}
 
@@ -51,12 +52,16 @@ class GradedChapter:
     variants: dict[str, Variant]
     results: dict[str, P.Result]
     alternatives: dict[str, Variant] = field(default_factory=dict)
+    library: dict[str, Variant] = field(default_factory=dict)
 
     def variant_result(self, variant: Variant) -> P.Result:
         return self.results[variant.student_id()]
 
     def alternative_result(self, alternative: Variant) -> P.Result:
         return self.results[alternative.student_id(ALTERNATIVE)]
+
+    def library_result(self, answer: Variant) -> P.Result:
+        return self.results[answer.student_id(LIBRARY)]
 
 
 @contextmanager
@@ -73,8 +78,8 @@ def trusted_kernels():
 
 
 def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
-    """Grade the solution, the stub, every bug-zoo variant and every alternative of an assignment
-    in one nbgrader run."""
+    """Grade the solution, the stub, every bug-zoo variant, every alternative and every answer
+    through a library substitute of an assignment in one nbgrader run."""
     release_nb, answers = root.release_and_answers(assignment)
     root.submit(assignment, SOLUTION, P.fill(release_nb, answers))
     root.submit(assignment, STUB, release_nb)
@@ -84,17 +89,21 @@ def grade_chapter(root: CourseRoot, assignment: str) -> GradedChapter:
     alternatives = {v.name: v for v in alternatives_for(assignment)}
     for alternative in alternatives.values():
         root.submit(assignment, alternative.student_id(ALTERNATIVE), P.fill(release_nb, alternative.answers(answers)))
+    library = {v.name: v for v in library_for(assignment)}
+    for answer in library.values():
+        root.submit(assignment, answer.student_id(LIBRARY), P.fill(release_nb, answer.answers(answers)))
     with trusted_kernels():
         root.autograde(assignment)
     expected = ({SOLUTION, STUB} | {v.student_id() for v in variants.values()}
-                | {v.student_id(ALTERNATIVE) for v in alternatives.values()})
+                | {v.student_id(ALTERNATIVE) for v in alternatives.values()}
+                | {v.student_id(LIBRARY) for v in library.values()})
     for student in sorted(s for s in expected if not root.notebook("autograded", assignment, s).exists()):
         # nbgrader gives up on a notebook whose kernel did not start (a loaded machine):
         # try that student once more on its own before judging anything
         with trusted_kernels():
             root.nbgrader("autograde", assignment, "--force", "--create", f"--student={student}", check=False)
     root.feedback(assignment)
-    return GradedChapter(root, assignment, variants, root.results(assignment), alternatives)
+    return GradedChapter(root, assignment, variants, root.results(assignment), alternatives, library)
 
 
 # ---------------------------------------------------------------- secret lines

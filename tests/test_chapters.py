@@ -21,6 +21,7 @@ import pytest
 from nbclient import NotebookClient
 from support import (
     ASSIGNMENTS,
+    LIBRARY,
     SOLUTION,
     STUB,
     graded_chapter,
@@ -34,7 +35,7 @@ from support import (
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
 from instructor.sandbox import SandboxedKernelManager
-from instructor.zoo import alternatives_for, variants_for
+from instructor.zoo import alternatives_for, library_for, variants_for
 
 # chapters whose every failing test, for every bug of the zoo, speaks through a course check (a crash of the
 # student's code comes back from `attempt` as one sentence with the course's hint), never a bare library error
@@ -58,6 +59,13 @@ def alternative_params():
     return [
         pytest.param(a, v.name, marks=pytest.mark.pipeline, id=f"{a}::{v.name}")
         for a in ASSIGNMENTS for v in alternatives_for(a)
+    ]
+
+
+def library_params():
+    return [
+        pytest.param(a, v.name, marks=pytest.mark.pipeline, id=f"{a}::{v.name}")
+        for a in ASSIGNMENTS for v in library_for(a)
     ]
 
 
@@ -182,12 +190,15 @@ def test_solution_scores_full_marks(assignment, scratch_root):
 @pytest.mark.pipeline
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_honest_work_is_never_flagged_for_review(assignment, scratch_root):
-    """The solution, the stub and every bug-zoo variant: wrong, but honest (instructor.scan, the guard)."""
+    """The solution, the stub, every bug-zoo variant and alternative: wrong or not, but honest
+    (instructor.scan, the guard). The zoo's answers through a library substitute are flagged by design."""
     from instructor.nbgrader_ext import review_reasons
 
     chapter = graded(scratch_root, assignment)
     flagged = {}
     for student in chapter.results:
+        if student.startswith(f"{LIBRARY}-"):
+            continue
         nb = P.read_nb(chapter.root.notebook("autograded", assignment, student))
         if review_reasons(nb):
             flagged[student] = review_reasons(nb)
@@ -231,6 +242,30 @@ def test_alternative_keeps_full_marks(assignment, alternative, scratch_root):
     lost = {g: result.cells[g].error for g in result.failed()}
     assert not lost, f"{alt.why}: a correct answer lost points in {lost}"
     assert result.auto_score == result.auto_max
+
+
+@pytest.mark.parametrize("assignment,answer", library_params())
+def test_a_library_substitute_keeps_its_marks_and_is_flagged(assignment, answer, scratch_root):
+    """A correct answer that lets the library do the exercise's work (instructor.substitutes) earns
+    every point, as before, and is flagged for review with the exercise and the entry point named:
+    in the autograded notebook and as nbgrader's needs-manual-grade."""
+    from nbgrader.api import Gradebook
+
+    from instructor.nbgrader_ext import review_reasons
+
+    chapter = graded(scratch_root, assignment)
+    lib = chapter.library[answer]
+    result = chapter.library_result(lib)
+    lost = {g: result.cells[g].error for g in result.failed()}
+    assert not lost, f"{lib.why}: lost points in {lost}"
+    assert result.auto_max > 0 and result.auto_score == result.auto_max
+    student = lib.student_id(LIBRARY)
+    reasons = review_reasons(P.read_nb(chapter.root.notebook("autograded", assignment, student)))
+    assert lib.flagged and len(reasons) == 1 and lib.flagged in reasons[0], reasons
+    with Gradebook(chapter.root.gradebook_url) as gb:
+        grades = gb.find_submission_notebook(chapter.root.notebook_name(assignment), assignment, student).grades
+        assert any(g.needs_manual_grade for g in grades if g.name.startswith("test_")), "the formgrader does not list it"
+        assert sum(g.score for g in grades) == result.auto_max, "the review flag changed a score"
 
 
 @pytest.mark.pipeline

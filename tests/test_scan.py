@@ -7,16 +7,29 @@ import pytest
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.scan import refusals, scan_notebook, scan_source, student_cells
+from instructor.scan import library_findings, refusals, scan_notebook, scan_source, student_cells
+from instructor.substitutes import SUBSTITUTES
+from instructor.zoo import alternatives_for, apply_edits, variants_for
 
 
 @pytest.mark.parametrize("assignment", REPOSITORY.assignments())
 def test_solutions_and_released_notebooks_are_never_flagged(assignment):
     release_nb, answers = REPOSITORY.release_and_answers(assignment)
-    assert scan_notebook(release_nb) == [], "the released notebook itself would be flagged"
+    assert scan_notebook(release_nb, assignment) == [], "the released notebook itself would be flagged"
     filled = P.fill(release_nb, answers)
     assert student_cells(filled), "no student cells found"
-    assert scan_notebook(filled) == [], "the instructor's solution would be flagged"
+    assert scan_notebook(filled, assignment) == [], "the instructor's solution would be flagged"
+
+
+@pytest.mark.parametrize("assignment", REPOSITORY.assignments())
+def test_zoo_answers_use_no_library_substitute(assignment):
+    """Every bug-zoo variant and alternative is the student's own work (wrong or not): no
+    library entry point of instructor.substitutes does an exercise's work in any of them."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    exercises = SUBSTITUTES.get(assignment, {})
+    flagged = {v.name: found for v in variants_for(assignment) + alternatives_for(assignment)
+               if (found := library_findings(P.fill(release_nb, v.answers(answers)), exercises))}
+    assert not flagged, flagged
 
 
 @pytest.mark.parametrize("code, fragment", [
@@ -136,3 +149,144 @@ def test_a_module_alias_from_another_cell_is_followed():
                                          nbformat.v4.new_code_cell("frames = ins.stack()")])
     found = [reason for _, reason in scan_notebook(nb)]
     assert any("uses inspect.stack" in r for r in found), found
+
+
+# ---------------------------------------------------------------- library entry points doing an exercise's work
+
+
+def test_every_exercise_of_the_substitutes_table_exists():
+    """Each name of instructor.substitutes is defined by its assignment's solution (a renamed
+    exercise would silently go unchecked), and each public entry point exists in the library
+    installed (a misspelt one would never match)."""
+    import ast
+    import importlib
+
+    for assignment, exercises in SUBSTITUTES.items():
+        assert assignment in REPOSITORY.assignments(), assignment
+        _, answers = REPOSITORY.release_and_answers(assignment)
+        defined = {node.name for answer in answers.values() for node in ast.parse(answer).body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        assert set(exercises) <= defined, (assignment, set(exercises) - defined)
+        for entry in {e for entries in exercises.values() for e in entries}:
+            parts = entry.split(".")
+            if any(part.startswith("_") for part in parts):
+                continue  # torch's private kernels come and go between versions
+            try:
+                obj = importlib.import_module(parts[0])
+            except ImportError:
+                continue  # scipy, fvcore: not installed here
+            for part in parts[1:]:
+                obj = getattr(obj, part, None) or importlib.import_module(f"{obj.__name__}.{part}")
+            assert callable(obj), entry
+
+
+OUT_06 = "out = self.proj(merge_heads(weights @ v))"
+FFN_09 = "self.ffn = FeedForward(width, hidden)"
+MASK_09 = "torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)"
+SDPA = "torch.nn.functional.scaled_dot_product_attention"
+DECODER_LAYER = "torch.nn.TransformerDecoderLayer"
+
+
+def _sdpa_06(call):
+    return ("06_multihead_attention", "mhsa", ((OUT_06, f"out = self.proj(merge_heads({call}))"),))
+
+
+def _layer_09(expression):
+    return ("09_decoder", "decoder_block", ((FFN_09, f"{FFN_09}\n        self._layer = [{expression}]"),))
+
+
+def _answer(assignment, cell, edits, added=()):
+    """The solution with ``edits`` in ``cell`` and the ``added`` cells (index, source) inserted."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    nb = P.fill(release_nb, {**answers, cell: apply_edits(answers[cell], edits)})
+    for index, source in added:
+        nb.cells.insert(index, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+@pytest.mark.parametrize("case, added, fragment", [
+    (_sdpa_06("F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)"), (), f"calls {SDPA}"),
+    (_sdpa_06("torch.nn.functional.scaled_dot_product_attention(q, k, v)"), (), f"calls {SDPA}"),
+    (("06_multihead_attention", "mhsa", ((OUT_06, "from torch.nn.functional import scaled_dot_product_attention as s\n"
+                                                  "        out = self.proj(merge_heads(s(q, k, v)))"),)), (), f"imports {SDPA}"),
+    (_sdpa_06("fn.scaled_dot_product_attention(q, k, v)"), ((1, "import torch.nn.functional as fn"),), f"calls {SDPA}"),
+    (_sdpa_06("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)[0]"), (),
+     "calls torch.ops.aten._scaled_dot_product_flash_attention_for_cpu"),
+    (_sdpa_06("vars(F)['scaled_dot_product_attention'](q, k, v)"), (), f"uses {SDPA}"),
+    (_sdpa_06("getattr(F, name)(q, k, v)"), (), "looks up an attribute of torch.nn.functional by a name computed at run time"),
+    (("06_multihead_attention", "mhsa", ((OUT_06, "out, _ = F.multi_head_attention_forward(x, x, x, *self.args)"),)), (),
+     "calls torch.nn.functional.multi_head_attention_forward"),
+    # a helper or an alias in a cell of the student's own, used by the block
+    (_sdpa_06("attend(q, k, v)"), ((3, "def attend(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),),
+     f"calls {SDPA} (in attend, cell 3)"),
+    (_sdpa_06("sdpa(q, k, v)"), ((3, "sdpa = F.scaled_dot_product_attention"),), f"calls {SDPA}"),
+    (_layer_09("nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, batch_first=True)"), (), f"calls {DECODER_LAYER}"),
+    (_layer_09("torch.nn.TransformerDecoderLayer(width, heads, hidden)"), (), f"calls {DECODER_LAYER}"),
+    (_layer_09('getattr(nn, "Transformer" + "DecoderLayer")(width, heads, hidden)'), (), f"uses {DECODER_LAYER}"),
+    (_layer_09('sys.modules["torch.nn"].TransformerDecoderLayer(width, heads, hidden)'), ((1, "import sys"),),
+     f"calls {DECODER_LAYER}"),
+    (_layer_09("Layer(width, heads, hidden)"), ((1, "from torch.nn import *\nLayer = TransformerDecoderLayer"),),
+     f"uses {DECODER_LAYER} (in Layer, cell 1)"),
+    (("09_decoder", "encoder_decoder", (("x, all_weights = self.embed(dec_in), []",
+                                         "x, all_weights = nn.TransformerDecoder(self.layer, 2)(self.embed(dec_in), memory), []"),)),
+     (), "EncoderDecoder calls torch.nn.TransformerDecoder,"),
+    (("04_encoder_block", "encoder_block", ((FFN_09, f"{FFN_09}\n        self.layer = nn.TransformerEncoderLayer(width, heads, hidden)"),)),
+     (), "EncoderBlock calls torch.nn.TransformerEncoderLayer"),
+    (("04_encoder_block", "mha_parameter_count", (("return 4 * d * d + 4 * d",
+                                                   "return sum(p.numel() for p in nn.MultiheadAttention(d, 1).parameters())"),)),
+     (), "mha_parameter_count calls torch.nn.MultiheadAttention"),
+    (("01_two_keys", "softmax", (("exps = np.exp(shifted)\n    return exps / exps.sum(axis=axis, keepdims=True)",
+                                  "return torch.from_numpy(shifted).softmax(axis).numpy()"),)),
+     (), "softmax calls .softmax (torch.Tensor.softmax)"),
+    (("01_two_keys", "attention", (("output = weights @ V", "output = F.scaled_dot_product_attention(*map(torch.as_tensor, (Q, K, V)))"),)),
+     (), f"attention calls {SDPA}"),
+    (("02_scaling", "softmax_jacobian", (("return diagonal - outer",
+                                          "return torch.func.jacrev(lambda s: s.softmax(-1))(torch.as_tensor(p).log())"),)),
+     (), "softmax_jacobian calls torch.func.jacrev"),
+    (("03_masks", "masked_attention", (("return weights @ v, weights",
+                                        "return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed), weights"),)),
+     (), f"masked_attention calls {SDPA}"),
+])
+def test_a_library_substitute_is_found_with_its_name(case, added, fragment):
+    """A correct answer that lets the library do the exercise's work, in each usual spelling: one
+    finding in the exercise's cell, naming the exercise and the entry point."""
+    assignment, cell, edits = case
+    nb = _answer(assignment, cell, edits, added)
+    found = scan_notebook(nb, assignment)
+    assert len(found) == 1 and fragment in found[0][1], found
+    index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == cell)
+    assert found[0][0] == index and found[0][1].startswith(f"cell {index} ({cell}): ")
+    assert found[0][1].endswith("(review: correct, but is it the student's?)")
+    assert scan_notebook(nb) == [], "without the grader's assignment the scan knows no exercise"
+
+
+def test_a_substitute_outside_the_solution_cell_is_found():
+    """The exercise is what the tests call: a block defined in a cell of the student's own (the
+    solution cell left as the stub, or its grader metadata removed) is read all the same."""
+    release_nb, answers = REPOSITORY.release_and_answers("06_multihead_attention")
+    nb = P.fill(release_nb, {g: a for g, a in answers.items() if g != "mhsa"})
+    index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "mhsa")
+    nb.cells.insert(index + 1, nbformat.v4.new_code_cell("class MultiHeadSelfAttention(nn.MultiheadAttention):\n    pass"))
+    del nb.cells[index].metadata["nbgrader"]
+    found = [reason for _, reason in scan_notebook(nb, "06_multihead_attention")]
+    assert found == [f"cell {index + 1} (a cell the student can edit): MultiHeadSelfAttention uses torch.nn.MultiheadAttention, "
+                     "which does this exercise's work (review: correct, but is it the student's?)"], found
+
+
+@pytest.mark.parametrize("case, added", [
+    # a cell of the student's own that compares their block with torch's: checking, not handing in
+    (("06_multihead_attention", "mhsa", ()), ((3, "reference = nn.MultiheadAttention(8, 2, batch_first=True)\n"
+                                                 "out = F.scaled_dot_product_attention(q, k, v)"),)),
+    # a local variable named like the student's alias of the library is the local variable
+    (("06_multihead_attention", "mhsa", ()), ((3, "out = F.scaled_dot_product_attention"),)),
+    (("06_multihead_attention", "mhsa", (("B, T, D = x.shape", "B, T, D = x.shape\n        assert not isinstance(self, nn.MultiheadAttention)"),)), ()),
+    # nn.Transformer's mask builder is no decoder stack; 09's blocks are built on nn.MultiheadAttention
+    (("09_decoder", "encoder_decoder", ((MASK_09, "nn.Transformer.generate_square_subsequent_mask(dec_in.size(1))"),)), ()),
+    (("09_decoder", "decoder_block", ()), ()),
+    # chapter 07's model is an nn.Transformer by the text; chapter 08's KV cache calls SDPA by the text
+    (("07_seq2seq_beam_search", "reversal_transformer", ()), ()),
+    (("08_attention_cost", "cached_attention_step", ()), ()),
+])
+def test_a_library_entry_point_the_text_allows_is_not_a_finding(case, added):
+    assignment, cell, edits = case
+    assert scan_notebook(_answer(assignment, cell, edits, added), assignment) == []

@@ -1,6 +1,7 @@
 """Fast checks of the bug zoo against the current source (no nbgrader): every variant still
 applies to today's solutions and names test cells that exist and are graded; every alternative
-(a correct answer written differently) applies too and expects nothing to fail."""
+(a correct answer written differently) applies too and expects nothing to fail; every answer
+through a library substitute applies and is found by the static scan with the reason it names."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
-from instructor.zoo import alternatives_for, chapter_modules, variants_for
+from instructor.scan import scan_notebook
+from instructor.zoo import alternatives_for, chapter_modules, library_for, variants_for
 
 
 def _params():
@@ -45,3 +47,14 @@ def test_alternatives_apply_to_the_current_source(assignment):
         answers = alternative.answers(solutions)  # raises ZooError if an edit or a cell is stale
         assert answers != solutions, f"{alternative.name} changes nothing"
         assert not alternative.expect, f"{alternative.name} is correct: it must not expect failures"
+
+
+@pytest.mark.parametrize("assignment", _params())
+def test_library_answers_apply_and_are_found(assignment):
+    release_nb, solutions = REPOSITORY.release_and_answers(assignment)
+    others = {v.name for v in variants_for(assignment) + alternatives_for(assignment)}
+    for answer in library_for(assignment):
+        assert answer.name not in others, f"{answer.name} shares a name with another zoo entry"
+        assert answer.flagged and not answer.expect, f"{answer.name}: a flagged reason, no failing test"
+        reasons = [r for _, r in scan_notebook(P.fill(release_nb, answer.answers(solutions)), assignment)]
+        assert len(reasons) == 1 and answer.flagged in reasons[0], (answer.name, reasons)

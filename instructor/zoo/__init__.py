@@ -16,6 +16,12 @@ A module may also list ``ALTERNATIVES``: correct answers written differently fro
 (einsum instead of matmul, loops, float64, another construction order, ...), built the same
 way but without ``expect``. Each must keep full marks: the tests check behaviour, not one way
 of writing it.
+
+A module may also list ``LIBRARY``: correct answers that let the library do an exercise's work
+(``F.scaled_dot_product_attention`` inside chapter 06's block; the entry points are
+``instructor.substitutes``), each with ``flagged``, a fragment of the review reason it must get.
+Each must keep full marks *and* be flagged for review: the scan tells a person what to look at,
+it never changes a score.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class Variant:
     expect: dict[str, str] = field(default_factory=dict)  # failing test grade_id -> message fragment
     edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)  # solution grade_id -> (old, new)...
     only: bool = False  # True: the cells of ``expect`` are the only ones that lose points (a claim of the text)
+    flagged: str = ""  # LIBRARY only: a fragment of the review reason the answer must get
 
     def student_id(self, prefix: str = "zoo") -> str:
         return f"{prefix}-" + self.name.replace("_", "-")
@@ -82,3 +89,9 @@ def variants_for(assignment: str) -> list[Variant]:
 def alternatives_for(assignment: str) -> list[Variant]:
     """Correct answers written differently: each must earn full marks."""
     return [v for module in chapter_modules().get(assignment, []) for v in getattr(module, "ALTERNATIVES", [])]
+
+
+def library_for(assignment: str) -> list[Variant]:
+    """Correct answers through a library entry point that does the exercise's work: each must
+    earn full marks and be flagged for review with ``flagged`` in its reason."""
+    return [v for module in chapter_modules().get(assignment, []) for v in getattr(module, "LIBRARY", [])]

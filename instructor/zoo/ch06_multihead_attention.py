@@ -192,3 +192,14 @@ ALTERNATIVES = [
         edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q3 = "d"', 'Q3 = "D"'), ('Q5 = "b"', 'Q5 = "b "'))},
     ),
 ]
+
+LIBRARY = [
+    Variant(
+        "mhsa_through_sdpa",
+        "the heads attend through F.scaled_dot_product_attention (the weights for return_weights by hand): "
+        "correct, but torch's attention does the exercise's work",
+        edits=_mhsa((OUT, "out = self.proj(merge_heads(F.scaled_dot_product_attention(\n"
+                          "            q, k, v, attn_mask=self.mask[:T, :T] if self.causal else None)))")),
+        flagged="MultiHeadSelfAttention calls torch.nn.functional.scaled_dot_product_attention, which does this exercise's work",
+    ),
+]

@@ -263,3 +263,38 @@ ALTERNATIVES = [
         edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = " A ", "B", "c ", "C"'),)},
     ),
 ]
+
+LIBRARY = [
+    Variant(
+        "decoder_block_through_pytorch",
+        "DecoderBlock runs an nn.TransformerDecoderLayer that holds the block's own modules, and gets the "
+        "cross weights from its cross_attention on the query the layer gave that module: correct, but "
+        "PyTorch's layer does the exercise's work",
+        replace={"decoder_block": '''class DecoderBlock(nn.Module):
+    def __init__(self, width, heads, hidden, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+        self.norm1 = nn.LayerNorm(width)
+        self.norm2 = nn.LayerNorm(width)
+        self.norm3 = nn.LayerNorm(width)
+        self.ffn = FeedForward(width, hidden)
+        layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, batch_first=True, norm_first=norm_first)
+        layer.self_attn, layer.multihead_attn = self.self_attention, self.cross_attention
+        layer.norm1, layer.norm2, layer.norm3 = self.norm1, self.norm2, self.norm3
+        layer.linear1, layer.linear2 = self.ffn.linear1, self.ffn.linear2
+        self._layer = [layer]  # in a list: the block's parameters keep their own names
+
+    def forward(self, x, memory, causal_mask=None, memory_padding_mask=None):
+        queries = []  # what the layer hands its cross-attention
+        hook = self.cross_attention.register_forward_pre_hook(lambda module, args: queries.append(args[0]))
+        try:
+            out = self._layer[0](x, memory, tgt_mask=causal_mask, memory_key_padding_mask=memory_padding_mask)
+        finally:
+            hook.remove()
+        return out, cross_attention(self.cross_attention, queries[0], memory, memory_padding_mask)[1]
+'''},
+        flagged="DecoderBlock calls torch.nn.TransformerDecoderLayer, which does this exercise's work",
+    ),
+]
