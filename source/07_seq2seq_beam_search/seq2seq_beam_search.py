@@ -631,7 +631,7 @@ check_true(not torch.equal(a, b), "generators seeded differently gave the same b
 # * `memory_mask` would be added to the scores of the **cross-attention**, and `src_mask` to
 #   those of the encoder. Neither is wanted here: the source is known in full.
 #
-# ## Part C · The masks in `forward` (3 points)
+# ## Part C · The masks in `forward` (4 points)
 #
 # Complete `forward(src, dec_in)`: embed both sequences with `self.embed`, run
 # `self.transformer` with the causal `tgt_mask` (only when `self.causal` is true, the default;
@@ -754,6 +754,42 @@ for seed in range(3):
     check_close(f"logits for src length {lx}, decoder length {n}", mine, want, atol=1e-4, likely_causes={
         "the decoder's self-attention has no causal mask (tgt_mask)": unmasked,
         "the cross-attention has a causal mask (memory_mask): drop it": memory_masked})
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_forward_causal_flag", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""ReversalTransformer(causal=False) puts no mask on the decoder's self-attention; causal=True masks it."""
+net = ReversalTransformer(causal=False).eval()
+params = choose_weights(net, 5)
+gen = torch.Generator().manual_seed(5)
+src, dec_in = torch.randint(2, VOCAB, (4, LENGTH), generator=gen), torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
+changed = dec_in.clone()
+changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+with torch.no_grad():
+    reaction = (net(src, changed)[:, :4] - net(src, dec_in)[:, :4]).abs().max().item()
+check_true(reaction > 1e-4, "with causal=False the logits at decoder positions 0 to 3 did not change when the decoder "
+           "tokens from position 4 on changed: the causal mask is still on; build tgt_mask only when self.causal "
+           "is true, and pass no mask when it is false")
+### BEGIN HIDDEN TESTS
+# _reference_model is defined in the hidden part of test_forward_masks
+for seed, causal in [(50, False), (51, True), (52, False)]:
+    net = ReversalTransformer(causal=causal).eval()
+    params = choose_weights(net, seed)
+    lx, n = 4 + seed % 3, 3 + seed % 4
+    gen = torch.Generator().manual_seed(seed)
+    src, dec_in = torch.randint(2, VOCAB, (3, lx), generator=gen), torch.randint(0, VOCAB, (3, n), generator=gen)
+    reference = _reference_model(params)
+    masked = reference(src, dec_in, tgt_mask=torch.triu(torch.full((n, n), float("-inf")), diagonal=1))
+    unmasked = reference(src, dec_in)
+    with torch.no_grad():
+        mine = net(src, dec_in)
+    if causal:
+        check_close(f"logits of ReversalTransformer(causal=True), decoder length {n}", mine, masked, atol=1e-4,
+                    likely_causes={"no causal mask is used although causal=True: build tgt_mask when self.causal "
+                                   "is true": unmasked})
+    else:
+        check_close(f"logits of ReversalTransformer(causal=False), decoder length {n}", mine, unmasked, atol=1e-4,
+                    likely_causes={"the causal mask is used although causal=False: build tgt_mask only when "
+                                   "self.causal is true": masked})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1141,21 +1177,29 @@ log_table = torch.log_softmax(logits_table.double(), -1)
 tokens, log_prob, _ = beam_decode(fresh(TableModel, logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
 path = [BOS] + [int(t) for t in tokens] + ([EOS] if len(tokens) < 4 else [])  # max_len = 3 + 1
 walk = sum(log_table[a, b].item() for a, b in zip(path[:-1], path[1:]))
+first_position = sum(log_table[BOS, b].item() for b in path[1:])  # each step read from the <BOS> position
 check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-4,
+            likely_causes={"next_probs reads the logits of the first decoder position; take those of the last "
+                           "position, model(...)[0, -1]": first_position},
             hint="a softmax over the last position's logits gives the probabilities; beam_search adds their "
                  "logs (if beam_search fails its own tests, fix those first)")
 ### BEGIN HIDDEN TESTS
+FIRST_POSITION = ("it matches a search that reads the logits of the first decoder position at every step: next_probs "
+                  "must take those of the last position, model(...)[0, -1]")
 for seed in range(3):
     table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(20 + seed)) * 2.0
     probs = torch.softmax(table.double(), -1)
     table_next = lambda prefix: {t: probs[prefix[-1], t].item() for t in range(VOCAB)}
+    first_next = lambda prefix: {t: probs[BOS, t].item() for t in range(VOCAB)}  # the first position's logits
     for width, alpha in [(1, 0.0), (3, 0.6)]:
         want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
         mine = beam_decode(fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha)
+        first = _reference_beam(first_next, width, alpha, 5, start=BOS, eos=EOS)[0]
         check_true([int(t) for t in mine[0]] == want[0],
                    f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
-                   "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
-                   "max_len=len(src) + 1 (and beam_search must pass its own tests)")
+                   + (FIRST_POSITION if [int(t) for t in mine[0]] == first and first != want[0] else
+                      "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
+                      "max_len=len(src) + 1 (and beam_search must pass its own tests)"))
         check_close(f"log_prob on table model {seed}", mine[1], want[1], atol=1e-4,
                     hint="next_probs must be a softmax of the last position's logits (and beam_search must "
                          "pass its own tests)")
@@ -1165,6 +1209,9 @@ for seed in range(3):
 """beam_decode agrees with the reference of test_beam_toy over the small random models of test_greedy_shape."""
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
+check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
+           "beam_decode repeats the model's first token at every step: next_probs reads the logits of the first "
+           "decoder position; take those of the last position, model(...)[0, -1]")
 check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
@@ -1172,10 +1219,10 @@ check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model 
 check_close("score with alpha 0.6", score, log_prob / length_penalty(7, 0.6), atol=1e-6,
             hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
-def _model_next_probs(net, source):
+def _model_next_probs(net, source, position=-1):
     def next_probs(prefix):
         with torch.no_grad():
-            logits = net(source[None], torch.tensor([list(prefix)]))[0, -1].double()
+            logits = net(source[None], torch.tensor([list(prefix)]))[0, position].double()
         return dict(enumerate(torch.softmax(logits, -1).tolist()))
     return next_probs
 
@@ -1185,10 +1232,12 @@ for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (
     source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
     want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
     tokens, log_prob, score = beam_decode(net, source, width, alpha)
+    first = _reference_beam(_model_next_probs(net, source, 0), width, alpha, len(source) + 1, start=BOS, eos=EOS)[0]
     check_true([int(t) for t in tokens] == want[0],
                f"small random model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis than "
-               "the reference; next_probs must be a softmax of the last position's logits for this source "
-               "(and beam_search must pass its own tests)")
+               "the reference; " + (FIRST_POSITION if [int(t) for t in tokens] == first and first != want[0] else
+                                    "next_probs must be a softmax of the last position's logits for this source "
+                                    "(and beam_search must pass its own tests)"))
     check_close(f"log_prob for small random model {seed}", log_prob, want[1], atol=1e-4,
                 hint="next_probs must be a softmax of the last position's logits (and beam_search must "
                      "pass its own tests)")
