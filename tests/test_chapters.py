@@ -100,6 +100,10 @@ def test_graded_cells_follow_conventions(assignment):
         if meta.get("grade") and not meta.get("solution"):
             assert meta.get("points", 0) > 0 and meta.get("locked"), f"{gid}: graded tests are locked and worth points"
             assert re.match(r'\s*"""[^\n]+"""', cell.source), f"{gid}: a test cell opens with a one-line docstring"
+            docstring = cell.source.lstrip().splitlines()[0]
+            assert not re.search(r"\bhidden (part|test|reference|block)|\breference|\btest_\w", docstring, re.I), (
+                f"{gid}: the docstring speaks to the student (what the test checks), never of hidden parts, "
+                f"references or other test cells: {docstring}")
             assert "### BEGIN HIDDEN TESTS" in cell.source, f"{gid}: every graded test has hidden tests"
     assert len(ids) == len(set(ids)), f"duplicate grade ids in {assignment}"
     first_code = next(c for c in nb.cells if c.cell_type == "code")

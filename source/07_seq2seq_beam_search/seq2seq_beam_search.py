@@ -298,7 +298,7 @@ assert (round(log_p_short, 3), round(lp_short, 3), round(log_p_short / lp_short,
 assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search reproduces the toy table: greedy, B = 2, and B = 2 with alpha = 0.6 (defines the hidden reference)."""
+"""beam_search finds the lesson's answers on the toy table and respects the start, eos and max_len arguments."""
 ### BEGIN HIDDEN TESTS
 import zlib
 
@@ -379,7 +379,7 @@ for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2)
 # table below is built so that this matters once a length penalty is on.
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_finished_leave", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Finished hypotheses leave the beam and free their place (hidden part: the reference from test_beam_toy)."""
+"""Finished hypotheses leave the beam and free their place, on a trap table and on random tables."""
 trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
         "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
 
@@ -403,6 +403,7 @@ check_true(list(tokens) != ["a", "c", "e"],
 check_true(list(tokens) == ["a", "d"], f"with width 2 and alpha 1 beam_search chose {list(tokens)}: "
            "prune by raw log-probability, then pick the best finished hypothesis by ln p / lp(|y|)")
 ### BEGIN HIDDEN TESTS
+# _table and _reference_beam are defined in the hidden part of test_beam_toy
 found = 0
 for seed in range(400):
     table = _table(seed)
@@ -425,7 +426,7 @@ for seed in range(400):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y| (tables from test_beam_toy)."""
+"""log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y|."""
 tokens, log_prob, score = beam_search(fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
@@ -437,6 +438,7 @@ check_close("score of the toy answer for width 2, alpha 0.6", score, walk / leng
             atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
                                       walk / length_penalty(len(tokens), 0.6)})
 ### BEGIN HIDDEN TESTS
+# _table is defined in the hidden part of test_beam_toy
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
     width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
@@ -458,7 +460,7 @@ for seed in range(12):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search agrees with a reference beam search on random tables (the reference from test_beam_toy)."""
+"""beam_search finds the best hypothesis on random tables, for several widths, alphas and max_len."""
 flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
         "z": {"<eos>": 1.0}}
 
@@ -471,6 +473,7 @@ tokens, log_prob, score = beam_search(fresh(flat_next_probs), 3)
 check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
            f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
 ### BEGIN HIDDEN TESTS
+# _table and _reference_beam are defined in the hidden part of test_beam_toy
 for seed in range(30):
     table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
     width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
@@ -930,7 +933,7 @@ spy = SpyModel()
 print(greedy_decode(spy, torch.tensor([[2, 5, 7]]), 4), "after", len(spy.calls), "calls")
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_shape", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column (defines small random models)."""
+"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column."""
 ### BEGIN HIDDEN TESTS
 class _TinySeq2Seq(nn.Module):
     def __init__(self, seed, d=16):
@@ -962,7 +965,7 @@ for b, max_len in [(1, 1), (3, 7), (5, 2)]:
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""greedy_decode starts from <BOS> and feeds back its own argmax choices (models from test_greedy_shape)."""
+"""greedy_decode starts from <BOS> and feeds back its own argmax choices, on a spy model and small random models."""
 spy = fresh(SpyModel)
 src = torch.tensor([[2, 5, 7], [9, 3, 4]])
 pred = greedy_decode(spy, src, 4)
@@ -977,6 +980,7 @@ for step in range(4):
                "from a single <BOS> column and feed back the argmax of each step, never the true target")
     fed_back = torch.cat([fed_back, pred[:, step : step + 1]], dim=1)
 ### BEGIN HIDDEN TESTS
+# _TinySeq2Seq is defined in the hidden part of test_greedy_shape
 def _greedy_reference(net, src, steps):
     seq = torch.zeros(src.size(0), 1, dtype=torch.long)
     with torch.no_grad():
@@ -1171,7 +1175,7 @@ class AnswerModel(nn.Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_table", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""beam_decode turns the logits into next-token probabilities (hidden part: the reference from test_beam_toy)."""
+"""beam_decode turns the last position's logits into next-token probabilities for beam_search."""
 logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
 log_table = torch.log_softmax(logits_table.double(), -1)
 tokens, log_prob, _ = beam_decode(fresh(TableModel, logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
@@ -1184,6 +1188,7 @@ check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-
             hint="a softmax over the last position's logits gives the probabilities; beam_search adds their "
                  "logs (if beam_search fails its own tests, fix those first)")
 ### BEGIN HIDDEN TESTS
+# _reference_beam is defined in the hidden part of test_beam_toy
 FIRST_POSITION = ("it matches a search that reads the logits of the first decoder position at every step: next_probs "
                   "must take those of the last position, model(...)[0, -1]")
 for seed in range(3):
@@ -1206,7 +1211,7 @@ for seed in range(3):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_decode agrees with the reference of test_beam_toy over the small random models of test_greedy_shape."""
+"""beam_decode finds the answer of a confident model and the best hypothesis of small random models."""
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
 check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
@@ -1219,6 +1224,8 @@ check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model 
 check_close("score with alpha 0.6", score, log_prob / length_penalty(7, 0.6), atol=1e-6,
             hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
+# defined in the hidden parts of earlier cells: _reference_beam (test_beam_toy), _TinySeq2Seq
+# (test_greedy_shape) and FIRST_POSITION (test_beam_decode_table)
 def _model_next_probs(net, source, position=-1):
     def next_probs(prefix):
         with torch.no_grad():
