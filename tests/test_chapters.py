@@ -34,6 +34,7 @@ from support import (
 
 from instructor import pipeline as P
 from instructor.course_root import REPOSITORY
+from instructor.oracle import KERNEL_ONLY
 from instructor.sandbox import SandboxedKernelManager
 from instructor.zoo import alternatives_for, library_for, variants_for
 
@@ -108,8 +109,21 @@ def test_graded_cells_follow_conventions(assignment):
         if meta.get("grade") and not meta.get("solution"):
             assert meta.get("points", 0) > 0 and meta.get("locked"), f"{gid}: graded tests are locked and worth points"
             assert re.match(r'\s*"""[^\n]+"""', cell.source), f"{gid}: a test cell opens with a one-line docstring"
+            docstring = cell.source.lstrip().splitlines()[0]
+            assert not re.search(r"\bhidden (part|test|reference|block)|\breference|\btest_\w", docstring, re.I), (
+                f"{gid}: the docstring speaks to the student (what the test checks), never of hidden parts, "
+                f"references or other test cells: {docstring}")
             assert "### BEGIN HIDDEN TESTS" in cell.source, f"{gid}: every graded test has hidden tests"
     assert len(ids) == len(set(ids)), f"duplicate grade ids in {assignment}"
+    for cell in nb.cells:  # the marker the oracle reads, and a line that tells the student what it means
+        if cell.cell_type == "code" and KERNEL_ONLY in cell.source:
+            meta = cell.metadata.get("nbgrader", {})
+            lines = cell.source.lstrip().splitlines()
+            assert meta.get("locked") and not meta.get("grade") and not meta.get("solution"), (
+                f"{meta.get('grade_id')}: `{KERNEL_ONLY}` marks a locked provided cell")
+            assert lines[0] == KERNEL_ONLY and lines[1].startswith("# ("), (
+                f"{meta.get('grade_id')}: `{KERNEL_ONLY}` is the cell's first line, and the next one explains it to "
+                "the student (`# (a note for the grader; nothing to do for you: ...)`)")
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     meta = first_code.metadata.get("nbgrader", {})
     assert "import" in first_code.source and meta.get("locked") and not meta.get("solution"), (

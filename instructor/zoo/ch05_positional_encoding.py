@@ -189,14 +189,16 @@ VARIANTS = [
         "scores_no_scale",
         "relative_scores never divides by sqrt(d_k)",
         edits={"relative_scores": ((SCALED, "return content + position"),)},
-        expect={"test_relative_scores_no_r": "the scores are not divided by sqrt(d_k)",
+        expect={"test_relative_scores_by_hand": "the scores are not divided by sqrt(d_k)",
+                "test_relative_scores_no_r": "the scores are not divided by sqrt(d_k)",
                 "test_relative_scores_random": "the scores are not divided by sqrt(d_k)"},
     ),
     Variant(
         "scores_scale_content_only",
         "relative_scores divides only the content term q . k by sqrt(d_k)",
         edits={"relative_scores": ((SCALED, "return content / d_k ** 0.5 + position"),)},
-        expect={"test_relative_scores_random": "only the content term q . k is divided by sqrt(d_k)"},
+        expect={"test_relative_scores_by_hand": "only the content term q . k is divided by sqrt(d_k)",
+                "test_relative_scores_random": "only the content term q . k is divided by sqrt(d_k)"},
     ),
     Variant(
         "scores_offsets_flipped",

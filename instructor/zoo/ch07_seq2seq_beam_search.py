@@ -84,7 +84,15 @@ VARIANTS = [
         "forward passes no tgt_mask: the decoder's self-attention sees later target tokens",
         edits={"reversal_transformer": ((FORWARD, "hidden = self.transformer(self.embed(src), self.embed(dec_in))"),)},
         expect={"test_forward_masks": "pass the causal tgt_mask",
+                "test_forward_causal_flag": "no causal mask is used although causal=True",
                 "test_trained_model": "is the causal mask (tgt_mask) of the decoder's self-attention missing?"},
+    ),
+    Variant(
+        "always_masks",
+        "forward ignores self.causal and always passes the causal tgt_mask, so causal=False changes nothing",
+        edits={"reversal_transformer": ((" if self.causal else None", ""),)},
+        expect={"test_forward_causal_flag": "the causal mask is still on; build tgt_mask only when self.causal is true"},
+        only=True,
     ),
     Variant(
         "causal_memory_mask",
@@ -129,6 +137,13 @@ VARIANTS = [
         edits={"beam_decode": ((SOFTMAX, "logits.double().exp()"),)},
         expect={"test_beam_decode_table": "softmax",
                 "test_beam_decode_model": "softmax"},
+    ),
+    Variant(
+        "beam_decode_first_position",
+        "beam_decode's next_probs reads the logits of the first decoder position instead of the last",
+        edits={"beam_decode": (("[0, -1]  # (VOCAB,)", "[0, 0]  # (VOCAB,)"),)},
+        expect={"test_beam_decode_table": "reads the logits of the first decoder position",
+                "test_beam_decode_model": "reads the logits of the first decoder position"},
     ),
     Variant(
         "quiz_wrong",

@@ -736,6 +736,7 @@ assert future_leak_check(torch.zeros_like, x_leak) == (True, False)
 
 # %% nbgrader={"grade": false, "grade_id": "leak_test_blocks", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
+# (a note for the grader; nothing to do for you: the tests get their blocks from this cell in your notebook)
 def leak_test_block(kind, state=None, heads=2):
     """A block for the tests of future_leak_check, from the parameters `state`: x (B, T, D) -> output."""
     if state is not None and "in_proj_weight" in state:

@@ -688,7 +688,7 @@ print("r = 0 matches F.scaled_dot_product_attention:",
 assert torch.allclose(plain, F.scaled_dot_product_attention(q, k, v), atol=1e-6)
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_by_hand", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""T = 2, d_k = 1, keys zero, r = [[1], [2], [3]]: each score is the r of its offset j - i."""
+"""Each score uses the r of its offset j - i: by hand for T = 2, d_k = 1, keys zero, then for random sizes."""
 scores = relative_scores(torch.ones(2, 1), torch.zeros(2, 1), torch.tensor([[1.0], [2.0], [3.0]]))
 check_shape("relative_scores for T = 2", scores, (2, 2))
 check_close("relative_scores for T = 2, d_k = 1", scores, [[2.0, 3.0], [1.0, 2.0]], atol=1e-6,
@@ -699,17 +699,20 @@ check_close("relative_scores for T = 2, d_k = 1", scores, [[2.0, 3.0], [1.0, 2.0
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(40)
 sizes = np.random.default_rng(40)
-for trial in range(4):
+for trial in range(4):  # equal queries u and equal keys w: one content term u . w for every pair
     T, d_k = int(sizes.integers(2, 9)), int(sizes.integers(1, 9))
     u = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
+    w = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
     r = torch.randn(2 * T - 1, d_k, generator=generator, dtype=torch.float64)
-    scores = relative_scores(u.expand(T, d_k), torch.zeros(T, d_k, dtype=torch.float64), r)
-    by_offset = (r @ u[0]) / d_k ** 0.5  # (2T - 1,): the score for each offset
-    reference = torch.stack([by_offset[T - 1 - i: 2 * T - 1 - i] for i in range(T)])
-    check_close(f"relative_scores with equal queries and zero keys, T = {T}, d_k = {d_k}", scores, reference,
+    scores = relative_scores(u.expand(T, d_k), w.expand(T, d_k), r)
+    content = (u[0] @ w[0]).item()
+    position = torch.stack([(r @ u[0])[T - 1 - i: 2 * T - 1 - i] for i in range(T)])  # (T, T): u . r[j - i + T - 1]
+    reference = (content + position) / d_k ** 0.5
+    check_close(f"relative_scores with equal queries and equal keys, T = {T}, d_k = {d_k}", scores, reference,
                 atol=1e-6, likely_causes={
                     "the offsets are taken as i - j instead of j - i": reference.T,
-                    "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5,
+                    "only the content term q . k is divided by sqrt(d_k)": content / d_k ** 0.5 + position,
+                    "the scores are not divided by sqrt(d_k)": content + position,
                 }, hint="row o + T - 1 of r belongs to offset o = j - i")
 ### END HIDDEN TESTS
 

@@ -298,7 +298,7 @@ assert (round(log_p_short, 3), round(lp_short, 3), round(log_p_short / lp_short,
 assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search reproduces the toy table: greedy, B = 2, and B = 2 with alpha = 0.6 (defines the hidden reference)."""
+"""beam_search finds the lesson's answers on the toy table and respects the start, eos and max_len arguments."""
 ### BEGIN HIDDEN TESTS
 import zlib
 
@@ -379,7 +379,7 @@ for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2)
 # table below is built so that this matters once a length penalty is on.
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_finished_leave", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Finished hypotheses leave the beam and free their place (hidden part: the reference from test_beam_toy)."""
+"""Finished hypotheses leave the beam and free their place, on a trap table and on random tables."""
 trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
         "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
 
@@ -403,6 +403,7 @@ check_true(list(tokens) != ["a", "c", "e"],
 check_true(list(tokens) == ["a", "d"], f"with width 2 and alpha 1 beam_search chose {list(tokens)}: "
            "prune by raw log-probability, then pick the best finished hypothesis by ln p / lp(|y|)")
 ### BEGIN HIDDEN TESTS
+# _table and _reference_beam are defined in the hidden part of test_beam_toy
 found = 0
 for seed in range(400):
     table = _table(seed)
@@ -425,7 +426,7 @@ for seed in range(400):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y| (tables from test_beam_toy)."""
+"""log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y|."""
 tokens, log_prob, score = beam_search(fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
@@ -437,6 +438,7 @@ check_close("score of the toy answer for width 2, alpha 0.6", score, walk / leng
             atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
                                       walk / length_penalty(len(tokens), 0.6)})
 ### BEGIN HIDDEN TESTS
+# _table is defined in the hidden part of test_beam_toy
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
     width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
@@ -458,7 +460,7 @@ for seed in range(12):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_search agrees with a reference beam search on random tables (the reference from test_beam_toy)."""
+"""beam_search finds the best hypothesis on random tables, for several widths, alphas and max_len."""
 flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
         "z": {"<eos>": 1.0}}
 
@@ -471,6 +473,7 @@ tokens, log_prob, score = beam_search(fresh(flat_next_probs), 3)
 check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
            f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
 ### BEGIN HIDDEN TESTS
+# _table and _reference_beam are defined in the hidden part of test_beam_toy
 for seed in range(30):
     table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
     width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
@@ -631,7 +634,7 @@ check_true(not torch.equal(a, b), "generators seeded differently gave the same b
 # * `memory_mask` would be added to the scores of the **cross-attention**, and `src_mask` to
 #   those of the encoder. Neither is wanted here: the source is known in full.
 #
-# ## Part C · The masks in `forward` (3 points)
+# ## Part C · The masks in `forward` (4 points)
 #
 # Complete `forward(src, dec_in)`: embed both sequences with `self.embed`, run
 # `self.transformer` with the causal `tgt_mask` (only when `self.causal` is true, the default;
@@ -756,6 +759,42 @@ for seed in range(3):
         "the cross-attention has a causal mask (memory_mask): drop it": memory_masked})
 ### END HIDDEN TESTS
 
+# %% nbgrader={"grade": true, "grade_id": "test_forward_causal_flag", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""ReversalTransformer(causal=False) puts no mask on the decoder's self-attention; causal=True masks it."""
+net = ReversalTransformer(causal=False).eval()
+params = choose_weights(net, 5)
+gen = torch.Generator().manual_seed(5)
+src, dec_in = torch.randint(2, VOCAB, (4, LENGTH), generator=gen), torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
+changed = dec_in.clone()
+changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+with torch.no_grad():
+    reaction = (net(src, changed)[:, :4] - net(src, dec_in)[:, :4]).abs().max().item()
+check_true(reaction > 1e-4, "with causal=False the logits at decoder positions 0 to 3 did not change when the decoder "
+           "tokens from position 4 on changed: the causal mask is still on; build tgt_mask only when self.causal "
+           "is true, and pass no mask when it is false")
+### BEGIN HIDDEN TESTS
+# _reference_model is defined in the hidden part of test_forward_masks
+for seed, causal in [(50, False), (51, True), (52, False)]:
+    net = ReversalTransformer(causal=causal).eval()
+    params = choose_weights(net, seed)
+    lx, n = 4 + seed % 3, 3 + seed % 4
+    gen = torch.Generator().manual_seed(seed)
+    src, dec_in = torch.randint(2, VOCAB, (3, lx), generator=gen), torch.randint(0, VOCAB, (3, n), generator=gen)
+    reference = _reference_model(params)
+    masked = reference(src, dec_in, tgt_mask=torch.triu(torch.full((n, n), float("-inf")), diagonal=1))
+    unmasked = reference(src, dec_in)
+    with torch.no_grad():
+        mine = net(src, dec_in)
+    if causal:
+        check_close(f"logits of ReversalTransformer(causal=True), decoder length {n}", mine, masked, atol=1e-4,
+                    likely_causes={"no causal mask is used although causal=True: build tgt_mask when self.causal "
+                                   "is true": unmasked})
+    else:
+        check_close(f"logits of ReversalTransformer(causal=False), decoder length {n}", mine, unmasked, atol=1e-4,
+                    likely_causes={"the causal mask is used although causal=False: build tgt_mask only when "
+                                   "self.causal is true": masked})
+### END HIDDEN TESTS
+
 # %% [markdown]
 # ## Training
 #
@@ -784,6 +823,7 @@ def train(model, steps=301, batch_size=64, lr=3e-3):
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
+# (a note for the grader; nothing to do for you: the tests read the model this cell trains in your notebook)
 torch.manual_seed(0)
 model = ReversalTransformer()
 losses = train(model)
@@ -894,7 +934,7 @@ spy = SpyModel()
 print(greedy_decode(spy, torch.tensor([[2, 5, 7]]), 4), "after", len(spy.calls), "calls")
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_shape", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column (defines small random models)."""
+"""greedy_decode returns (B, max_len) long tokens, without the <BOS> column."""
 ### BEGIN HIDDEN TESTS
 class _TinySeq2Seq(nn.Module):
     def __init__(self, seed, d=16):
@@ -926,7 +966,7 @@ for b, max_len in [(1, 1), (3, 7), (5, 2)]:
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""greedy_decode starts from <BOS> and feeds back its own argmax choices (models from test_greedy_shape)."""
+"""greedy_decode starts from <BOS> and feeds back its own argmax choices, on a spy model and small random models."""
 spy = fresh(SpyModel)
 src = torch.tensor([[2, 5, 7], [9, 3, 4]])
 pred = greedy_decode(spy, src, 4)
@@ -941,6 +981,7 @@ for step in range(4):
                "from a single <BOS> column and feed back the argmax of each step, never the true target")
     fed_back = torch.cat([fed_back, pred[:, step : step + 1]], dim=1)
 ### BEGIN HIDDEN TESTS
+# _TinySeq2Seq is defined in the hidden part of test_greedy_shape
 def _greedy_reference(net, src, steps):
     seq = torch.zeros(src.size(0), 1, dtype=torch.long)
     with torch.no_grad():
@@ -1141,36 +1182,48 @@ class AnswerModel(nn.Module):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_table", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""beam_decode turns the logits into next-token probabilities (hidden part: the reference from test_beam_toy)."""
+"""beam_decode turns the last position's logits into next-token probabilities for beam_search."""
 logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
 log_table = torch.log_softmax(logits_table.double(), -1)
 tokens, log_prob, _ = beam_decode(fresh(TableModel, logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
 path = [BOS] + [int(t) for t in tokens] + ([EOS] if len(tokens) < 4 else [])  # max_len = 3 + 1
 walk = sum(log_table[a, b].item() for a, b in zip(path[:-1], path[1:]))
+first_position = sum(log_table[BOS, b].item() for b in path[1:])  # each step read from the <BOS> position
 check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-4,
+            likely_causes={"next_probs reads the logits of the first decoder position; take those of the last "
+                           "position, model(...)[0, -1]": first_position},
             hint="a softmax over the last position's logits gives the probabilities; beam_search adds their "
                  "logs (if beam_search fails its own tests, fix those first)")
 ### BEGIN HIDDEN TESTS
+# _reference_beam is defined in the hidden part of test_beam_toy
+FIRST_POSITION = ("it matches a search that reads the logits of the first decoder position at every step: next_probs "
+                  "must take those of the last position, model(...)[0, -1]")
 for seed in range(3):
     table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(20 + seed)) * 2.0
     probs = torch.softmax(table.double(), -1)
     table_next = lambda prefix: {t: probs[prefix[-1], t].item() for t in range(VOCAB)}
+    first_next = lambda prefix: {t: probs[BOS, t].item() for t in range(VOCAB)}  # the first position's logits
     for width, alpha in [(1, 0.0), (3, 0.6)]:
         want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
         mine = beam_decode(fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha)
+        first = _reference_beam(first_next, width, alpha, 5, start=BOS, eos=EOS)[0]
         check_true([int(t) for t in mine[0]] == want[0],
                    f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
-                   "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
-                   "max_len=len(src) + 1 (and beam_search must pass its own tests)")
+                   + (FIRST_POSITION if [int(t) for t in mine[0]] == first and first != want[0] else
+                      "next_probs must be a softmax of the last position's logits; start=BOS, eos=EOS, "
+                      "max_len=len(src) + 1 (and beam_search must pass its own tests)"))
         check_close(f"log_prob on table model {seed}", mine[1], want[1], atol=1e-4,
                     hint="next_probs must be a softmax of the last position's logits (and beam_search must "
                          "pass its own tests)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""beam_decode agrees with the reference of test_beam_toy over the small random models of test_greedy_shape."""
+"""beam_decode finds the answer of a confident model and the best hypothesis of small random models."""
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
+check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
+           "beam_decode repeats the model's first token at every step: next_probs reads the logits of the first "
+           "decoder position; take those of the last position, model(...)[0, -1]")
 check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
@@ -1178,10 +1231,12 @@ check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model 
 check_close("score with alpha 0.6", score, log_prob / length_penalty(7, 0.6), atol=1e-6,
             hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
-def _model_next_probs(net, source):
+# defined in the hidden parts of earlier cells: _reference_beam (test_beam_toy), _TinySeq2Seq
+# (test_greedy_shape) and FIRST_POSITION (test_beam_decode_table)
+def _model_next_probs(net, source, position=-1):
     def next_probs(prefix):
         with torch.no_grad():
-            logits = net(source[None], torch.tensor([list(prefix)]))[0, -1].double()
+            logits = net(source[None], torch.tensor([list(prefix)]))[0, position].double()
         return dict(enumerate(torch.softmax(logits, -1).tolist()))
     return next_probs
 
@@ -1191,10 +1246,12 @@ for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (
     source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
     want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
     tokens, log_prob, score = beam_decode(net, source, width, alpha)
+    first = _reference_beam(_model_next_probs(net, source, 0), width, alpha, len(source) + 1, start=BOS, eos=EOS)[0]
     check_true([int(t) for t in tokens] == want[0],
                f"small random model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis than "
-               "the reference; next_probs must be a softmax of the last position's logits for this source "
-               "(and beam_search must pass its own tests)")
+               "the reference; " + (FIRST_POSITION if [int(t) for t in tokens] == first and first != want[0] else
+                                    "next_probs must be a softmax of the last position's logits for this source "
+                                    "(and beam_search must pass its own tests)"))
     check_close(f"log_prob for small random model {seed}", log_prob, want[1], atol=1e-4,
                 hint="next_probs must be a softmax of the last position's logits (and beam_search must "
                      "pass its own tests)")

@@ -1342,6 +1342,7 @@ for trial in range(2):
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
+# (a note for the grader; nothing to do for you: the tests read the model this cell trains in your notebook)
 def train(model, steps=60, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # one update for all parameters
