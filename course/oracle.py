@@ -959,19 +959,23 @@ def _genuine() -> Any:
     return _GENUINE if _GENUINE is not None else _torch_functions()
 
 
-def _slots(module: Any) -> list[tuple[str, str, Any, bool]]:
+def _slots(module: Any, aliases: dict | None = None) -> list[tuple[str, str, Any, bool]]:
     """``(name, "parameter" | "buffer", tensor, persistent)`` of every tensor ``module`` holds, in
-    the order of ``named_parameters()`` then ``named_buffers()`` (a tensor held twice: its first name)."""
+    the order of ``named_parameters()`` then ``named_buffers()`` (a tensor held twice: its first
+    name; ``aliases``, if given, gets ``{id(tensor): [its other names]}``)."""
     G = _genuine()
     if not issubclass(type(module), G.Module):
         raise TypeError(f"a {type(module).__name__} is not a torch.nn.Module")
     parameters: list = []
     buffers: list = []
-    seen_tensors: set = set()
+    seen_tensors: dict = {}  # id -> the other names it is held under
     seen_modules: set = set()
 
     def walk(prefix: str, part: Any, depth: int) -> None:
-        if id(part) in seen_modules or depth > 64:
+        if depth > 64:
+            return
+        if id(part) in seen_modules:  # a shared module: its tensors get this name too
+            shared.append((prefix, part))
             return
         seen_modules.add(id(part))
         held = G.get(part, "__dict__")
@@ -988,23 +992,45 @@ def _slots(module: Any) -> list[tuple[str, str, Any, bool]]:
                     raise TypeError(f"the {kind} {prefix}{key} is a {type(tensor).__name__}: "
                                     f"the grader reads only a plain {wanted.__name__}")
                 if id(tensor) not in seen_tensors:
-                    seen_tensors.add(id(tensor))
+                    seen_tensors[id(tensor)] = []
                     found.append((f"{prefix}{key}", kind, tensor, kind == "parameter" or key not in skipped))
+                else:  # a tensor held twice (a module shared by two attributes, tied weights): an alias
+                    seen_tensors[id(tensor)].append(f"{prefix}{key}")
         for key, child in G.items(dicts[2]):
             if child is not None:
                 if not issubclass(type(child), G.Module):
                     raise TypeError(f"the submodule {prefix}{key} is a {type(child).__name__}, not a torch.nn.Module")
                 walk(f"{prefix}{key}.", child, depth + 1)
 
+    shared: list = []
     walk("", module, 0)
+    if aliases is not None:
+        for prefix, part in shared:  # every tensor of a shared module, under the prefix it is shared at
+            for name, _, tensor, _ in _slots(part):
+                aliases.setdefault(id(tensor), []).append(f"{prefix}{name}")
+        for key, names in seen_tensors.items():
+            aliases.setdefault(key, []).extend(names)
     return parameters + buffers
 
 
 def _tensor_list(module: Any) -> list:
     """``[[name, kind, shape, dtype, requires_grad, persistent], ...]`` of :func:`_slots`, as data."""
     G = _genuine()
+    aliases: dict = {}
     return [[name, kind, [int(n) for n in G.size(t)], str(G.dtype.__get__(t)).replace("torch.", ""),
-             bool(G.requires_grad.__get__(t)), persistent] for name, kind, t, persistent in _slots(module)]
+             bool(G.requires_grad.__get__(t)), persistent, aliases.get(id(t), [])]
+            for name, kind, t, persistent in _slots(module, aliases)]
+
+
+def _every_name(module: Any) -> dict:
+    """``{name: tensor}`` with every name a tensor is held under (aliases included)."""
+    aliases: dict = {}
+    held = {}
+    for name, _, tensor, _ in _slots(module, aliases):
+        held[name] = tensor
+        for alias in aliases.get(id(tensor), []):
+            held[alias] = tensor
+    return held
 
 
 def _copy_of(tensor: Any) -> Any:
@@ -1015,8 +1041,8 @@ def _copy_of(tensor: Any) -> Any:
 
 def _read(module: Any, names: Any = None) -> dict:
     """``{name: a copy of the tensor}`` for ``names`` (every tensor without them)."""
-    held = {name: t for name, _, t, _ in _slots(module)}
-    wanted = list(held) if names is None else list(names)
+    held = _every_name(module)
+    wanted = [name for name, _, _, _ in _slots(module)] if names is None else list(names)
     missing = [name for name in wanted if name not in held]
     if missing:
         raise KeyError(f"the module holds no tensor named {missing[0]!r}")
@@ -1027,7 +1053,7 @@ def _load(module: Any, values: dict) -> dict:
     """Write ``values`` into the module's own tensors (cast to each one's dtype, the shape as it is);
     returns what the tensors hold afterwards, read back."""
     G = _genuine()
-    held = {name: t for name, _, t, _ in _slots(module)}
+    held = _every_name(module)
     for name, value in values.items():
         if name not in held:
             raise KeyError(f"the module holds no tensor named {name!r}")
@@ -1078,12 +1104,15 @@ def _first_output(output: Any) -> Any:
 def module_tensors(module: Any) -> list[dict]:
     """Every parameter and buffer ``module`` holds, as the module itself keeps them (never asking
     its methods): ``[{"name", "kind" ("parameter"/"buffer"), "shape", "dtype", "requires_grad",
-    "persistent"}, ...]``, in the order of ``named_parameters()`` then ``named_buffers()``."""
+    "persistent", "aliases"}, ...]``, in the order of ``named_parameters()`` then ``named_buffers()``;
+    a tensor held under several names (a shared module, tied weights) is listed once, its other
+    names in ``"aliases"``."""
     listed = _probe("tensors", module)
-    keys = ("name", "kind", "shape", "dtype", "requires_grad", "persistent")
+    keys = ("name", "kind", "shape", "dtype", "requires_grad", "persistent", "aliases")
     if type(listed) not in (list, tuple) or not all(type(row) in (list, tuple) and len(row) == len(keys) for row in listed):
         raise WireError("the list of a module's tensors is not in its format")
-    return [dict(zip(keys, (row[0], row[1], tuple(row[2]), row[3], row[4], row[5]), strict=True)) for row in listed]
+    return [dict(zip(keys, (row[0], row[1], tuple(row[2]), row[3], row[4], row[5], tuple(row[6])), strict=True))
+            for row in listed]
 
 
 def read_tensors(module: Any, names: Any = None) -> dict:
@@ -1098,7 +1127,7 @@ def read_tensors(module: Any, names: Any = None) -> dict:
 def read_state(module: Any) -> dict:
     """``{name: tensor}`` of what ``state_dict()`` would list (parameters, persistent buffers), read
     from the module's own tensors: a trained model's weights as they are, whatever its methods say."""
-    names = [row["name"] for row in module_tensors(module) if row["persistent"] is True]
+    names = [name for row in module_tensors(module) if row["persistent"] is True for name in (row["name"], *row["aliases"])]
     return read_tensors(module, names)
 
 
@@ -1113,16 +1142,23 @@ def load_tensors(module: Any, values: dict) -> None:
 
     from .checks import CheckFailed
 
-    listed = {row["name"]: row for row in module_tensors(module)}
+    rows = module_tensors(module)
+    listed = {name: row for row in rows for name in (row["name"], *row["aliases"])}
+    last = {}  # a tensor written under several of its names holds the last value written
+    for name in values:
+        if name in listed:
+            last[listed[name]["name"]] = name
     for name, value in values.items():
         if name not in listed:
-            known = ", ".join(listed) or "none"
+            known = ", ".join(row["name"] for row in rows) or "none"
             raise CheckFailed(f"the module has no parameter or buffer named {name!r} (it has: {known}): "
                               "name the layers as the text does")
         if tuple(value.shape) != listed[name]["shape"]:
             raise CheckFailed(f"{name} has shape {listed[name]['shape']}, expected {tuple(value.shape)}")
     read_back = _probe("load", module, {str(k): v for k, v in values.items()})
     for name, value in values.items():
+        if last[listed[name]["name"]] != name:
+            continue
         held = read_back.get(name) if type(read_back) is dict else None
         expected = value.detach().to(getattr(torch, listed[name]["dtype"], value.dtype))
         if not (isinstance(held, torch.Tensor) and held.dtype == expected.dtype and held.shape == expected.shape

@@ -251,6 +251,68 @@ CH06_ATTACKS = {
 }
 
 
+
+# chapter 06 again: the block of the zoo variant that divides the scores by sqrt(D) instead of
+# sqrt(d_head). Scaling the query rows of the loaded weights by sqrt(H) cancels the bug, if the
+# test's weights go in through the module's own load_state_dict; a straight-through sum gives
+# the right gradients to the wrong values (issue 29, items 1 and 3)
+_QUERY_ROWS = """
+import math as _math
+
+def _rescaled(state, prefix, heads):
+    state = dict(state)
+    for key in (prefix + "qkv.weight", prefix + "qkv.bias"):
+        if key in state:
+            value, width = state[key].clone(), state[key].shape[0] // 3
+            value[:width] *= _math.sqrt(heads)
+            state[key] = value
+    return state
+"""
+
+CH06_LOAD_HOOK = _QUERY_ROWS + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+        def hook(state, prefix, *rest):
+            state.update(_rescaled(state, prefix, self.n_heads))
+        self._register_load_state_dict_pre_hook(hook)
+"""
+
+CH06_LYING_LOAD = _QUERY_ROWS + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def load_state_dict(self, state, strict=True, assign=False):
+        return super().load_state_dict(_rescaled(state, "", self.n_heads), strict=strict)
+"""
+
+CH06_STRAIGHT_THROUGH = """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        wrong = super().forward(x, return_weights=return_weights)
+        D = x.shape[-1]
+        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(D, dim=-1))
+        right = self.proj(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)))
+        if isinstance(wrong, tuple):
+            return wrong[0].detach() + right - right.detach(), wrong[1]
+        return wrong.detach() + right - right.detach()
+"""
+
+CH06_HOOKED_GRADIENTS = """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):  # every gradient reported halved, whatever it is
+        super().__init__(*args, **kwargs)
+        for parameter in self.parameters():
+            parameter.register_hook(lambda grad: grad / 2)
+"""
+
+CH06_SCALE_ATTACKS = {
+    "load-hook": CH06_LOAD_HOOK,
+    "lying-load-state-dict": CH06_LYING_LOAD,
+    "straight-through": CH06_STRAIGHT_THROUGH,
+    "hooked-gradients": CH06_HOOKED_GRADIENTS,
+}
+
+
 # chapter 04: the encoder block of the zoo variant that applies norm1 twice and never uses norm2
 CH04_FORGED_GRADIENTS = '''
 class EncoderBlock(EncoderBlock):
@@ -558,6 +620,12 @@ def chapter06(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def chapter06_scale(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "06_multihead_attention", "scale_by_sqrt_d_model", "mhsa",
+                                 CH06_SCALE_ATTACKS)
+
+
+@pytest.fixture(scope="module")
 def chapter04(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "04_encoder_block", "norm2_never_used", "encoder_block", CH04_ATTACKS)
 
@@ -592,6 +660,16 @@ def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
     check_class(results, reviews, CH06_ATTACKS, 19)
     assert results["honest-wrong"].auto_score == 13
+
+
+def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale):
+    """Weights go in through the module's own tensors and gradients must belong to the output:
+    load hooks, a lying load_state_dict, straight-through sums and halving hooks earn nothing."""
+    results, reviews = chapter06_scale
+    check_class(results, reviews, CH06_SCALE_ATTACKS, 19)
+    for name in ("straight-through", "hooked-gradients"):
+        errors = " ".join(results[f"atk-{name}"].cells[g].error for g in results[f"atk-{name}"].failed())
+        assert "does not belong to" in errors, (name, errors)
 
 
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):

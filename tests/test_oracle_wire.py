@@ -646,7 +646,7 @@ def test_a_modules_tensors_are_read_and_written_as_it_holds_them_never_through_i
         {k: v * 0 for k, v in state.items()}))
     layer.register_buffer("scale", torch.ones(2), persistent=False)
     rows = wire.module_tensors(layer)
-    assert [(r["name"], r["kind"], r["shape"], r["persistent"]) for r in rows] == [
+    assert [(r["name"], r["kind"], r["shape"], r["persistent"]) for r in rows] == [  # its own listing hides nothing
         ("weight", "parameter", (2, 3), True), ("bias", "parameter", (2,), True), ("scale", "buffer", (2,), False)]
     drawn = wire.draw_parameters(layer, torch.Generator().manual_seed(0))
     assert set(drawn) == {"weight", "bias"}
@@ -669,6 +669,18 @@ def test_two_names_for_one_memory_fail_the_read_back():
     module.b = torch.nn.Parameter(base[1:])
     with pytest.raises(AssertionError, match="share memory"):
         wire.load_tensors(module, {"a": torch.ones(3), "b": torch.full((3,), 2.0)})
+
+
+def test_a_shared_module_is_listed_once_and_loaded_and_read_under_every_name():
+    """Tied weights are honest PyTorch: both names load (the last value written wins), as load_state_dict does."""
+    module = torch.nn.Module()
+    module.first = module.second = torch.nn.Linear(2, 2)
+    rows = wire.module_tensors(module)
+    assert [(r["name"], r["aliases"]) for r in rows] == [("first.weight", ("second.weight",)),
+                                                          ("first.bias", ("second.bias",))]
+    wire.load_tensors(module, {"first.bias": torch.zeros(2), "second.bias": torch.ones(2)})
+    assert torch.equal(module.first.bias.detach(), torch.ones(2))
+    assert set(wire.read_state(module)) == set(module.state_dict())
 
 
 def test_a_tensor_that_is_not_a_plain_parameter_is_not_read():

@@ -299,6 +299,10 @@ assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_search finds the lesson's answers on the toy table and respects the start, eos and max_len arguments."""
+def wu_penalty(n, alpha):
+    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
+
+
 ### BEGIN HIDDEN TESTS
 import zlib
 
@@ -344,9 +348,9 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
                "lesson finds; keep `width` candidates by raw summed log-probability at every step")
     check_close(f"exp(log_prob) for width={width}, alpha={alpha}", math.exp(log_prob), probability, atol=6e-4,
                 hint="log_prob is the sum of math.log(p) over the chosen tokens, <eos> included")
-    check_close(f"score for width={width}, alpha={alpha}", score, log_prob / length_penalty(len(tokens) + 1, alpha),
+    check_close(f"score for width={width}, alpha={alpha}", score, log_prob / wu_penalty(len(tokens) + 1, alpha),
                 atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
-                                          log_prob / length_penalty(len(tokens), alpha)})
+                                          log_prob / wu_penalty(len(tokens), alpha)})
 ### BEGIN HIDDEN TESTS
 renamed = {"<s>": "BEGIN", "<eos>": "END"}
 renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
@@ -427,6 +431,10 @@ for seed in range(400):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y|."""
+def wu_penalty(n, alpha):
+    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
+
+
 tokens, log_prob, score = beam_search(fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
@@ -434,9 +442,9 @@ for token in list(tokens) + ["<eos>"]:
 check_close("log_prob of the toy answer for width 2, alpha 0.6", log_prob, walk, atol=1e-6,
             hint="log_prob must be the raw sum of ln p over the returned tokens and <eos>: prune and store the "
                  "raw summed log-probability, and divide by lp only for the final choice")
-check_close("score of the toy answer for width 2, alpha 0.6", score, walk / length_penalty(len(tokens) + 1, 0.6),
+check_close("score of the toy answer for width 2, alpha 0.6", score, walk / wu_penalty(len(tokens) + 1, 0.6),
             atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
-                                      walk / length_penalty(len(tokens), 0.6)})
+                                      walk / wu_penalty(len(tokens), 0.6)})
 ### BEGIN HIDDEN TESTS
 # _table is defined in the hidden part of test_beam_toy
 for seed in range(12):
@@ -1219,6 +1227,10 @@ for seed in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_decode finds the answer of a confident model and the best hypothesis of small random models."""
+def wu_penalty(n, alpha):
+    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
+
+
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
 check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
@@ -1228,7 +1240,7 @@ check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answ
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
            "the sum of the logs of softmax probabilities")
-check_close("score with alpha 0.6", score, log_prob / length_penalty(7, 0.6), atol=1e-6,
+check_close("score with alpha 0.6", score, log_prob / wu_penalty(7, 0.6), atol=1e-6,
             hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
 # defined in the hidden parts of earlier cells: _reference_beam (test_beam_toy), _TinySeq2Seq

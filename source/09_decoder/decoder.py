@@ -189,7 +189,7 @@ def block_state(width, hidden, seed, attentions=("self_attention", "cross_attent
 
 def load_state(what, module, state):
     """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
-    held = {t["name"]: t["shape"] for t in module_tensors(module)}  # read from its own tensors, not its methods
+    held = {name: t["shape"] for t in module_tensors(module) for name in (t["name"], *t["aliases"])}  # its own tensors
     missing = [name for name in state if name not in held]
     check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
                "the exercise names")
