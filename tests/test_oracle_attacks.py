@@ -706,12 +706,12 @@ def test_a_forged_server_is_undone_and_an_endless_call_costs_only_its_tests(chap
     assert "not an array or tensor" in duck or "shape ()" in duck
 
 
-HONEST_07 = 20  # the greedy beam search, graded honestly (of 27)
+HONEST_07 = 21  # the greedy beam search, graded honestly (of 28)
 
 
 def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
     results, reviews = chapter07
-    check_class(results, reviews, CH07_ATTACKS, 27)
+    check_class(results, reviews, CH07_ATTACKS, 28)
     assert results["honest-wrong"].auto_score == HONEST_07
 
 
