@@ -49,7 +49,7 @@ import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
-                    check_true, check_type)
+                    check_true)
 from course.oracle import draw_parameters, module_tensors, parameter_gradients
 from course.plots import plot_attention
 
@@ -459,17 +459,18 @@ assert downcast.dtype == torch.float32
 """The block's only parameters are qkv (D -> 3D) and proj (D -> D); the causal mask is a (max_len, max_len) buffer."""
 def check_structure(d_model, n_heads, max_len):
     block = MultiHeadSelfAttention(d_model, n_heads, max_len)
+    held = {t["name"]: t for t in module_tensors(block)}  # what the block holds, read from its own tensors
     for name, (n_in, n_out) in (("qkv", (d_model, 3 * d_model)), ("proj", (d_model, d_model))):
-        layer = getattr(block, name, None)
-        check_type(f"block.{name}", layer, nn.Linear, hint=f"create self.{name} = nn.Linear(...) in __init__")
-        check_true((layer.in_features, layer.out_features) == (n_in, n_out),
-                   f"block.{name} maps {layer.in_features} -> {layer.out_features} features, "
-                   f"expected {n_in} -> {n_out} for d_model={d_model}")
-    held = module_tensors(block)  # what the block holds, read from its own tensors
-    extra = [t["name"] for t in held if t["kind"] == "parameter" and not t["name"].startswith(("qkv.", "proj."))]
+        check_true(f"{name}.weight" in held, f"the block holds no {name}.weight: create self.{name} = nn.Linear(...) "
+                   "in __init__")
+        shapes = held[f"{name}.weight"]["shape"], held.get(f"{name}.bias", {"shape": (n_out,)})["shape"]  # bias optional
+        check_true(shapes == ((n_out, n_in), (n_out,)),
+                   f"block.{name} maps {shapes[0][-1]} -> {shapes[0][0]} features (weight {shapes[0]}), expected "
+                   f"{n_in} -> {n_out} for d_model={d_model}: nn.Linear({n_in}, {n_out})")
+    extra = [name for name, t in held.items() if t["kind"] == "parameter" and not name.startswith(("qkv.", "proj."))]
     check_true(not extra, f"the block has parameters besides qkv and proj: {extra}. The causal mask is fixed, not "
                           "learned: store it with self.register_buffer('mask', ...) instead of nn.Parameter")
-    masks = [t for t in held if t["kind"] == "buffer" and tuple(t["shape"][-2:]) == (max_len, max_len)]
+    masks = [t for t in held.values() if t["kind"] == "buffer" and tuple(t["shape"][-2:]) == (max_len, max_len)]
     check_true(masks, f"found no buffer of shape (max_len, max_len) = ({max_len}, {max_len}): build the causal "
                       "mask once in __init__ and register it with self.register_buffer")
 
