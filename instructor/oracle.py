@@ -31,6 +31,7 @@ import contextlib
 import dis
 import inspect
 import io
+import itertools
 import json
 import os
 import secrets
@@ -104,6 +105,10 @@ class KernelLink:
         # the socket channel (course.oracle.SERVE): a Unix socket the kernel connects to, on which
         # it answers a test cell's requests in a loop; a round trip costs a tenth of a shell message
         self._channel = _Channel(executor)
+        # the tests' objects handed to the student's code (course.oracle.fresh), by the id of
+        # their stand-in in the kernel, until the test cell ends
+        self.instructor: dict[int, Any] = {}
+        self._instructor_ids = itertools.count(1)
 
     def request(self, message: dict, generators: list = ()) -> Any:
         """The kernel's answer to ``message``; ``generators`` (sent by state) take the states it reports."""
@@ -232,8 +237,45 @@ class KernelLink:
     def proxy(self, entry: dict) -> Proxy:
         return make_proxy(self, entry)
 
+    def offer(self, obj: Any) -> dict:
+        """The wire entry of an instructor object ``obj`` that stays here: the kernel's stand-in
+        asks for it (:meth:`answer_instructor`) until the test cell ends."""
+        key = next(self._instructor_ids)
+        self.instructor[key] = obj
+        name = getattr(obj, "__name__", None)
+        return {"t": "cb", "id": key, "callable": callable(obj),
+                "name": name if type(name) is str else type(obj).__name__}
+
+    def answer_instructor(self, frame: bytes) -> str:
+        """The answer to a stand-in's request (``{"cb": id, "op": ..., "name", "args", "kwargs", "mode"}``):
+        the grader's copy of the object does the work on data; the answer is data, or a stand-in
+        for a part of the object (a submodule, a method)."""
+        try:
+            request = wire.loads(frame.decode("utf-8"))
+            if type(request) is not dict or not set(request) <= {"cb", "op", "name", "args", "kwargs", "mode"}:
+                raise wire.WireError("a malformed request for an instructor object")
+            target = self.instructor.get(request["cb"]) if type(request["cb"]) is int else None
+            if target is None:
+                raise LookupError("this object of the tests belongs to a test cell that has ended")
+            args = wire.decode_tree({"t": "list", "v": request.get("args", [])})
+            kwargs = wire.decode_tree({"t": "dict", "v": [[k, v] for k, v in request.get("kwargs", {}).items()]})
+            op, name = request.get("op"), request.get("name")
+            if op == "getattr" and not (type(name) is str and name.isidentifier() and not name.startswith("_")):
+                raise AttributeError(f"{name!r}: only public attributes of the tests' objects can be read")
+            operations = {"call": lambda: target(*args, **kwargs), "getattr": lambda: getattr(target, name),
+                          "getitem": lambda: target[args[0]], "len": lambda: len(target),
+                          "list": lambda: list(target)}
+            if op not in operations:
+                raise wire.WireError(f"unknown request {op!r} for an instructor object")
+            value = wire._in_mode(request.get("mode"), operations[op])
+            reply = {"ok": wire.encode(value, self.offer)}
+        except Exception as error:  # the instructor's code refused the student's arguments, say: reported
+            reply = {"error": [type(error).__name__, str(error)[:2000]]}
+        return '{"cbr":' + json.dumps(reply, separators=(",", ":")) + "}"
+
     def pause(self) -> None:
         """The grader's cell is done: the kernel leaves its socket loop, free for the next cell."""
+        self.instructor.clear()
         self._channel.pause(self.deadline)
 
     def close(self) -> None:
@@ -369,7 +411,11 @@ class _Channel:
         return listener, path
 
     def ask(self, request: str, link: KernelLink) -> str:
-        """One round trip on the socket: the answer's text (timeouts and interrupts as for shell requests)."""
+        """One round trip on the socket: the answer's text (timeouts and interrupts as for shell requests).
+
+        While the student's call runs, the kernel's stand-ins for the tests' objects ask for
+        them here (frames that start with ``{"cb":``): each is answered by ``link`` before the
+        wait for the answer goes on."""
         ex, sock = self.executor, self.sock
         try:
             wire.write_frame(sock, request.encode())
@@ -380,15 +426,18 @@ class _Channel:
                     _now(ex.km.interrupt_kernel())
                     continue
                 ready, _, _ = select.select([sock], [], [], min(remaining, 1.0))
-                if ready:
+                if not ready:
+                    if not _now(ex.km.is_alive()):
+                        raise KernelError("the kernel died while running the student's code")
+                    continue
+                sock.settimeout(max(link.deadline - monotonic(), 1.0))  # a frame that stops half-way
+                try:
+                    frame = wire.read_frame(sock, wire.MAX_TEXT)
+                finally:
+                    sock.settimeout(None)
+                if frame is None or not frame.startswith(_INSTRUCTOR_REQUEST):
                     break
-                if not _now(ex.km.is_alive()):
-                    raise KernelError("the kernel died while running the student's code")
-            sock.settimeout(max(link.deadline - monotonic(), 1.0))  # a frame that stops half-way
-            try:
-                frame = wire.read_frame(sock, wire.MAX_TEXT)
-            finally:
-                sock.settimeout(None)
+                wire.write_frame(sock, link.answer_instructor(frame).encode())
         except (OSError, wire.WireError) as error:
             self._give_up(error)
             if isinstance(error, wire.WireError):
@@ -539,22 +588,25 @@ def _load_states(generators: list, states: Any) -> None:
         generator.bit_generator.state = state
 
 
-def _send(value: Any, generators: list | None = None) -> Any:
+def _send(value: Any, generators: list | None = None, link: KernelLink | None = None) -> Any:
     """An argument for the kernel: by value, or a handle to one of the kernel's own objects.
 
     A NumPy generator travels by its state and is appended to ``generators``, to take the
-    state the call leaves it in.
+    state the call leaves it in. An instructor object (:func:`course.oracle.fresh`) stays
+    here: ``link`` serves a copy of it, and the kernel gets a stand-in.
     """
     if isinstance(value, Proxy):
         return {"t": "h", "id": object.__getattribute__(value, "_oracle_id")}
-    if isinstance(value, wire.Fresh):  # an instructor callable: its source, defined fresh in the kernel
-        return value.wire_entry()
+    if isinstance(value, wire.Fresh):
+        if link is None:
+            raise wire.WireError("an instructor object can only be an argument of a call")
+        return link.offer(value.copy_to_send())
     if type(value).__name__ == "Generator" and type(value).__module__.startswith("torch"):
         return wire.generator_entry(value)  # by value: its state
     if type(value) in (tuple, list):
-        return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v, generators) for v in value]}
+        return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v, generators, link) for v in value]}
     if type(value) is dict:
-        return {"t": "dict", "v": [[_send(k, generators), _send(v, generators)] for k, v in value.items()]}
+        return {"t": "dict", "v": [[_send(k, generators, link), _send(v, generators, link)] for k, v in value.items()]}
     entry = wire.encode(value)
     if type(entry) is dict and entry.get("t") == "rng":
         if generators is None:
@@ -564,6 +616,10 @@ def _send(value: Any, generators: list | None = None) -> Any:
                                  "use np.random.default_rng(seed) (PCG64), whose moves the grader can check")
         generators.append(value)
     return entry
+
+
+# a stand-in's request (course.oracle.Instructor), as the kernel writes it
+_INSTRUCTOR_REQUEST = b'{"cb":'
 
 
 # ---------------------------------------------------------------- proxies
@@ -605,7 +661,7 @@ class Proxy:
         link = object.__getattribute__(self, "_oracle_link")
         message = {"op": op, "h": object.__getattribute__(self, "_oracle_id"), **fields}
         if args:
-            message["args"] = [_send(a) for a in args]
+            message["args"] = [_send(a, None, link) for a in args]
         return link.request(message)
 
     def __getattr__(self, name: str) -> Any:
@@ -634,8 +690,8 @@ class Proxy:
         link = object.__getattribute__(self, "_oracle_link")
         generators: list = []
         return link.request({"op": "call", "h": object.__getattribute__(self, "_oracle_id"),
-                             "args": [_send(a, generators) for a in args],
-                             "kwargs": {str(k): _send(v, generators) for k, v in kwargs.items()}}, generators)
+                             "args": [_send(a, generators, link) for a in args],
+                             "kwargs": {str(k): _send(v, generators, link) for k, v in kwargs.items()}}, generators)
 
     def __getitem__(self, key: Any) -> Any:
         return Proxy._oracle(self, "getitem", key)
@@ -685,8 +741,8 @@ class Proxy:
     @staticmethod
     def _oracle_probe(target: Proxy, name: str, *args: Any, **kwargs: Any) -> Any:
         link = object.__getattribute__(target, "_oracle_link")
-        return link.request({"op": "probe", "name": name, "args": [_send(a) for a in args],
-                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+        return link.request({"op": "probe", "name": name, "args": [_send(a, None, link) for a in args],
+                             "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
 
 
 def _method_call(frame) -> bool:
@@ -721,8 +777,8 @@ class _MethodCall:
         target = self._target
         link = object.__getattribute__(target, "_oracle_link")
         return link.request({"op": "call", "h": object.__getattribute__(target, "_oracle_id"), "name": self._name,
-                             "args": [_send(a) for a in args],
-                             "kwargs": {str(k): _send(v) for k, v in kwargs.items()}})
+                             "args": [_send(a, None, link) for a in args],
+                             "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
 
 
 _proxy_classes: dict[str, type] = {}
@@ -785,7 +841,7 @@ class GraderNamespace(dict):
 
 
 def _remember_source(code: str, filename: str) -> None:
-    """Keep a cell's source where ``linecache`` finds it: ``fresh()`` sends a function by its source."""
+    """Keep a cell's source where ``linecache`` finds it (``inspect.getsource`` on a test's function)."""
     import linecache
 
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)

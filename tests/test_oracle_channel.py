@@ -12,6 +12,7 @@ from time import monotonic
 
 import numpy as np
 import pytest
+import torch
 from jupyter_client.manager import start_new_kernel
 
 from instructor import oracle
@@ -219,3 +220,95 @@ def test_an_answer_to_another_request_fails_that_test_and_the_channel_goes_on_on
         finally:
             link.pause()
             link.close()
+
+
+STUDENT_USES_OF_INSTRUCTOR_OBJECTS = '''
+def apply_twice(f, x):
+    return f(f(x))
+def through_parts(block, x):  # a submodule, a number, a weight, the object itself
+    return block.linear(x), block.factor, block.linear.weight, block(x)
+def looks_inside(f):
+    found = []
+    for name in ("__globals__", "__closure__", "__code__", "_parameters"):
+        try:
+            getattr(f, name)
+            found.append(name)
+        except AttributeError:
+            pass
+    try:
+        f.patched = True
+        found.append("setattr")
+    except AttributeError:
+        pass
+    return found
+def zero_it(block):
+    block.load_state_dict({"linear.weight": torch.zeros(2, 3), "linear.bias": torch.zeros(2)})
+    return block(torch.ones(1, 3))
+def calls_many(f, n):
+    return sum(f(i) for i in range(n))
+'''
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.factor * self.linear(x)
+
+
+def test_instructor_objects_run_in_the_grader_and_the_kernel_gets_stand_ins(kernel, monkeypatch):
+    """A fresh() object handed to the student's code stays here: each use in the kernel is a
+    frame back to the grader, answered with data while the student's call runs; its code and
+    closure cannot be read there, and what the student's code does to it stays in its copy."""
+    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    run(kernel[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
+    link = link_to(kernel)
+    try:
+        seen = []
+
+        def plus_one(x):  # the grader records every call: it runs here
+            seen.append(x)
+            return x + 1
+
+        assert call(link, "apply_twice", oracle.wire.fresh(plus_one), 5) == 7 and seen == [5, 6]
+        block = oracle.wire.fresh(Scaled, 2.0)
+        x = torch.randn(4, 3)
+        out, factor, weight, whole = call(link, "through_parts", block, x)
+        assert torch.equal(out, block.linear(x)) and factor == 2.0 and torch.equal(whole, block(x))
+        assert torch.equal(weight, block.linear.weight)
+        assert call(link, "looks_inside", oracle.wire.fresh(plus_one)) == []
+        before = block.linear.weight.detach().clone()
+        assert torch.equal(call(link, "zero_it", block), torch.zeros(1, 2))
+        assert torch.equal(block.linear.weight, before)  # the test's own object is untouched
+        assert call(link, "calls_many", oracle.wire.fresh(plus_one), 200) == sum(range(1, 201))
+    finally:
+        link.pause()
+        link.close()
+
+
+def test_an_instructor_object_may_call_the_students_code_back(kernel, monkeypatch):
+    """Nested requests: while the kernel waits for the grader's answer to a stand-in, the
+    grader's object calls a kernel function (a test's wrapper around the student's code)."""
+    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    run(kernel[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
+    link = link_to(kernel)
+    try:
+        wrapped = oracle.wire.fresh(lambda x: call(link, "double", x))
+        assert call(link, "apply_twice", wrapped, 5) == 20
+    finally:
+        link.pause()
+        link.close()
+
+
+def test_on_the_shell_an_instructor_object_fails_with_a_clear_message(shell_only, monkeypatch):
+    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    run(shell_only[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
+    link = link_to(shell_only)
+    try:
+        with pytest.raises(oracle.KernelError, match="run in the grader"):
+            call(link, "apply_twice", oracle.wire.fresh(lambda x: x + 1), 5)
+    finally:
+        link.close()

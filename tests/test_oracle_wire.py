@@ -313,11 +313,32 @@ def grader_side(monkeypatch):
     return namespace
 
 
-def in_kernel(marker):
-    """What the kernel's end makes of a marker the grader sends (through JSON, as on the wire)."""
-    from instructor.oracle import _send
+class Offers:
+    """The part of a KernelLink that serves instructor objects, without a kernel."""
 
-    return wire._value(json.loads(json.dumps(_send(marker))))
+    def __init__(self) -> None:
+        from instructor.oracle import KernelLink
+
+        self.link = KernelLink.__new__(KernelLink)
+        self.link.instructor, self.link._instructor_ids = {}, iter(range(1, 1000))
+
+    def send(self, marker):
+        from instructor.oracle import _send
+
+        return json.loads(json.dumps(_send(marker, None, self.link)))
+
+    def ask(self, entry, op, *args, name=None, **kwargs):
+        """What the kernel's stand-in for ``entry`` gets back for one request (the decoded answer)."""
+        request = {"cb": entry["id"], "op": op, "args": [wire.encode(a) for a in args],
+                   "kwargs": {k: wire.encode(v) for k, v in kwargs.items()}}
+        if name is not None:
+            request["name"] = name
+        text = self.link.answer_instructor(json.dumps(request).encode())
+        assert text.startswith(wire._REPLY)
+        reply = json.loads(text)["cbr"]
+        if "error" in reply or (type(reply["ok"]) is dict and reply["ok"].get("t") == "cb"):
+            return reply if "error" in reply else reply["ok"]
+        return wire._value(reply["ok"])  # as the kernel reads it
 
 
 def test_fresh_outside_the_grader_is_the_callable_itself():
@@ -329,60 +350,71 @@ def test_fresh_outside_the_grader_is_the_callable_itself():
     assert type(layer) is torch.nn.Linear and layer.in_features == 3
 
 
-def test_instructor_functions_travel_as_source_and_are_defined_fresh(grader_side):
+def test_instructor_functions_stay_in_the_grader_and_answer_with_data(grader_side):
+    offers = Offers()
     fresh = grader_side["fresh"]
-    for made in (grader_side["table_next_probs"], grader_side["random_table"](7)):
+    for made in (grader_side["table_next_probs"], grader_side["random_table"](7), lambda prefix: {"<eos>": 1.0}):
         marker = fresh(made)
-        entry = wire.Fresh.wire_entry(marker)
-        assert entry["t"] == "fresh" and entry["src"].startswith("def ")
-        copy = in_kernel(marker)
-        assert copy is not made and copy.__module__ == "__instructor__"
+        entry = offers.send(marker)
+        assert set(entry) == {"t", "id", "callable", "name"} and entry["t"] == "cb" and entry["callable"]
         for prefix in [("<s>",), ("<s>", "a")]:
-            assert copy(prefix) == made(prefix) == marker(prefix)  # the marker is the grader's own copy
-    entry = wire.Fresh.wire_entry(fresh(grader_side["random_table"](7)))
-    env = dict((name, value) for name, value in entry["env"])
-    assert env["np"] == {"t": "module", "name": "numpy"} and env["seed"] == 7 and env["zlib"]["t"] == "module"
+            assert offers.ask(entry, "call", prefix) == made(prefix) == marker(prefix)
+    with pytest.raises(wire.WireError, match="by value"):
+        offers.send(grader_side["table_next_probs"])  # not wrapped in fresh(): refused, as any function
+    with pytest.raises(wire.WireError, match="argument of a call"):
+        json.dumps(__import__("instructor.oracle", fromlist=["_send"])._send(fresh(made)))
 
 
-def test_instructor_objects_arrive_with_the_graders_weights(grader_side):
+def test_a_stand_in_reads_only_public_attributes_and_changes_only_its_own_copy(grader_side):
+    """Every send is a copy of the grader's object: a student's load_state_dict through the
+    stand-in changes that copy only; private names and non-data arguments are refused."""
+    offers = Offers()
     marker = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4)
-    torch.manual_seed(123)  # the kernel's random state does not decide the weights: the grader's state_dict does
-    copy = in_kernel(marker)
+    before = marker.linear.weight.detach().clone()
+    entry = offers.send(marker)
+    part = offers.ask(entry, "getattr", name="linear")
+    assert part["t"] == "cb" and part["callable"] and part["id"] != entry["id"]
+    assert offers.ask(entry, "getattr", name="factor") == 2.0
     x = torch.randn(5, 4)
-    assert type(copy).__name__ == "Scaled" and type(copy) is not grader_side["Scaled"]
-    assert torch.equal(copy(x), marker(x)) and torch.equal(copy.linear.weight, marker.linear.weight)
-    assert in_kernel(marker) is not copy  # every send is a new object
+    assert torch.equal(offers.ask(entry, "call", x), marker(x))
+    assert torch.equal(offers.ask(part, "call", x), marker.linear(x))
+    zeros = {"linear.weight": torch.zeros(2, 4), "linear.bias": torch.zeros(2)}
+    assert offers.ask(entry, "getattr", name="load_state_dict")["t"] == "cb"
+    method = offers.ask(entry, "getattr", name="load_state_dict")
+    offers.ask(method, "call", zeros)
+    assert torch.equal(offers.ask(entry, "call", x), torch.zeros(5, 2))  # the stand-in's copy changed
+    assert torch.equal(marker.linear.weight, before) and not torch.equal(marker(x), torch.zeros(5, 2))
+    assert not torch.equal(offers.ask(offers.send(marker), "call", x), torch.zeros(5, 2))  # a new copy
+    for name in ("_parameters", "__dict__", "__class__", "forward.__globals__"):
+        assert offers.ask(entry, "getattr", name=name)["error"][0] == "AttributeError"
+    assert offers.ask({"id": 999}, "call", x)["error"][0] == "LookupError"
+    bad = offers.link.answer_instructor(json.dumps({"cb": entry["id"], "op": "call", "args": [
+        {"t": "h", "id": 1, "type": [], "callable": True}]}).encode())
+    assert json.loads(bad)["cbr"]["error"][0] == "WireError"  # a kernel object cannot reach the grader
+    offers.link.instructor.clear()  # the test cell ended (KernelLink.pause)
+    assert offers.ask(entry, "call", x)["error"][0] == "LookupError"
 
 
-def test_an_instructor_object_keeps_its_dtype_and_its_parts_travel_as_the_whole(grader_side):
-    """``fresh(C, ...).double()`` is still the marker; ``marker.linear`` is that part of the object
-    defined afresh in the kernel, with the grader's float64 weights."""
+def test_an_instructor_object_keeps_its_dtype_and_its_parts_are_markers(grader_side):
+    """``fresh(C, ...).double()`` is still the marker; ``marker.linear`` is a marker of that part."""
     marker = grader_side["fresh"](grader_side["Scaled"], 3.0).double()
     assert isinstance(marker, wire.Fresh)
     part = marker.linear
     assert isinstance(part, wire.Fresh) and part.local is marker.local.linear
-    copy = in_kernel(part)
+    offers = Offers()
     x = torch.randn(2, 3, dtype=torch.float64)
-    assert type(copy) is torch.nn.Linear and copy is not marker.local.linear
-    assert copy.weight.dtype == torch.float64 and copy.weight.requires_grad
-    assert torch.equal(copy(x), part(x)) and torch.equal(in_kernel(marker)(x), marker(x))
+    assert torch.equal(offers.ask(offers.send(part), "call", x), part(x))
+    weight = offers.ask(offers.send(part), "getattr", name="weight")
+    assert weight.dtype == torch.float64 and weight.requires_grad
     assert marker.eval() is marker and marker.factor == 3.0
 
 
-def test_only_named_instructor_functions_can_be_sent(grader_side):
-    with pytest.raises(wire.WireError, match="def"):
-        in_kernel(grader_side["fresh"](lambda prefix: {}))
-    with pytest.raises(wire.WireError, match="by value"):
-        in_kernel(grader_side["table_next_probs"])  # not wrapped in fresh(): refused, as any function
-
-
-def test_library_classes_are_imported_in_the_kernel_and_get_the_graders_weights(grader_side):
+def test_library_classes_stay_in_the_grader_too(grader_side):
     marker = grader_side["fresh"](torch.nn.MultiheadAttention, 4, 2, batch_first=True)
-    assert wire.Fresh.wire_entry(marker)["module"] == "torch.nn.modules.activation"
-    copy = in_kernel(marker)
+    offers = Offers()
     x = torch.randn(1, 3, 4)
-    assert type(copy) is torch.nn.MultiheadAttention and copy is not marker.local
-    assert torch.equal(copy(x, x, x)[0], marker(x, x, x)[0])
+    out, weights = offers.ask(offers.send(marker), "call", x, x, x, average_attn_weights=False)
+    assert torch.equal(out, marker(x, x, x)[0]) and tuple(weights.shape) == (1, 2, 3, 3)
 
 
 def test_a_torch_generator_travels_as_its_state():

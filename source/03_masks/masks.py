@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import under_nbgrader
-from course.oracle import call_keeping_arguments, draw_parameters
+from course.oracle import call_keeping_arguments, draw_parameters, fresh
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -735,8 +735,6 @@ assert future_leak_check(torch.zeros_like, x_leak) == (True, False)
 # never reads the last token, and one that returns zeros.
 
 # %% nbgrader={"grade": false, "grade_id": "leak_test_blocks", "locked": true, "schema_version": 3, "solution": false}
-# kernel only
-# (a note for the grader; nothing to do for you: the tests get their blocks from this cell in your notebook)
 def leak_test_block(kind, state=None, heads=2):
     """A block for the tests of future_leak_check, from the parameters `state`: x (B, T, D) -> output."""
     if state is not None and "in_proj_weight" in state:
@@ -756,7 +754,7 @@ def leak_test_block(kind, state=None, heads=2):
               "open": lambda x: layer(x, x, x), "drops_last": drops_last,
               "running_average": lambda x: torch.tanh(x.cumsum(1) / counts(x) @ state["weights"]),
               "mean_leak": lambda x: x + x.mean(dim=1, keepdim=True), "zeros": torch.zeros_like}
-    return blocks[kind]
+    return fresh(blocks[kind])  # here the block itself; under the grader, it stays with the tests
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block with a causal mask passes both checks: (past_unchanged, last_changed) == (True, True)."""
