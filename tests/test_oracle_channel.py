@@ -312,3 +312,26 @@ def test_on_the_shell_an_instructor_object_fails_with_a_clear_message(shell_only
             call(link, "apply_twice", oracle.wire.fresh(lambda x: x + 1), 5)
     finally:
         link.close()
+
+
+def test_a_kernel_class_that_takes_a_library_name_is_not_taken_for_it(kernel):
+    """Handles name the library's classes by identity, captured when the kernel started: a
+    student class calling itself nn.LayerNorm is not one; a genuine subclass of nn.Linear is."""
+    run(kernel[1], '''
+class Impostor(torch.nn.Module):
+    def forward(self, x):
+        return x
+Impostor.__qualname__, Impostor.__module__ = "LayerNorm", "torch.nn.modules.normalization"
+class MyLinear(torch.nn.Linear):
+    pass
+impostor, genuine, subclass = Impostor(), torch.nn.LayerNorm(4), MyLinear(2, 3)
+''')
+    link = link_to(kernel)
+    try:
+        impostor, genuine, subclass = (link.name(n) for n in ("impostor", "genuine", "subclass"))
+        assert not isinstance(impostor, torch.nn.LayerNorm) and isinstance(impostor, torch.nn.Module)
+        assert isinstance(genuine, torch.nn.LayerNorm)
+        assert isinstance(subclass, torch.nn.Linear) and not isinstance(subclass, torch.nn.LayerNorm)
+    finally:
+        link.pause()
+        link.close()
