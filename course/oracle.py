@@ -475,9 +475,9 @@ def _value(node: Any) -> Any:
         return _instructor(node)
     if type(node) is dict and node.get("t") == "generator":  # a random generator: its state, by value
         return _generator_from(node)
-    if type(node) is dict and node.get("t") in ("tuple", "list"):
+    if type(node) is dict and node.get("t") in ("tuple", "list", "iter"):
         values = [_value(v) for v in node["v"]]
-        return tuple(values) if node["t"] == "tuple" else values
+        return tuple(values) if node["t"] == "tuple" else values if node["t"] == "list" else iter(values)
     if type(node) is dict and node.get("t") == "dict":
         return {_value(k): _value(v) for k, v in node["v"]}
     if type(node) is dict and node.get("t") == "rng":

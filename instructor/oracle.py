@@ -246,6 +246,17 @@ class KernelLink:
         return {"t": "cb", "id": key, "callable": callable(obj),
                 "name": name if type(name) is str else type(obj).__name__}
 
+    def _offer_part(self, value: Any) -> dict:
+        """What a stand-in's answer may hand over besides data: a module (a part of the tests'
+        object, or the object itself) or a method of one; never a Python module, a class, a
+        function of the grader's or anything else that would open more of the grader."""
+        torch = sys.modules.get("torch")
+        owner = getattr(value, "__self__", None) if inspect.ismethod(value) else value
+        if torch is None or not isinstance(owner, torch.nn.Module):
+            raise wire.WireError(f"a {type(value).__name__} of the tests' object cannot be handed to the "
+                                 "student's code (only data, its submodules and their methods)")
+        return self.offer(value)
+
     def answer_instructor(self, frame: bytes) -> str:
         """The answer to a stand-in's request (``{"cb": id, "op": ..., "name", "args", "kwargs", "mode"}``):
         the grader's copy of the object does the work on data; the answer is data, or a stand-in
@@ -260,7 +271,8 @@ class KernelLink:
             args = wire.decode_tree({"t": "list", "v": request.get("args", [])})
             kwargs = wire.decode_tree({"t": "dict", "v": [[k, v] for k, v in request.get("kwargs", {}).items()]})
             op, name = request.get("op"), request.get("name")
-            if op == "getattr" and not (type(name) is str and name.isidentifier() and not name.startswith("_")):
+            if op == "getattr" and not (type(name) is str and name.isidentifier() and not name.startswith("_")
+                                        and name not in _CLOSED_METHODS):
                 raise AttributeError(f"{name!r}: only public attributes of the tests' objects can be read")
             operations = {"call": lambda: target(*args, **kwargs), "getattr": lambda: getattr(target, name),
                           "getitem": lambda: target[args[0]], "len": lambda: len(target),
@@ -268,7 +280,10 @@ class KernelLink:
             if op not in operations:
                 raise wire.WireError(f"unknown request {op!r} for an instructor object")
             value = wire._in_mode(request.get("mode"), operations[op])
-            reply = {"ok": wire.encode(value, self.offer)}
+            if inspect.isgenerator(value):  # block.parameters(), named_children(): listed, in one answer
+                reply = {"ok": {"t": "iter", "v": [wire.encode(item, self._offer_part, 1) for item in value]}}
+            else:
+                reply = {"ok": wire.encode(value, self._offer_part)}
         except Exception as error:  # the instructor's code refused the student's arguments, say: reported
             reply = {"error": [type(error).__name__, str(error)[:2000]]}
         return '{"cbr":' + json.dumps(reply, separators=(",", ":")) + "}"
@@ -620,6 +635,8 @@ def _send(value: Any, generators: list | None = None, link: KernelLink | None = 
 
 # a stand-in's request (course.oracle.Instructor), as the kernel writes it
 _INSTRUCTOR_REQUEST = b'{"cb":'
+# methods of a tests' module a stand-in may not call: Module.type("a.dotted.Name") imports by name
+_CLOSED_METHODS = {"type"}
 
 
 # ---------------------------------------------------------------- proxies

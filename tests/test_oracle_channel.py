@@ -246,6 +246,16 @@ def zero_it(block):
     return block(torch.ones(1, 3))
 def calls_many(f, n):
     return sum(f(i) for i in range(n))
+def first_dtype(block):  # as an honest student may read a module's dtype
+    return next(block.parameters()).dtype, [type(child).__name__ for child in block.children()]
+def opens_more(block):
+    refused = []
+    for reach in (lambda: block.type("torch.DoubleTensor"), lambda: block.forward.__globals__):
+        try:
+            reach()
+        except Exception as error:
+            refused.append(type(error).__name__)
+    return refused
 '''
 
 
@@ -284,6 +294,8 @@ def test_instructor_objects_run_in_the_grader_and_the_kernel_gets_stand_ins(kern
         assert torch.equal(call(link, "zero_it", block), torch.zeros(1, 2))
         assert torch.equal(block.linear.weight, before)  # the test's own object is untouched
         assert call(link, "calls_many", oracle.wire.fresh(plus_one), 200) == sum(range(1, 201))
+        assert call(link, "first_dtype", block) == (torch.float32, ["Instructor"])
+        assert call(link, "opens_more", block) == ["AttributeError", "AttributeError"]
     finally:
         link.pause()
         link.close()
