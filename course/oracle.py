@@ -90,10 +90,29 @@ class WireError(ValueError):
 # ---------------------------------------------------------------- encoding (either side)
 
 
-def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
-    import numpy as np
+_RAW: Any = None  # NumPy's and torch's functions encode uses, captured by listen() (see _raw)
 
-    array = np.asarray(array, dtype=np.dtype(DTYPES[dtype_name]), order="C")  # keeps 0-d arrays 0-d
+
+def _raw() -> Any:
+    """The functions :func:`encode` reads arrays and tensors with. In a grading kernel they are
+    captured by :func:`listen` before any student code runs, so that a call which rebinds
+    ``np.asarray`` or ``torch.Tensor.numpy`` cannot change what the kernel's reply says its
+    answer holds; elsewhere (JupyterLab, the grader) they are taken as they are, once."""
+    global _RAW
+    if _RAW is None:
+        import numpy as np
+        import torch
+
+        base = torch._C.TensorBase  # a C type: its methods cannot be replaced
+        _RAW = types.SimpleNamespace(asarray=np.asarray, dtype=np.dtype, detach=base.detach, cpu=base.cpu,
+                                     contiguous=base.contiguous, numpy=base.numpy, to=base.to,
+                                     plain=torch._C.DisableTorchFunction)
+    return _RAW
+
+
+def _array_entry(kind: str, array: Any, dtype_name: str) -> dict:
+    raw = _raw()
+    array = raw.asarray(array, dtype=raw.dtype(DTYPES[dtype_name]), order="C")  # keeps 0-d arrays 0-d
     return {"t": kind, "dtype": dtype_name, "shape": [int(n) for n in array.shape],
             "b64": base64.b64encode(array.tobytes()).decode("ascii")}
 
@@ -156,9 +175,9 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
         if isinstance(value, np.ndarray) and value.dtype.name in DTYPES:
             return _array_entry("nd", np.ndarray.view(value, np.ndarray), value.dtype.name)
         if isinstance(value, np.generic) and value.dtype.name in DTYPES:
-            return _array_entry("np", np.asarray(value), value.dtype.name)
+            return _array_entry("np", _raw().asarray(value), value.dtype.name)
         if isinstance(value, (np.ndarray, np.generic)):  # numbers of another dtype: as the nearest one
-            plain = np.ndarray.view(value, np.ndarray) if isinstance(value, np.ndarray) else np.asarray(value)
+            plain = np.ndarray.view(value, np.ndarray) if isinstance(value, np.ndarray) else _raw().asarray(value)
             cast, name = _as_wire_dtype(plain, value.dtype.name)
             if cast is not None:
                 return _array_entry("nd" if isinstance(value, np.ndarray) else "np", cast, name)
@@ -167,15 +186,16 @@ def encode(value: Any, handle: Callable[[Any], dict] | None = None, _depth: int 
     torch = sys.modules.get("torch")
     if torch is not None:
         if isinstance(value, torch.Tensor):
-            with torch._C.DisableTorchFunction():
-                plain = torch.Tensor.detach(value).cpu()
+            raw = _raw()
+            with raw.plain():
+                plain = raw.cpu(raw.detach(value))
                 name = str(plain.dtype).replace("torch.", "")
                 if name in TORCH_ONLY:
-                    plain = plain.to(getattr(torch, TORCH_ONLY[name]))
-                    entry = _array_entry("pt", plain.contiguous().numpy(), TORCH_ONLY[name])
+                    plain = raw.to(plain, getattr(torch, TORCH_ONLY[name]))
+                    entry = _array_entry("pt", raw.numpy(raw.contiguous(plain)), TORCH_ONLY[name])
                     entry["dtype"] = name
                 elif name in DTYPES:
-                    entry = _array_entry("pt", plain.contiguous().numpy(), name)
+                    entry = _array_entry("pt", raw.numpy(raw.contiguous(plain)), name)
                 else:  # numbers of another dtype (uint32, complex32, float8): as the nearest one
                     entry = _odd_tensor(plain, name)
                     if entry is None:
@@ -200,18 +220,19 @@ def _odd_tensor(plain: Any, name: str) -> dict | None:
 
     if plain.is_quantized or plain.layout != torch.strided:
         return None
+    raw = _raw()
     if plain.is_complex():
-        wide = plain.to(torch.complex128)
+        wide = raw.to(plain, torch.complex128)
     elif plain.is_floating_point():
-        wide = plain.to(torch.float64)
+        wide = raw.to(plain, torch.float64)
     elif plain.dtype.is_signed or plain.dtype == torch.bool:
         return None
     else:  # an unsigned integer tensor
         wide = plain
     try:
-        array = wide.contiguous().numpy()
+        array = raw.numpy(raw.contiguous(wide))
     except (TypeError, RuntimeError):  # a dtype NumPy does not have (uint16 in older torch)
-        array = plain.to(torch.int64).contiguous().numpy() if not plain.is_floating_point() else None
+        array = raw.numpy(raw.contiguous(raw.to(plain, torch.int64))) if not plain.is_floating_point() else None
     if array is None:
         return None
     cast, wire_name = _as_wire_dtype(array, name) if array.dtype.name not in DTYPES else (array, array.dtype.name)
@@ -808,8 +829,10 @@ def listen() -> str:
     probes = dict(PROBES)
     # torch's own functions for reading and writing a module's tensors (see _slots), captured
     # now, before any student code ran; the sealed probes and this module read the same ones
-    global _GENUINE, _CLASSES
+    global _GENUINE, _CLASSES, _RAW
     _GENUINE = _SEALED["_GENUINE"] = _torch_functions()
+    _RAW = None
+    _RAW = _SEALED["_RAW"] = _raw()
     _CLASSES = _SEALED["_CLASSES"] = _genuine_classes()
     # what answers: the sealed copies made at import (see _seal); never this module's names,
     # which a student call may rebind between reading a request and writing its reply

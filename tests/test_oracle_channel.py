@@ -347,3 +347,32 @@ impostor, genuine, subclass = Impostor(), torch.nn.LayerNorm(4), MyLinear(2, 3)
     finally:
         link.pause()
         link.close()
+
+
+def test_what_the_kernel_reads_of_a_module_is_what_it_holds_whatever_numpy_and_torch_say(kernel):
+    """A call that rebinds torch.Tensor.numpy, torch.Tensor.detach and np.asarray does not
+    change what a probe reports of a module's tensors: encode uses the functions captured at start."""
+    run(kernel[1], '''
+def rebind_the_readers():
+    zeros = lambda *args, **kwargs: np.zeros((2, 3))
+    torch.Tensor.numpy = lambda self, *args, **kwargs: np.zeros(tuple(self.shape))
+    torch.Tensor.detach = lambda self: torch.zeros_like(self)
+    course.oracle.np_asarray, np.asarray = np.asarray, zeros
+    return True
+def undo_the_rebinding():
+    del torch.Tensor.numpy, torch.Tensor.detach
+    np.asarray = course.oracle.np_asarray
+''')
+    link = link_to(kernel)
+    weight = torch.arange(6.0).reshape(2, 3) + 1
+    try:
+        layer = link.name("layer")
+        code = compile("wire.load_tensors(layer, {'weight': weight}); rebind()", "<test channel>", "exec")
+        eval(code, {"wire": oracle.wire, "layer": layer, "weight": weight, "rebind": link.name("rebind_the_readers")})
+        read = eval(compile("wire.read_tensors(layer, ['weight'])", "<test channel>", "eval"),
+                    {"wire": oracle.wire, "layer": layer})
+        assert torch.equal(read["weight"], weight)
+    finally:
+        eval(compile("undo()", "<test channel>", "eval"), {"undo": link.name("undo_the_rebinding")})
+        link.pause()
+        link.close()
