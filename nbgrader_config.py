@@ -71,6 +71,13 @@ c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
 c.LimitOutputSize.max_chars = 20_000
+# Graded test cells of oracle chapters run in the grader's own process (instructor/oracle.py) on
+# the data the student's kernel answers: while one runs, the grading process's data is capped at
+# this many MiB, and the kernel's answers to it at a quarter of that (instructor/memory.py). A
+# student whose answers need more fails that test, with a message naming the limit; the next
+# test and the next student are graded as usual. Honest work needs under 0.5 GiB; `--jobs N`
+# uses up to N times this besides the kernels. 0: no cap.
+c.OracleExecute.grader_memory_mb = 3072
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

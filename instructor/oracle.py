@@ -45,11 +45,12 @@ from time import monotonic
 from typing import Any
 
 from nbclient.util import run_hook, run_sync
-from traitlets import List, Unicode
+from traitlets import Integer, List, Unicode
 
 from course import checks as _course_checks
 from course import oracle as wire
 
+from . import memory
 from .kernel_client import rejected
 from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 
@@ -109,6 +110,7 @@ class KernelLink:
         # their stand-in in the kernel, until the test cell ends
         self.instructor: dict[int, Any] = {}
         self._instructor_ids = itertools.count(1)
+        self.memory = memory.MemoryCap(0)  # the grader's memory while a test runs (OracleExecute sets it)
 
     def request(self, message: dict, generators: list = ()) -> Any:
         """The kernel's answer to ``message``; ``generators`` (sent by state) take the states it reports."""
@@ -129,6 +131,7 @@ class KernelLink:
                 text = run_sync(self._request)(request)
         finally:
             self.waited += monotonic() - started
+        self.memory.spend(len(text))  # the answers to one test cell, counted before they are parsed
         reply = wire.loads(text)  # bounded before it is parsed: length, then the number of values
         keys = set(reply) - {"out", "id"} if type(reply) is dict else None
         if keys is None or not (keys == {"error"} or keys in ({"ok"}, {"ok", "rng"})):
@@ -262,6 +265,7 @@ class KernelLink:
         the grader's copy of the object does the work on data; the answer is data, or a stand-in
         for a part of the object (a submodule, a method)."""
         try:
+            self.memory.spend(len(frame))  # a stand-in's arguments count with the cell's answers
             request = wire.loads(frame.decode("utf-8"))
             if type(request) is not dict or not set(request) <= {"cb", "op", "name", "args", "kwargs", "mode"}:
                 raise wire.WireError("a malformed request for an instructor object")
@@ -918,6 +922,8 @@ class OracleExecute(GuardedExecute):
     oracle_chapters = List(Unicode(), default_value=ORACLE_CHAPTERS,
                            help="assignments whose test cells run in the grader").tag(config=True)
     oracle = Unicode("auto", help="on, off, or auto (oracle_chapters); COURSE_ORACLE overrides").tag(config=True)
+    grader_memory_mb = Integer(memory.DEFAULT_MB, help="the grading process's memory while a test cell runs in it "
+                               "(instructor.memory; 0: no cap)").tag(config=True)
 
     def _oracle_wanted(self, assignment: str | None) -> bool:
         setting = os.environ.get("COURSE_ORACLE", self.oracle).strip().lower()
@@ -937,6 +943,7 @@ class OracleExecute(GuardedExecute):
             self._trusted = self._gradebook_cells(info)
             _prefetch(source for role, source in self._trusted.values() if role == "provided")
             self._link = KernelLink(self)
+            self._link.memory = memory.MemoryCap(self.grader_memory_mb, self.log)
             self._namespace = GraderNamespace(self._link)
             self._graded_here = 0.0
         wire._GRADER_SIDE = self._oracle_on  # course.oracle.fresh(): instructor callables travel as source
@@ -1008,9 +1015,11 @@ class OracleExecute(GuardedExecute):
         self._link.deadline = started + (self.timeout or 3600)
         self._namespace.from_kernel.clear()
         try:
-            printed, error = _run(source, f"<test {gid}>", self._namespace)
+            with self._link.memory.test_cell(self._namespace):
+                printed, error = _run(source, f"<test {gid}>", self._namespace)
         finally:
             self._link.pause()
+        error = self._link.memory.explain(error, self._namespace)
         self._graded_here += monotonic() - started
         self.log.debug("oracle: %s took %.2f s, %d requests, %.2f s of them waiting for the kernel", gid,
                        monotonic() - started, self._link.round_trips - trips, self._link.waited - waited)

@@ -350,7 +350,8 @@ os.execv(rest[0], rest)
 
 def _limits(memory_bytes: int, file_bytes: int, cgroups: _Cgroups) -> list[str]:
     items = [f"cgroup={f}" for f in cgroups.procs_files()]
-    items += [f"RLIMIT_AS={memory_bytes}", "RLIMIT_CORE=0", f"RLIMIT_FSIZE={file_bytes}"]
+    # RLIMIT_DATA: the kernel's own, whatever soft limit the grader holds (instructor.memory)
+    items += [f"RLIMIT_AS={memory_bytes}", f"RLIMIT_DATA={memory_bytes}", "RLIMIT_CORE=0", f"RLIMIT_FSIZE={file_bytes}"]
     # RLIMIT_NPROC is set inside the sandbox instead (see _INNER)
     return items
 
