@@ -320,7 +320,10 @@ class Offers:
         from instructor.oracle import KernelLink
 
         self.link = KernelLink.__new__(KernelLink)
+        from instructor.memory import MemoryCap
+
         self.link.instructor, self.link._instructor_ids = {}, iter(range(1, 1000))
+        self.link.memory = MemoryCap(0)
 
     def send(self, marker):
         from instructor.oracle import _send
