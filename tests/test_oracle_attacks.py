@@ -675,7 +675,7 @@ def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale)
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
     results, reviews = chapter04
     check_class(results, reviews, CH04_ATTACKS, 20)
-    assert results["honest-wrong"].auto_score == 15  # loses the post-norm, pre-norm and gradient tests
+    assert results["honest-wrong"].auto_score == 12  # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a reference
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):

@@ -129,6 +129,26 @@ VARIANTS = [
                 "test_block_modules": "must have hidden size"},
     ),
     Variant(
+        "ffn_linear_named_but_not_one",
+        "linear1 is a home-made class that calls itself torch.nn.Linear (by __qualname__ and __module__) and "
+        "reports in_features and out_features, but it forgets its bias",
+        edits={"feed_forward": (("        self.linear1 = nn.Linear(width, hidden)\n",
+                                 "        self.linear1 = _Linear(width, hidden)\n"),
+                                ("class FeedForward(nn.Module):",
+                                 "class _Linear(nn.Module):\n"
+                                 "    def __init__(self, n_in, n_out):\n"
+                                 "        super().__init__()\n"
+                                 "        self.in_features, self.out_features = n_in, n_out\n"
+                                 "        self.weight = nn.Parameter(torch.randn(n_out, n_in) / n_in ** 0.5)\n"
+                                 "        self.bias = nn.Parameter(torch.zeros(n_out))\n\n"
+                                 "    def forward(self, x):\n"
+                                 "        return x @ self.weight.T\n\n\n"
+                                 "_Linear.__qualname__, _Linear.__name__, _Linear.__module__ = "
+                                 "'Linear', 'Linear', 'torch.nn.modules.linear'\n\n\n"
+                                 "class FeedForward(nn.Module):"))},
+        expect={"test_ffn_layers": "linear1 must be an nn.Linear(width, hidden), with its bias"},
+    ),
+    Variant(
         "parameter_count_without_output_projection",
         "mha_parameter_count counts W_Q, W_K, W_V and their biases but not W_O",
         edits={"mha_parameter_count": (("4 * d * d + 4 * d", "3 * d * d + 3 * d"),)},

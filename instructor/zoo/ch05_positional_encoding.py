@@ -144,6 +144,24 @@ VARIANTS = [
         expect={"test_learned_forward": "T = max_len fits exactly"},
     ),
     Variant(
+        "learned_table_named_embedding_in_a_buffer",
+        "the table is a home-made class that calls itself torch.nn.Embedding (by __qualname__ and __module__) "
+        "and keeps its rows in a buffer, where no optimiser sees them",
+        edits={"LearnedPositions": (("self.table = nn.Embedding(max_len, d)  # (max_len, d) trainable rows",
+                                     "self.table = _Embedding(max_len, d)"),
+                                    ("class LearnedPositions(nn.Module):",
+                                     "class _Embedding(nn.Module):\n"
+                                     "    def __init__(self, n, d):\n"
+                                     "        super().__init__()\n"
+                                     "        self.register_buffer('weight', torch.randn(n, d))\n\n"
+                                     "    def forward(self, index):\n"
+                                     "        return self.weight[index]\n\n\n"
+                                     "_Embedding.__qualname__, _Embedding.__name__, _Embedding.__module__ = "
+                                     "'Embedding', 'Embedding', 'torch.nn.modules.sparse'\n\n\n"
+                                     "class LearnedPositions(nn.Module):"))},
+        expect={"test_learned_forward": "holds no parameter table.weight"},
+    ),
+    Variant(
         "learned_fixed_buffer",
         "freezes the table (requires_grad False), so nothing is learned",
         edits={"LearnedPositions": (("self.table = nn.Embedding(max_len, d)  # (max_len, d) trainable rows",

@@ -44,8 +44,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true, check_type
-from course.oracle import draw_parameters, input_gradients, load_tensors, parameter_gradients, read_state
+from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true
+from course.oracle import draw_parameters, input_gradients, load_tensors, module_tensors, parameter_gradients, read_state
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -118,23 +118,42 @@ assert ffn_params == 4_722_432 and attention_params == 2_362_368
 
 # %% nbgrader={"grade": true, "grade_id": "test_ffn_layers", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """FeedForward has linear1 (width -> hidden) and linear2 (hidden -> width) and keeps the input's shape."""
-ffn = FeedForward(6, 10)
-for name, (n_in, n_out) in (("linear1", (6, 10)), ("linear2", (10, 6))):
-    layer = getattr(ffn, name, None)
-    check_type(f"FeedForward(6, 10).{name}", layer, nn.Linear, hint=f"create self.{name} = nn.Linear(...)")
-    check_true((layer.in_features, layer.out_features) == (n_in, n_out),
-               f"FeedForward(6, 10).{name} maps {layer.in_features} -> {layer.out_features} features, "
-               f"expected {n_in} -> {n_out}: linear1 widens width -> hidden, linear2 narrows hidden -> width")
+def check_ffn_layers(width, hidden, gen):
+    name = f"FeedForward({width}, {hidden})"
+    ffn = FeedForward(width, hidden)
+    held = {row["name"]: row for row in module_tensors(ffn)}
+    for layer, (n_in, n_out) in (("linear1", (width, hidden)), ("linear2", (hidden, width))):
+        for part, shape in (("weight", (n_out, n_in)), ("bias", (n_out,))):
+            row = held.get(f"{layer}.{part}")
+            check_true(row is not None and row["kind"] == "parameter",
+                       f"{name} holds no parameter {layer}.{part}: create self.{layer} = nn.Linear(...)")
+            check_true(row["shape"] == shape,
+                       f"{name}.{layer}.{part} has shape {row['shape']}, so {name}.{layer} does not map "
+                       f"{n_in} -> {n_out} features (expected {n_in} -> {n_out}): linear1 widens width -> hidden, "
+                       "linear2 narrows hidden -> width")
+    params = draw_parameters(ffn, gen)  # the test chooses the weights, then silences one layer at a time
+    x = torch.randn(3, width, generator=gen)
+    load_tensors(ffn, {"linear2.weight": torch.zeros(width, hidden)})
+    with torch.no_grad():
+        check_close(f"{name}(x) with linear2's weight set to 0", ffn(x), params["linear2.bias"].expand(3, width),
+                    atol=1e-6, hint="then every position must get linear2's bias: linear2 must be the last layer, "
+                                    "an nn.Linear(hidden, width) applied to the hidden features")
+    load_tensors(ffn, {"linear2.weight": params["linear2.weight"], "linear1.weight": torch.zeros(hidden, width)})
+    hidden_part = torch.relu(params["linear1.bias"]) @ params["linear2.weight"].T + params["linear2.bias"]
+    with torch.no_grad():
+        check_close(f"{name}(x) with linear1's weight set to 0", ffn(x), hidden_part.expand(3, width), atol=1e-5,
+                    hint="then the output depends on linear1's bias only: linear1 must be an nn.Linear(width, hidden), "
+                         "with its bias, followed by the ReLU and linear2")
+    return ffn
+
+
+ffn = check_ffn_layers(6, 10, torch.Generator().manual_seed(10))
 check_shape("FeedForward(6, 10) on x of shape (2, 5, 6)", ffn(torch.randn(2, 5, 6)), (2, 5, 6))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(11)
 for trial in range(4):
     width, hidden = (int(n) for n in torch.randint(1, 20, (2,), generator=gen))
-    ffn = FeedForward(width, hidden)
-    check_true((ffn.linear1.in_features, ffn.linear1.out_features, ffn.linear2.out_features)
-               == (width, hidden, width),
-               f"FeedForward({width}, {hidden}) has layers of the wrong sizes: linear1 is width -> hidden, "
-               "linear2 is hidden -> width")
+    ffn = check_ffn_layers(width, hidden, gen)
     lead = tuple(int(n) for n in torch.randint(1, 4, (trial,), generator=gen))
     check_shape(f"FeedForward({width}, {hidden}) on x of shape {lead + (width,)}",
                 ffn(torch.randn(*lead, width, generator=gen)), lead + (width,))
@@ -406,30 +425,63 @@ for norm_first in (False, True):
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_modules", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """EncoderBlock has attention (nn.MultiheadAttention, batch_first, dropout 0), norm1, norm2 and ffn."""
-def check_block_modules(width, heads, hidden, norm_first):
+def check_block_modules(width, heads, hidden, norm_first, gen):
     block = EncoderBlock(width, heads, hidden, norm_first=norm_first)
     name = f"EncoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-    check_type(f"{name}.attention", getattr(block, "attention", None), nn.MultiheadAttention)
-    mha = block.attention
-    check_true((mha.embed_dim, mha.num_heads) == (width, heads),
-               f"{name}.attention has embed_dim {mha.embed_dim} and {mha.num_heads} heads, expected {width} and {heads}")
-    check_true(mha.batch_first, f"{name}.attention must be built with batch_first=True: inputs are (B, T, D)")
-    check_true(mha.dropout == 0.0, f"{name}.attention has dropout {mha.dropout}: use dropout=0.0 in this chapter")
-    for norm in ("norm1", "norm2"):
-        layer_norm = getattr(block, norm, None)
-        check_type(f"{name}.{norm}", layer_norm, nn.LayerNorm)
-        check_true(tuple(layer_norm.normalized_shape) == (width,) and layer_norm.weight is not None,
-                   f"{name}.{norm} must be nn.LayerNorm({width}), with its learnable scale and shift")
-    check_type(f"{name}.ffn", getattr(block, "ffn", None), FeedForward, hint="use your FeedForward(width, hidden)")
-    check_true(block.ffn.linear1.out_features == hidden, f"{name}.ffn must have hidden size {hidden}")
+    held = {row["name"]: row for row in module_tensors(block)}
+    wanted = {"attention.in_proj_weight": (3 * width, width), "attention.in_proj_bias": (3 * width,),
+              "attention.out_proj.weight": (width, width), "attention.out_proj.bias": (width,),
+              "norm1.weight": (width,), "norm1.bias": (width,), "norm2.weight": (width,), "norm2.bias": (width,),
+              "ffn.linear1.weight": (hidden, width), "ffn.linear1.bias": (hidden,),
+              "ffn.linear2.weight": (width, hidden), "ffn.linear2.bias": (width,)}
+    for tensor, shape in wanted.items():
+        module = tensor.rsplit(".", 1)[0].replace("_weight", "").replace("_bias", "")
+        check_true(tensor in held, f"{name} holds no {tensor}: {module} must be the module Part C describes "
+                   "(attention = nn.MultiheadAttention(width, heads, ...), norm1 and norm2 = nn.LayerNorm(width), "
+                   "ffn = your FeedForward(width, hidden))")
+        if tensor.startswith("ffn.linear1"):
+            check_true(held[tensor]["shape"] == shape, f"{name}.ffn must have hidden size {hidden}: "
+                       f"{tensor} has shape {held[tensor]['shape']}")
+        check_true(held[tensor]["shape"] == shape, f"{name}.{tensor} has shape {held[tensor]['shape']}, expected "
+                   f"{shape}: build {module} for width {width}")
+    params = draw_parameters(block, gen)
+    x = torch.randn(2, 3, width, generator=gen)  # B = 2, T = 3: batch first or not shows in the shapes
+    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    attention.load_state_dict({key[len("attention."):]: value for key, value in params.items()
+                               if key.startswith("attention.")})
+    norm1 = lambda h: nn.functional.layer_norm(h, (width,), params["norm1.weight"], params["norm1.bias"])
+    norm2 = lambda h: nn.functional.layer_norm(h, (width,), params["norm2.weight"], params["norm2.bias"])
+    ffn = lambda h: torch.relu(h @ params["ffn.linear1.weight"].T + params["ffn.linear1.bias"]) @ (
+        params["ffn.linear2.weight"].T) + params["ffn.linear2.bias"]
+    attended = norm1(x) if norm_first else x
+    block.train()  # train mode: attention dropout, if any, shows
+    with torch.no_grad():
+        _, weights = block(x)
+        true_weights = attention(attended, attended, attended, average_attn_weights=False)[1]
+    check_true(tuple(weights.shape) != (3, heads, 2, 2),
+               f"{name} reads x of shape (2, 3, {width}) as (T, B, D): its attention must be built with "
+               "batch_first=True: inputs are (B, T, D)")
+    check_close(f"{name} attention weights in train mode", weights, true_weights, atol=1e-5,
+                hint=f"build attention as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True) "
+                     "(in train mode a dropout above 0 changes the weights: use dropout=0.0), reading "
+                     + ("norm1(x)" if norm_first else "x"))
+    load_tensors(block, {"attention.out_proj.weight": torch.zeros(width, width),
+                         "attention.out_proj.bias": torch.zeros(width)})  # the attention sublayer outputs 0
+    expected = x + ffn(norm2(x)) if norm_first else norm2(norm1(x) + ffn(norm1(x)))
+    with torch.no_grad():
+        out, _ = block(x)
+    check_close(f"{name} output with the attention's output projection set to 0", out, expected, atol=1e-5,
+                hint="norm1 and norm2 must be nn.LayerNorm(width), with their learnable scale and shift, and ffn "
+                     "your FeedForward(width, hidden), placed as Part C's formulas say")
 
 
-check_block_modules(8, 2, 16, norm_first=False)
+check_block_modules(8, 2, 16, False, torch.Generator().manual_seed(14))
 ### BEGIN HIDDEN TESTS
-gen = np.random.default_rng(14)
+gen = torch.Generator().manual_seed(14)
+sizes = np.random.default_rng(14)
 for trial in range(4):
-    heads = int(gen.integers(1, 5))
-    check_block_modules(heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2))
+    heads = int(sizes.integers(1, 5))
+    check_block_modules(heads * int(sizes.integers(2, 5)), heads, int(sizes.integers(2, 20)), bool(trial % 2), gen)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -458,86 +510,6 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_padding_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD keys get weight 0 in every head, rows still sum to 1, and adding PAD changes no real token."""
-def check_padding(block, x, lengths):
-    batch, length, _ = x.shape
-    pad = torch.arange(length) >= lengths[:, None]  # (B, T), True = PAD
-    with torch.no_grad():
-        out, weights = block(x, padding_mask=pad)
-        short, _ = block(x[:1, : int(lengths[0])])
-    check_finite("weights with a padding mask", weights, hint="a query lost every key: nn.MultiheadAttention's "
-                 "key_padding_mask is True for keys to DROP (PAD), so pass padding_mask as it is, not ~padding_mask")
-    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()  # largest weight on a PAD key
-    check_true(pad_weight == 0, f"PAD keys get weights up to {pad_weight:.3f}: pass padding_mask to the attention "
-               "as key_padding_mask (True = drop the key)")
-    check_rows_sum_to_one("weights with a padding mask", weights)
-    check_close("outputs of the real tokens of sequence 0, with PAD appended vs without", out[:1, : int(lengths[0])],
-                short, atol=1e-5, hint="PAD keys must not influence real tokens")
-
-
-torch.manual_seed(3)
-block = EncoderBlock(4, 2, 8).eval()
-draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
-check_padding(block, torch.randn(2, 3, 4), torch.tensor([2, 3]))
-### BEGIN HIDDEN TESTS
-gen = torch.Generator().manual_seed(16)
-for trial in range(4):
-    heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
-    d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(3, 8, (1,), generator=gen))
-    lengths = torch.randint(1, length + 1, (batch + 1,), generator=gen)
-    lengths[0] = min(int(lengths[0]), length - 1)  # sequence 0 always has PAD
-    block = EncoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
-    draw_parameters(block, gen)
-    check_padding(block, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths)
-### END HIDDEN TESTS
-
-# %% nbgrader={"grade": true, "grade_id": "test_block_causal_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""With a causal mask no position uses a later one: changing the last token moves only the last output."""
-def check_causal(block, x):
-    length = x.shape[1]
-    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)  # True = forbidden
-    changed = x.clone()
-    changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
-    with torch.no_grad():
-        before, weights = block(x, causal_mask=future)
-        after, _ = block(changed, causal_mask=future)
-    check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
-               "changing the last token moved the outputs of earlier positions: pass causal_mask to the attention "
-               "as attn_mask (True = forbidden pair)")
-    check_true(not torch.allclose(before[:, -1], after[:, -1], atol=1e-5),
-               "changing the last token did not change its own output: does the block use its input?")
-    check_true(weights.masked_select(future.expand_as(weights)).abs().max() == 0,
-               "some queries put weight on later keys: pass causal_mask as attn_mask")
-
-
-torch.manual_seed(4)
-block = EncoderBlock(4, 2, 8).eval()
-draw_parameters(block, torch.Generator().manual_seed(4))
-check_causal(block, torch.randn(1, 3, 4))
-### BEGIN HIDDEN TESTS
-gen = torch.Generator().manual_seed(17)
-for trial in range(4):
-    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
-    length = int(torch.randint(2, 8, (1,), generator=gen))
-    block = EncoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
-    draw_parameters(block, gen)
-    check_causal(block, torch.randn(2, length, heads * d_head, generator=gen))
-### END HIDDEN TESTS
-
-# %% [markdown]
-# The next two tests compare your block with `nn.TransformerEncoderLayer` on random widths,
-# head counts, lengths, padding and causal masks, with every parameter (LayerNorm scales and
-# shifts included) set to random values first (`draw_parameters` loads values the test draws
-# into your block), so `norm1` and `norm2` can no longer be confused. The visible parts check
-# two properties that tell the placements apart, on random weights too:
-#
-# * post-norm ends with `norm2`, so with the LayerNorms at their initial scale 1 and shift 0
-#   every output token has mean 0 and standard deviation 1 over its features;
-# * pre-norm keeps a clean residual path: if both sublayers output zero (load zeros into the
-#   weights and biases of `attention.out_proj` and `ffn.linear2`) the block returns `x` unchanged.
-
-# %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
-### BEGIN HIDDEN TESTS
 PYTORCH_NAMES = {"attention.": "self_attn.", "ffn.linear1.": "linear1.", "ffn.linear2.": "linear2.",
                  "norm1.": "norm1.", "norm2.": "norm2."}
 
@@ -557,6 +529,100 @@ def reference_layer(params, width, heads, hidden, norm_first):
     return layer.train()  # dropout is 0; train mode avoids the fused fast path
 
 
+def check_padding(block, params, x, lengths, heads, hidden, norm_first):
+    batch, length, width = x.shape
+    pad = torch.arange(length) >= lengths[:, None]  # (B, T), True = PAD
+    real = int(lengths[0])
+    layer = reference_layer(params, width, heads, hidden, norm_first)
+    with torch.no_grad():
+        out, weights = block(x, padding_mask=pad)
+        short, _ = block(x[:1, :real])
+        expected = layer(x[:1, :real])  # sequence 0 without its PAD
+    check_finite("weights with a padding mask", weights, hint="a query lost every key: nn.MultiheadAttention's "
+                 "key_padding_mask is True for keys to DROP (PAD), so pass padding_mask as it is, not ~padding_mask")
+    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()  # largest weight on a PAD key
+    check_true(pad_weight == 0, f"PAD keys get weights up to {pad_weight:.3f}: pass padding_mask to the attention "
+               "as key_padding_mask (True = drop the key)")
+    check_rows_sum_to_one("weights with a padding mask", weights)
+    moved = not torch.allclose(out[:1, :real], short, atol=1e-5)  # message only: each is compared with the layer below
+    check_true(not moved, "the outputs of the real tokens of sequence 0 changed when PAD was appended: "
+               "PAD keys must not influence real tokens")
+    for what, mine in (("without PAD", short), ("with PAD appended", out[:1, :real])):
+        check_close(f"outputs of the real tokens of sequence 0, {what}", mine, expected, atol=1e-5,
+                    hint="compare your forward with the formulas of Part C")
+
+
+torch.manual_seed(3)
+block = EncoderBlock(4, 2, 8).eval()
+params = draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
+check_padding(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), 2, 8, False)
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(16)
+for trial in range(4):
+    heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
+    d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(3, 8, (1,), generator=gen))
+    lengths = torch.randint(1, length + 1, (batch + 1,), generator=gen)
+    lengths[0] = min(int(lengths[0]), length - 1)  # sequence 0 always has PAD
+    block = EncoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
+    params = draw_parameters(block, gen)
+    check_padding(block, params, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths, heads, 5,
+                  bool(trial % 2))
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_block_causal_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""With a causal mask no position uses a later one: changing the last token moves only the last output."""
+def check_causal(block, params, x, heads, hidden, norm_first):
+    length, width = x.shape[1], x.shape[2]
+    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)  # True = forbidden
+    changed = x.clone()
+    changed[:, -1] += torch.linspace(-3.0, 5.0, width)  # not a constant shift: LayerNorm removes those
+    layer = reference_layer(params, width, heads, hidden, norm_first)
+    with torch.no_grad():
+        before, weights = block(x, causal_mask=future)
+        after, _ = block(changed, causal_mask=future)
+        expected = {"x": layer(x, src_mask=future), "the changed x": layer(changed, src_mask=future)}
+    past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
+    check_true(not past_moved, "changing the last token moved the outputs of earlier positions: pass causal_mask "
+               "to the attention as attn_mask (True = forbidden pair)")
+    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the reference decides below
+    check_true(not same_last, "changing the last token did not change its own output: does the block use its input?")
+    check_true(weights.masked_select(future.expand_as(weights)).abs().max() == 0,
+               "some queries put weight on later keys: pass causal_mask as attn_mask")
+    for what, mine in (("x", before), ("the changed x", after)):
+        check_close(f"outputs with a causal mask on {what}", mine, expected[what], atol=1e-5,
+                    hint="compare your forward with the formulas of Part C, the causal mask passed as attn_mask")
+
+
+torch.manual_seed(4)
+block = EncoderBlock(4, 2, 8).eval()
+params = draw_parameters(block, torch.Generator().manual_seed(4))
+check_causal(block, params, torch.randn(1, 3, 4), 2, 8, False)
+### BEGIN HIDDEN TESTS
+gen = torch.Generator().manual_seed(17)
+for trial in range(4):
+    heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
+    length = int(torch.randint(2, 8, (1,), generator=gen))
+    block = EncoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
+    params = draw_parameters(block, gen)
+    check_causal(block, params, torch.randn(2, length, heads * d_head, generator=gen), heads, 7, bool(trial % 2))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The next two tests compare your block with `nn.TransformerEncoderLayer` on random widths,
+# head counts, lengths, padding and causal masks, with every parameter (LayerNorm scales and
+# shifts included) set to random values first (`draw_parameters` loads values the test draws
+# into your block), so `norm1` and `norm2` can no longer be confused. The visible parts check
+# two properties that tell the placements apart, on random weights too:
+#
+# * post-norm ends with `norm2`, so with the LayerNorms at their initial scale 1 and shift 0
+#   every output token has mean 0 and standard deviation 1 over its features;
+# * pre-norm keeps a clean residual path: if both sublayers output zero (load zeros into the
+#   weights and biases of `attention.out_proj` and `ffn.linear2`) the block returns `x` unchanged.
+
+# %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
+### BEGIN HIDDEN TESTS
+# reference_layer is defined in test_block_padding_mask
 def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, relu=True, swap=False, res_norm=False):
     """The block computed by hand from the reference layer's parts, with one named mistake switched on."""
     n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
@@ -740,8 +806,13 @@ for trial in range(5):
 def check_ignores_pad(encoded, target, valid):
     base = masked_token_loss(encoded, target, valid)
     noisy = encoded + 100.0 * (~valid)[..., None]  # change PAD positions only
-    check_true(torch.isclose(masked_token_loss(noisy, target, valid), base, atol=1e-5),
-               "the loss changed when only PAD positions changed: average over the valid tokens only")
+    loss_noisy = masked_token_loss(noisy, target, valid)
+    changed = not torch.isclose(loss_noisy, base, atol=1e-5)  # message only: both are compared with mse_loss below
+    check_true(not changed, "the loss changed when only PAD positions changed: average over the valid tokens only")
+    expected = torch.nn.functional.mse_loss(encoded[valid], target[valid])  # PAD left out
+    for what, loss in (("", base), (" after changing the PAD positions", loss_noisy)):
+        check_close(f"masked_token_loss{what}", loss, expected, atol=1e-5,
+                    hint="average the squared error over the features of each token, then over the real tokens")
     d_encoded = input_gradients(masked_token_loss, (encoded, target, valid))[0]  # d loss / d encoded
     check_true(d_encoded is not None and d_encoded[~valid].abs().max() == 0,
                "PAD positions receive a gradient: multiply the per-token error by the valid mask")

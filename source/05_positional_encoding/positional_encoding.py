@@ -39,7 +39,7 @@ import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
-from course.oracle import draw_parameters, fresh, parameter_gradients
+from course.oracle import draw_parameters, fresh, module_tensors, parameter_gradients
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -474,9 +474,13 @@ except ValueError as error:
 """LearnedPositions adds row t of its table to the token in slot t, for any T up to max_len."""
 torch.manual_seed(30)
 positions = LearnedPositions(16, 4)
-check_type("LearnedPositions(16, 4).table", getattr(positions, "table", None), nn.Embedding,
-           hint="store the table as self.table = nn.Embedding(max_len, d)")
-check_shape("LearnedPositions(16, 4).table.weight", positions.table.weight, (16, 4))
+held = {row["name"]: row for row in module_tensors(positions)}  # what the module holds, by name
+check_true("table.weight" in held and held["table.weight"]["kind"] == "parameter",
+           "LearnedPositions(16, 4) holds no parameter table.weight: store the table as "
+           "self.table = nn.Embedding(max_len, d), so that it learns")
+check_true(held["table.weight"]["shape"] == (16, 4),
+           f"LearnedPositions(16, 4).table.weight has shape {held['table.weight']['shape']}, expected (16, 4): "
+           "one row of d numbers per position, nn.Embedding(max_len, d)")
 table = draw_parameters(positions, torch.Generator().manual_seed(30))["table.weight"]  # the test chooses the rows
 x = torch.randn(2, 5, 4)
 out = positions(x)
