@@ -16,6 +16,38 @@ POST_FFN = "x = self.norm3(x + self.ffn(x))"
 BLOCK_CALL = "x, weights = block(x, memory, causal_mask=future, memory_padding_mask=memory_padding_mask)"
 FUTURE = "torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)"
 ANSWERS = 'Q1, Q2, Q3, Q4 = "a", "b", "c", "c"'
+SELF_MODULE = "self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"
+CROSS_MODULE = "self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"
+SEQUENCE_FIRST = """class SequenceFirst(nn.MultiheadAttention):
+    def forward(self, *args, **kwargs):  # batch_first reads True, except while it computes
+        self.batch_first = False
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self.batch_first = True
+
+
+"""
+FAKE_LAYER_NORM = """class LayerNorm(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.normalized_shape = (width,)
+        self.weight, self.bias = nn.Parameter(torch.ones(width)), nn.Parameter(torch.zeros(width))
+
+    def forward(self, x):  # an RMS norm: the mean is not subtracted
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight + self.bias
+
+
+LayerNorm.__module__ = "torch.nn.modules.normalization"  # named as torch's
+
+
+"""
+REPLAY = """        for seen, seen_memory, seen_out in getattr(self, "seen", []):  # an earlier call on the same prefix
+            if seen.shape == given.shape and torch.equal(seen[:, :-1], given[:, :-1]) and torch.equal(seen_memory, memory):
+                x = torch.cat([seen_out[:, :-1], x[:, -1:]], 1)
+        self.seen = getattr(self, "seen", []) + [(given, memory, x)]
+        return x, weights
+"""
 
 VARIANTS = [
     # ------------------------------------------------------------ Part A: cross_attention
@@ -135,6 +167,36 @@ VARIANTS = [
             edits={"decoder_block": (("self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, "
                                       "batch_first=True)", "self.cross_attention = self.self_attention"),)},
             expect={"test_decoder_modules": "are the same module"}),
+    Variant("self_attention_sequence_first", "the self-attention is built without batch_first=True (PyTorch's default)",
+            edits={"decoder_block": ((SELF_MODULE, "self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0)"),)},
+            expect={"test_decoder_modules": "built without batch_first=True"}),
+    Variant("batch_first_only_in_name", "an nn.MultiheadAttention whose batch_first reads True but whose forward "
+            "computes sequence first (it switches the flag off while it runs)",
+            edits={"decoder_block": (("class DecoderBlock(nn.Module):", SEQUENCE_FIRST + "class DecoderBlock(nn.Module):"),
+                                     (SELF_MODULE, "self.self_attention = SequenceFirst(width, heads, dropout=0.0, "
+                                                   "batch_first=True)"))},
+            expect={"test_decoder_modules": "built without batch_first=True"}),
+    Variant("self_attention_one_head", "the self-attention is built with one head instead of `heads`",
+            edits={"decoder_block": ((SELF_MODULE, "self.self_attention = nn.MultiheadAttention(width, 1, dropout=0.0, "
+                                                   "batch_first=True)"),)},
+            expect={"test_decoder_modules": "it has 1 head instead of 2"}),
+    Variant("cross_attention_dropout", "the cross-attention is built with dropout 0.1",
+            edits={"decoder_block": ((CROSS_MODULE, "self.cross_attention = nn.MultiheadAttention(width, heads, "
+                                                    "dropout=0.1, batch_first=True)"),)},
+            expect={"test_decoder_modules": "build it with dropout=0.0"}),
+    Variant("norms_named_layer_norm", "the norms are an RMS norm of the student's own whose class says it is "
+            "torch.nn.LayerNorm (__qualname__ and __module__ copied)",
+            edits={"decoder_block": (("class DecoderBlock(nn.Module):", FAKE_LAYER_NORM + "class DecoderBlock(nn.Module):"),
+                                     ("self.norm1 = nn.LayerNorm(width)", "self.norm1 = LayerNorm(width)"),
+                                     ("self.norm2 = nn.LayerNorm(width)", "self.norm2 = LayerNorm(width)"),
+                                     ("self.norm3 = nn.LayerNorm(width)", "self.norm3 = LayerNorm(width)"))},
+            expect={"test_decoder_modules": "build it as nn.LayerNorm(8)"}),
+    Variant("replays_earlier_outputs", "no causal mask in the self-attention, and a call whose x repeats an earlier "
+            "call's except in the last position gets the earlier outputs back for the other positions",
+            edits={"decoder_block": ((SELF_CALL, "h, h, h, need_weights=False"),
+                                     ("        def attend_to_itself(h):", "        given = x\n\n        def attend_to_itself(h):"),
+                                     ("        return x, weights", REPLAY.rstrip("\n")))},
+            expect={"test_decoder_causal": "the self-attention has no causal mask"}),
     Variant("memory_detached", "the memory is detached, so no gradient reaches the encoder",
             edits={"decoder_block": ((MEMORY_CALL, "h, memory.detach(), memory_padding_mask)"),)},
             expect={"test_decoder_gradients": "no gradient reaches the memory",

@@ -53,7 +53,6 @@ from course import (
     check_rows_sum_to_one,
     check_shape,
     check_true,
-    check_type,
     under_nbgrader,
 )
 from course.diagrams import draw_encoder_decoder
@@ -143,13 +142,17 @@ class EncoderBlock(nn.Module):
 # opposite one, True = allowed); use it in `decode`. They
 # also choose every parameter: `new_block` builds your `DecoderBlock` and loads parameters the
 # test drew, by the names the exercise gives (`load_state`), so no result depends on the order
-# in which you create the submodules or on their random initial values.
+# in which you create the submodules or on their random initial values. What your block
+# computes with them is compared with `nn.TransformerDecoderLayer` holding the same parameters
+# (`decoder_layer`), the computation Part B describes.
 
 # %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
 BLOCK_HINT = ("in DecoderBlock the self-attention takes (h, h, h) and the causal mask (T, T); the cross-attention "
               "takes its queries from the decoder stream and its keys and values from memory, with the memory "
               "padding mask (B, S) and no causal mask")
 MODEL_HINT = "the model runs your DecoderBlock and cross_attention: make the tests of Parts A and B pass first"
+LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
+              "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
 
 
 def future_mask(n):
@@ -235,11 +238,45 @@ def new_model(seed, width=64, heads=4, hidden=128, layers=2, norm_first=False, n
     return load_state(what, model, state), state
 
 
+def decoder_layer(state, width, heads, hidden, norm_first=False):
+    """nn.TransformerDecoderLayer holding the parameters `state` (by the names of the exercise)."""
+    layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
+                                       norm_first=norm_first)
+    renamed = {}
+    for key, value in state.items():
+        for ours, theirs in (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", "")):
+            key = theirs + key[len(ours):] if key.startswith(ours) else key
+        renamed[key] = value
+    layer.load_state_dict(renamed)
+    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
+
+
+def layer_cross_weights(layer, x, memory, causal_mask=None, memory_padding_mask=None):
+    """The per-head cross-attention weights of `layer`: queries from the stream after its self-attention step."""
+    h = layer.norm1(x) if layer.norm_first else x
+    stream = x + layer.self_attn(h, h, h, attn_mask=causal_mask, need_weights=False)[0]
+    query = layer.norm2(stream) if layer.norm_first else layer.norm1(stream)
+    return layer.multihead_attn(query, memory, memory, key_padding_mask=memory_padding_mask, need_weights=True,
+                                average_attn_weights=False)[1]
+
+
 def new_block(width, heads, hidden, norm_first=False, seed=0):
-    """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed`, in eval mode."""
+    """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed`, in eval mode, and
+    nn.TransformerDecoderLayer holding the same parameters: (block, layer)."""
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
     block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
-    return load_state(what, block, block_state(width, hidden, seed)).eval()
+    state = block_state(width, hidden, seed)
+    return load_state(what, block, state).eval(), decoder_layer(state, width, heads, hidden, norm_first)
+
+
+def check_cross_weights_shape(call, weights, expected):
+    """The cross weights of `call` must have the shape `expected`, (B, H, T, S): one (T, S) map per head."""
+    batch, heads, length, source_length = expected
+    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length) and length != source_length:
+        check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
+                   "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
+    check_shape(f"cross_weights of {call}", weights, expected,
+                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
 
 
 # %% [markdown]
@@ -343,6 +380,13 @@ check_true(not torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6),
 check_true(not torch.allclose(base, moved_memory, atol=1e-6),
            "changing the memory did not change the output: the keys and values come from memory")
 ### BEGIN HIDDEN TESTS
+with torch.no_grad():  # each output above, with the test's attention
+    for what, mine, (queries, source) in (("x, memory", base, (x, memory)), ("x edited, memory", moved_x, (edited_x, memory)),
+                                          ("x, memory edited", moved_memory, (x, edited_memory))):
+        check_close(f"out of cross_attention(attention, {what})", mine, attention(queries, source, source)[0], atol=1e-5,
+                    likely_causes={"the keys and values come from x instead of memory": attention(queries, queries,
+                                                                                                   queries)[0]},
+                    hint="call the attention with query = x, key = memory, value = memory")
 gen = torch.Generator().manual_seed(92)
 for _ in range(5):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
@@ -387,8 +431,20 @@ def check_memory_padding(attention, heads, x, memory, lengths):
     check_true(pad_weight == 0, f"PAD memory positions get weights up to {pad_weight:.3f}: pass memory_padding_mask "
                "to the attention as key_padding_mask (True = drop the key)")
     check_rows_sum_to_one("weights with a memory padding mask", weights)
+    masked = "PAD memory positions must not influence any output"
     check_close("outputs of sequence 0 with PAD appended to its memory vs without", out[:1], short, atol=1e-5,
-                hint="PAD memory positions must not influence any output")
+                hint=masked)
+    with torch.no_grad():  # each output, with the test's attention
+        want, want_weights = attention(x, memory, memory, key_padding_mask=pad, need_weights=True,
+                                       average_attn_weights=False)
+        unmasked = attention(x, memory, memory)[0]
+        want_short = attention(x[:1], memory[:1, : int(lengths[0])], memory[:1, : int(lengths[0])])[0]
+    check_close("weights with a memory padding mask", weights, want_weights, atol=1e-5,
+                hint="return the weights of every head, as the attention gives them with the padding mask")
+    check_close("out with a memory padding mask", out, want, atol=1e-5, hint=masked,
+                likely_causes={"the padding mask is ignored": unmasked})
+    check_close("out on a memory without PAD", short, want_short, atol=1e-5,
+                hint="call the attention with query = x, key = memory, value = memory")
 
 
 torch.manual_seed(3)
@@ -512,42 +568,73 @@ for norm_first in (False, True):
     assert agree, f"norm_first={norm_first}: your block and nn.TransformerDecoderLayer disagree"
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_modules", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""DecoderBlock has self_attention and cross_attention (nn.MultiheadAttention, batch_first, dropout 0), norm1..norm3 and ffn."""
-def check_decoder_modules(width, heads, hidden, norm_first):
-    name = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-    block = attempt(name, DecoderBlock, width, heads, hidden, norm_first=norm_first)
-    for attention_name in ("self_attention", "cross_attention"):
-        mha = getattr(block, attention_name, None)
-        check_type(f"{name}.{attention_name}", mha, nn.MultiheadAttention)
-        check_true((mha.embed_dim, mha.num_heads) == (width, heads), f"{name}.{attention_name} has embed_dim "
-                   f"{mha.embed_dim} and {mha.num_heads} heads, expected {width} and {heads}")
-        check_true(mha.batch_first, f"{name}.{attention_name} must be built with batch_first=True: inputs are (B, T, D)")
-        check_true(mha.dropout == 0.0, f"{name}.{attention_name} has dropout {mha.dropout}: use dropout=0.0")
-    names = [t["name"] for t in module_tensors(block) if t["kind"] == "parameter"]  # a shared module is listed once
-    check_true(all(any(n.startswith(f"{a}.") for n in names) for a in ("self_attention", "cross_attention")),
-               f"{name}: self_attention and cross_attention are the same module; they need their own weights")
-    for norm in ("norm1", "norm2", "norm3"):
-        layer_norm = getattr(block, norm, None)
-        check_type(f"{name}.{norm}", layer_norm, nn.LayerNorm)
-        check_true(tuple(layer_norm.normalized_shape) == (width,) and layer_norm.weight is not None,
-                   f"{name}.{norm} must be nn.LayerNorm({width}), with its learnable scale and shift")
-    check_type(f"{name}.ffn", getattr(block, "ffn", None), FeedForward, hint="use FeedForward(width, hidden)")
-    check_true(block.ffn.linear1.out_features == hidden, f"{name}.ffn must have hidden size {hidden}")
+"""self_attention and cross_attention (each its own) compute nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True), norm1..norm3 nn.LayerNorm(width), ffn FeedForward."""
+PARTS = ("self_attention", "cross_attention", "norm1", "norm2", "norm3", "ffn")
 
 
-check_decoder_modules(8, 2, 16, norm_first=False)
+def check_attention_part(call, mine, theirs, x, kv, causes, hint):
+    check_true(isinstance(mine, tuple) and len(mine) == 2, f"{call} must return a pair (out, weights), as "
+               "nn.MultiheadAttention does")
+    check_close(call, mine[0], theirs(x, kv, kv, need_weights=False)[0], atol=1e-5, likely_causes=causes, hint=hint)
+
+
+def check_decoder_modules(width, heads, hidden, norm_first, seed):
+    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
+    block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
+    for row in module_tensors(block):  # a tensor held under two of the names belongs to one module used twice
+        owners = [part for part in PARTS if any(n.startswith(f"{part}.") for n in (row["name"], *row["aliases"]))]
+        check_true(len(owners) < 2, f"{what}: {' and '.join(owners)} are the same module; they need their own weights")
+    state = block_state(width, hidden, seed)
+    load_state(what, block, state)
+    layer = decoder_layer(state, width, heads, hidden)
+    gen = torch.Generator().manual_seed(seed)
+    x, kv = 1.0 + torch.randn(3, 5, width, generator=gen), torch.randn(3, 5, width, generator=gen)  # (B, T, D), B != T
+    build = f"build it as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True)"
+    with torch.no_grad():
+        for mode in ("eval", "train"):  # dropout acts in train mode only
+            attempt(f"{what}.{mode}()", getattr(block, mode))
+            for name, theirs in (("self_attention", layer.self_attn), ("cross_attention", layer.multihead_attn)):
+                call = f"{what}.{name}(x, kv, kv) in {mode} mode"
+                mine = attempt(call, getattr(block, name), x, kv, kv, need_weights=False, hint=build)
+                check_attention_part(call, mine, theirs, x, kv, attention_causes(theirs, heads, x, kv) if mode == "eval"
+                                     else {}, build if mode == "eval" else "it computes something else in train mode "
+                                     "than in eval mode: build it with dropout=0.0")
+        for norm in ("norm1", "norm2", "norm3"):
+            check_close(f"{what}.{norm}(x)", attempt(f"{what}.{norm}(x)", getattr(block, norm), x),
+                        F.layer_norm(x, (width,), state[f"{norm}.weight"], state[f"{norm}.bias"]), atol=1e-5,
+                        hint=f"build it as nn.LayerNorm({width}), with its learnable scale and shift")
+        ffn = F.linear(torch.relu(F.linear(x, state["ffn.linear1.weight"], state["ffn.linear1.bias"])),
+                       state["ffn.linear2.weight"], state["ffn.linear2.bias"])
+        check_close(f"{what}.ffn(x)", attempt(f"{what}.ffn(x)", block.ffn, x), ffn, atol=1e-5,
+                    hint=f"use FeedForward({width}, {hidden}), linear2(relu(linear1(x)))")
+
+
+def attention_causes(theirs, heads, x, kv):
+    """Two ways to build the wrong nn.MultiheadAttention, computed with the test's parameters."""
+    def t(v):
+        return v.transpose(0, 1)
+    causes = {"it is built without batch_first=True, reading (B, T, D) as (T, B, D)":
+              t(theirs(t(x), t(kv), t(kv), need_weights=False)[0])}
+    if heads > 1:
+        one_head = nn.MultiheadAttention(x.shape[-1], 1, batch_first=True)
+        one_head.load_state_dict(theirs.state_dict())  # the test's own module, holding the test's parameters
+        causes[f"it has 1 head instead of {heads}"] = one_head(x, kv, kv, need_weights=False)[0]
+    return causes
+
+
+check_decoder_modules(8, 2, 16, norm_first=False, seed=94)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(94)
 for trial in range(4):
     heads = int(gen.integers(1, 5))
-    check_decoder_modules(heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2))
+    check_decoder_modules(heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2), 940 + trial)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """DecoderBlock returns (out (B, T, D), cross_weights (B, H, T, S)), also when T and S differ."""
 def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first):
     width = heads * d_head
-    block = new_block(width, heads, 2 * width, norm_first=norm_first, seed=40 + length)
+    block, _ = new_block(width, heads, 2 * width, norm_first=norm_first, seed=40 + length)
     x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
     call = f"DecoderBlock(norm_first={norm_first}) on x {tuple(x.shape)}, memory {tuple(memory.shape)}"
     with torch.no_grad():
@@ -557,11 +644,7 @@ def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first
     check_true(isinstance(result, tuple) and len(result) == 2, "DecoderBlock.forward must return a pair (out, cross_weights)")
     out, weights = result
     check_shape(f"out of {call}", out, (batch, length, width))
-    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length):
-        check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
-                   "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
-    check_shape(f"cross_weights of {call}", weights, (batch, heads, length, source_length),
-                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
+    check_cross_weights_shape(call, weights, (batch, heads, length, source_length))
 
 
 torch.manual_seed(4)
@@ -576,106 +659,113 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With the causal mask, changing a later decoder token moves no earlier output (and does move its own)."""
-def check_decoder_causal(block, x, memory):
-    length = x.shape[1]
+def check_decoder_causal(block, layer, x, memory):
+    future = future_mask(x.shape[1])
     changed = x.clone()
     changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
     other_memory = memory.flip(0) + torch.linspace(-2.0, 2.0, memory.shape[-1])
+    runs = {"DecoderBlock with a causal mask": (x, memory), "DecoderBlock on a changed x": (changed, memory),
+            "DecoderBlock on another memory": (x, other_memory)}
     with torch.no_grad():
-        before, _ = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future_mask(length),
-                            hint=BLOCK_HINT)
-        after, _ = attempt("DecoderBlock on a changed x", block, changed, memory, causal_mask=future_mask(length),
-                           hint=BLOCK_HINT)
-        elsewhere, _ = attempt("DecoderBlock on another memory", block, x, other_memory,
-                               causal_mask=future_mask(length), hint=BLOCK_HINT)
+        before, after, elsewhere = (attempt(call, block, *inputs, causal_mask=future, hint=BLOCK_HINT)[0]
+                                    for call, inputs in runs.items())
     check_true(not torch.allclose(before, elsewhere, atol=1e-5),
                "the block's output does not depend on memory at all: the cross-attention must take its keys and "
                "values from memory (with them from x it is a second self-attention, and one without a causal mask)")
     check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
                  "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
+    leak = "pass causal_mask to the self-attention as attn_mask (True = forbidden pair)"
     check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
-               "changing the last decoder token moved the outputs of earlier positions: pass causal_mask to the "
-               "self-attention as attn_mask (True = forbidden pair)")
+               f"changing the last decoder token moved the outputs of earlier positions: {leak}")
     check_true(not torch.allclose(before[:, -1], after[:, -1], atol=1e-5),
                "changing the last decoder token did not change its own output: does the block use x?")
+    with torch.no_grad():  # each output, with the layer holding the same parameters
+        for (call, inputs), mine in zip(runs.items(), (before, after, elsewhere)):
+            check_close(f"out of {call}", mine, layer(*inputs, tgt_mask=future), atol=1e-4, hint=LAYER_HINT,
+                        likely_causes={f"the self-attention has no causal mask: {leak}": layer(*inputs)})
 
 
 torch.manual_seed(5)
-check_decoder_causal(new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
+check_decoder_causal(*new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(96)
 for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can only output two values
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length, source_length = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
-    block = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
-    check_decoder_causal(block, torch.randn(2, length, heads * d_head, generator=gen),
+    block, layer = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
+    check_decoder_causal(block, layer, torch.randn(2, length, heads * d_head, generator=gen),
                          torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_sees_all_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Cross-attention takes no causal mask: the first decoder position sees the last memory position."""
-def check_sees_all_memory(block, x, memory):
-    length = x.shape[1]
+def check_sees_all_memory(block, layer, heads, x, memory):
+    future = future_mask(x.shape[1])
     moved = memory.clone()
     moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])  # change the last memory position only
     with torch.no_grad():
-        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future_mask(length),
+        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future,
                                   hint=BLOCK_HINT)
-        after, _ = attempt("DecoderBlock on a changed memory", block, x, moved, causal_mask=future_mask(length),
-                           hint=BLOCK_HINT)
-    check_true(getattr(weights, "ndim", 0) == 4 and tuple(weights.shape[-2:]) == (length, memory.shape[1]),
-               f"cross_weights have shape {tuple(getattr(weights, 'shape', ()))}, expected (B, H, {length}, "
-               f"{memory.shape[1]}): one (T, S) map per head of the cross-attention; keep average_attn_weights=False")
-    check_true(weights[:, :, 0, 1:].sum() > 0,
-               "the first decoder position puts no weight on memory positions 1 and later: is the causal mask also "
-               "applied to the cross-attention? The source is known in full; only the self-attention is causal")
+        after, _ = attempt("DecoderBlock on a changed memory", block, x, moved, causal_mask=future, hint=BLOCK_HINT)
+    check_cross_weights_shape("DecoderBlock with a causal mask", weights, (x.shape[0], heads, x.shape[1], memory.shape[1]))
+    check_true(weights[:, :, 0, 1:].sum() > 0, "the first decoder position puts no weight on memory positions 1 and "
+               "later: is the causal mask also applied to the cross-attention? The source is known in full; only the "
+               "self-attention is causal")
     check_true(not torch.allclose(before[:, 0], after[:, 0], atol=1e-5),
                "changing the last memory position did not move the first decoder output: the cross-attention must "
                "see the whole memory, with no causal mask")
+    with torch.no_grad():  # each output, with the layer holding the same parameters
+        check_close("cross_weights with a causal mask", weights, layer_cross_weights(layer, x, memory, future),
+                    atol=1e-5, hint="every decoder position weighs the whole memory (no causal mask there); " + LAYER_HINT)
+        for call, mine, source in (("out", before, memory), ("out on a changed memory", after, moved)):
+            check_close(f"{call} with a causal mask", mine, layer(x, source, tgt_mask=future), atol=1e-4,
+                        hint=LAYER_HINT)
 
 
 torch.manual_seed(6)
-check_sees_all_memory(new_block(8, 2, 16, seed=6), torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
+check_sees_all_memory(*new_block(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(97)
 for trial in range(4):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length = int(torch.randint(2, 7, (1,), generator=gen))
     source_length = length if trial < 2 else length + 1
-    block = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
-    check_sees_all_memory(block, torch.randn(2, length, heads * d_head, generator=gen),
+    block, layer = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
+    check_sees_all_memory(block, layer, heads, torch.randn(2, length, heads * d_head, generator=gen),
                           torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_memory_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD memory positions get cross weight 0 and do not influence any output; the decoder's own positions are not masked by it."""
-def check_decoder_padding(block, heads, x, memory, lengths):
-    length, source_length = x.shape[1], memory.shape[1]
-    pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
+def check_decoder_padding(block, layer, heads, x, memory, lengths):
+    future, pad = future_mask(x.shape[1]), torch.arange(memory.shape[1]) >= lengths[:, None]  # (B, S), True = PAD
     noisy = memory + 50.0 * pad[..., None]  # change PAD positions only
     call = "DecoderBlock with memory_padding_mask"
     with torch.no_grad():
-        out, weights = attempt(call, block, x, memory, causal_mask=future_mask(length), memory_padding_mask=pad,
+        out, weights = attempt(call, block, x, memory, causal_mask=future, memory_padding_mask=pad,
                                hint="the memory padding mask (B, S) belongs to the cross-attention only")
-        out_noisy, _ = attempt(f"{call}, PAD positions changed", block, x, noisy, causal_mask=future_mask(length),
+        out_noisy, _ = attempt(f"{call}, PAD positions changed", block, x, noisy, causal_mask=future,
                                memory_padding_mask=pad, hint=BLOCK_HINT)
-    if tuple(getattr(weights, "shape", ())) == (x.shape[0], heads, length, length) and length != source_length:
-        check_true(False, f"the cross weights of {call} are (T, T) maps: return the cross-attention's weights, "
-                   "whose keys are the S memory positions, not the self-attention's")
-    check_shape(f"cross_weights of {call}", weights, (x.shape[0], heads, length, source_length),
-                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
+    check_cross_weights_shape(call, weights, (x.shape[0], heads, x.shape[1], memory.shape[1]))
     check_finite(f"cross_weights of {call}", weights, hint="a query lost every key: the mask is True at PAD, the "
                  "keys to DROP; pass it as it is")
     pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
     check_true(pad_weight == 0, f"PAD memory positions get cross weights up to {pad_weight:.3f}: pass "
                "memory_padding_mask to the cross-attention (as key_padding_mask)")
     check_rows_sum_to_one(f"cross_weights of {call}", weights)
-    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
-                hint="PAD memory positions must not influence the decoder: mask them in the cross-attention")
+    masked = "PAD memory positions must not influence the decoder: mask them in the cross-attention"
+    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4, hint=masked)
+    with torch.no_grad():  # each output, with the layer holding the same parameters
+        check_close(f"cross_weights of {call}", weights, layer_cross_weights(layer, x, memory, future, pad),
+                    atol=1e-5, hint=LAYER_HINT)
+        for what, mine, source in (("out", out, memory), ("out with the PAD positions changed", out_noisy, noisy)):
+            check_close(f"{what} of {call}", mine, layer(x, source, tgt_mask=future, memory_key_padding_mask=pad),
+                        atol=1e-4, hint=LAYER_HINT,
+                        likely_causes={f"the padding mask is ignored: {masked}": layer(x, source, tgt_mask=future)})
 
 
 torch.manual_seed(7)
-check_decoder_padding(new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
+check_decoder_padding(*new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(98)
 for trial in range(4):
@@ -686,8 +776,8 @@ for trial in range(4):
         source_length = length = max(length, 2)  # T = S: a mask put on the wrong attention runs without an error
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    block = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
-    check_decoder_padding(block, heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
+    block, layer = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
+    check_decoder_padding(block, layer, heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
                           torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
 
@@ -705,22 +795,7 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm and agrees with nn.TransformerDecoderLayer(norm_first=False)."""
 ### BEGIN HIDDEN TESTS
-_LAYER_NAMES = (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", ""))
-
-
-def _reference_layer(state, width, heads, hidden, norm_first):
-    """nn.TransformerDecoderLayer holding the parameters `state` that the test loaded into the block."""
-    layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=norm_first)
-    renamed = {}
-    for key, value in state.items():
-        for ours, theirs in _LAYER_NAMES:
-            key = key.replace(ours, theirs) if key.startswith(ours) else key
-        renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode avoids the fused fast path
-
-
+# decoder_layer(state, ...) and layer_cross_weights(layer, ...) come from the test tools cell
 def _by_hand(layer, x, memory, future, pad, pre, mistake=None):
     """The decoder block computed from the reference layer's parts, with one named mistake switched on."""
     n1, n2, n3 = layer.norm1, layer.norm2, layer.norm3
@@ -753,15 +828,6 @@ def _by_hand(layer, x, memory, future, pad, pre, mistake=None):
     return n3(keep_ffn * x + ffn(x))
 
 
-def _reference_cross_weights(layer, y, memory, future, pad, norm_first):
-    """The per-head cross-attention weights of the reference layer: queries from the stream after self-attention."""
-    h = layer.norm1(y) if norm_first else y
-    stream = y + layer.self_attn(h, h, h, attn_mask=future, need_weights=False)[0]
-    query = layer.norm2(stream) if norm_first else layer.norm1(stream)
-    return layer.multihead_attn(query, memory, memory, key_padding_mask=pad, need_weights=True,
-                                average_attn_weights=False)[1]
-
-
 _MISTAKES = {
     "kv from x": "the keys and values of the cross-attention come from the decoder (x), not from memory",
     "causal cross": "the causal mask is also applied to the cross-attention",
@@ -785,7 +851,7 @@ def _compare_with_pytorch(norm_first, seed):
         state = block_state(width, hidden, seed=10 * seed + trial)
         what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
         block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state).eval()
-        layer = _reference_layer(state, width, heads, hidden, norm_first)
+        layer = decoder_layer(state, width, heads, hidden, norm_first)
         x = torch.randn(batch, length, width, generator=gen)
         memory = torch.randn(batch, source_length, width, generator=gen)
         pad = torch.arange(source_length) >= torch.randint(1, source_length + 1, (batch,), generator=gen)[:, None]
@@ -803,7 +869,7 @@ def _compare_with_pytorch(norm_first, seed):
             other = "post-norm" if norm_first else "pre-norm"
             causes[f"the block computes {other}: follow norm_first"] = _by_hand(layer, x, memory, future, pad,
                                                                                 not norm_first)
-            want_weights = _reference_cross_weights(layer, x, memory, future, pad, norm_first)
+            want_weights = layer_cross_weights(layer, x, memory, future, pad)
         check_close(f"out ({where})", out, want, atol=1e-4, likely_causes=causes,
                     hint=f"compare your {'pre' if norm_first else 'post'}-norm steps with the table of Part B")
         check_close(f"cross_weights ({where})", weights, want_weights, atol=1e-5,
@@ -866,17 +932,18 @@ def check_decoder_gradients(block, x, memory):
 
 
 torch.manual_seed(10)
-direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10)[0], torch.randn(2, 3, 8),
+                                                 torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     width, norm_first = heads * d_head, bool(trial)
-    block = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
+    block, layer = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
     x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
     direction, memory_grad = check_decoder_gradients(block, x, memory)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
-    layer, leaf = _reference_layer(block_state(width, 9, 1010 + trial), width, heads, 9, norm_first), memory.clone()
+    leaf = memory.clone()
     (layer(x, leaf.requires_grad_(), tgt_mask=future_mask(4)) * direction).sum().backward()
     check_close(f"the gradient that reaches the memory (norm_first={norm_first})", memory_grad, leaf.grad, atol=1e-4,
                 hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
@@ -1064,9 +1131,8 @@ def pytorch_twin(state, heads, norm_first=False):
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """encode gives (B, S, D), decode gives (B, n, D) and one (B, H, n, S) map per block, the model (B, n, VOCAB)."""
-def check_model_shapes(model, batch, source_length, n):
+def check_model_shapes(model, width, heads, layers, batch, source_length, n):
     src, dec_in = torch.randint(2, VOCAB, (batch, source_length)), torch.randint(0, VOCAB, (batch, n))
-    width, heads = model.token_embedding.embedding_dim, model.decoder_blocks[0].self_attention.num_heads
     with torch.no_grad():
         memory = attempt(f"encode(src {tuple(src.shape)})", model.encode, src,
                          hint="encode: embed, every encoder block, encoder_norm")
@@ -1077,8 +1143,8 @@ def check_model_shapes(model, batch, source_length, n):
         check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
         hidden, weights = result
         check_shape(f"hidden of decode(dec_in {tuple(dec_in.shape)}, memory)", hidden, (batch, n, width))
-        check_true(isinstance(weights, (list, tuple)) and len(weights) == len(model.decoder_blocks),
-                   f"decode must return a list with the cross weights of each of the {len(model.decoder_blocks)} "
+        check_true(isinstance(weights, (list, tuple)) and len(weights) == layers,
+                   f"decode must return a list with the cross weights of each of the {layers} "
                    "decoder blocks, first block first")
         for index, block_weights in enumerate(weights):
             check_shape(f"cross weights of decoder block {index}", block_weights, (batch, heads, n, source_length))
@@ -1087,54 +1153,64 @@ def check_model_shapes(model, batch, source_length, n):
 
 
 torch.manual_seed(11)
-check_model_shapes(EncoderDecoder().eval(), 3, 6, 7)
+check_model_shapes(EncoderDecoder().eval(), 64, 4, 2, 3, 6, 7)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(102)
 for trial in range(3):
-    heads = int(gen.integers(1, 4))
-    model_ = EncoderDecoder(width=4 * heads, heads=heads, hidden=8, layers=int(gen.integers(1, 4)),
-                            norm_first=bool(trial % 2)).eval()
-    check_model_shapes(model_, int(gen.integers(1, 4)), int(gen.integers(1, 9)), int(gen.integers(1, 9)))
+    heads, layers = int(gen.integers(1, 4)), int(gen.integers(1, 4))
+    model_ = EncoderDecoder(width=4 * heads, heads=heads, hidden=8, layers=layers, norm_first=bool(trial % 2)).eval()
+    check_model_shapes(model_, 4 * heads, heads, layers, int(gen.integers(1, 4)), int(gen.integers(1, 9)),
+                       int(gen.integers(1, 9)))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_masks", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The decoder is causal, the first decoder position sees the last source token, and source PAD changes nothing."""
-def check_model_masks(model, source_length, n):
+def check_model_masks(model, twin, source_length, n):
     src, dec_in = torch.randint(2, VOCAB, (4, source_length)), torch.randint(0, VOCAB, (4, n))
-    changed = dec_in.clone()
+    changed, moved = dec_in.clone(), src.clone()
     changed[:, -1] = (changed[:, -1] + 1) % VOCAB
-    moved = src.clone()
     moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
     pad = torch.zeros(4, source_length + 2, dtype=torch.bool)
     pad[:, source_length:] = True
-    padded = torch.cat([src, torch.full((4, 2), 5)], 1)
-    with torch.no_grad():
-        base = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)
-        other_source = attempt("model(another src, dec_in)", model, (src + 3) % 10 + 2, dec_in, hint=MODEL_HINT)
-        check_true((other_source - base).abs().max().item() > 1e-4,
-                   "the logits do not depend on the source at all: the decoder reads it only through the memory, "
-                   "so the cross-attention must take its keys and values from memory")
-        check_close("logits of the earlier decoder positions after changing the last decoder token",
-                    attempt("model(src, changed dec_in)", model, src, changed, hint=MODEL_HINT)[:, :-1], base[:, :-1],
-                    atol=1e-5, hint="a decoder position must not see later decoder tokens: pass the causal mask to "
-                                    "every block")
-        first_moved = attempt("model(changed src, dec_in[:, :1])", model, moved, dec_in[:, :1], hint=MODEL_HINT)
-        reaction = (first_moved - attempt("model(src, dec_in[:, :1])", model, src, dec_in[:, :1],
-                                          hint=MODEL_HINT)).abs().max().item()
-        check_true(reaction > 1e-4, "the first decoder position does not react to the last source token: every "
-                   "decoder position must see the whole memory (no causal mask on the cross-attention)")
-        check_close("logits with two PAD tokens appended to the source (and a padding mask)",
-                    attempt("model(src, dec_in, src_padding_mask)", model, padded, dec_in, pad, hint=MODEL_HINT), base,
-                    atol=1e-4,
-                    hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
-                         "memory_padding_mask) in decode")
+    runs = {"model(src, dec_in)": (src, dec_in), "model(another src, dec_in)": ((src + 3) % 10 + 2, dec_in),
+            "model(src, changed dec_in)": (src, changed), "model(changed src, dec_in[:, :1])": (moved, dec_in[:, :1]),
+            "model(src, dec_in[:, :1])": (src, dec_in[:, :1]),
+            "model(src with two PAD appended, dec_in, src_padding_mask)": (torch.cat([src, torch.full((4, 2), 5)], 1),
+                                                                          dec_in, pad)}
+    got = {}
+
+    def logits(call):  # your model's logits for one of the runs, kept for the comparison below
+        with torch.no_grad():
+            got[call] = attempt(call, model, *runs[call], hint=MODEL_HINT)
+        return got[call]
+
+    base, calls = logits("model(src, dec_in)"), list(runs)
+    check_true((logits(calls[1]) - base).abs().max().item() > 1e-4,
+               "the logits do not depend on the source at all: the decoder reads it only through the memory, "
+               "so the cross-attention must take its keys and values from memory")
+    check_close("logits of the earlier decoder positions after changing the last decoder token",
+                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,
+                hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
+    check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
+               "react to the last source token: every decoder position must see the whole memory (no causal mask on "
+               "the cross-attention)")
+    check_close("logits with two PAD tokens appended to the source (and a padding mask)", logits(calls[5]), base,
+                atol=1e-4, hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
+                                "memory_padding_mask) in decode")
+    with torch.no_grad():  # each output, with nn.Transformer holding the same weights
+        for call, inputs in runs.items():
+            check_close(f"logits of {call}", got[call], twin(*inputs), atol=1e-4,
+                        hint="they are not the logits of nn.Transformer holding the same weights (pytorch_twin): "
+                             "decode runs every block with the causal mask and the memory; " + MODEL_HINT)
 
 
-check_model_masks(new_model(12)[0].eval(), 6, 6)
+model_, state_ = new_model(12)
+check_model_masks(model_.eval(), pytorch_twin(state_, heads=4), 6, 6)
 ### BEGIN HIDDEN TESTS
 for seed in range(2):
-    model_, _ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed), noise=0.1)
-    check_model_masks(model_.eval(), 4 + seed, 3 + 2 * seed)
+    model_, state_ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed),
+                               noise=0.1)
+    check_model_masks(model_.eval(), pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -1180,8 +1256,7 @@ class _Reference:
         y, n, all_weights = self.embed(dec_in), dec_in.size(1), []
         future = future_mask(n) if causal else None
         for layer in self.twin.decoder.layers:
-            all_weights.append(_reference_cross_weights(layer, y, memory, future, pad if block_pad else None,
-                                                        self.norm_first))
+            all_weights.append(layer_cross_weights(layer, y, memory, future, pad if block_pad else None))
             y = layer(y, memory, tgt_mask=future, memory_key_padding_mask=pad if block_pad else None)
         return (self.twin.decoder.norm(y) if final_norm else y), all_weights
 
