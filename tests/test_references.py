@@ -18,8 +18,8 @@ Two rules, over every comparison in a test cell (course checks, `torch.allclose`
   the marker `# message only: <why>`, and its cell must also hold a reference comparison (a
   tainted side against a clean one), which is what awards the point.
 
-`PENDING` lists the cells not yet held to this (chapter 09, which another branch rewrites, and cells of
-02, 06, 07 and 08 still to rewrite), each with what it compares; remove an entry once its cell is fixed
+`PENDING` lists the cells not yet held to this (cells of 02, 06, 07, 08 and 09 still to rewrite or to
+mark, and the analysis's limits), each with what it compares; remove an entry once its cell is fixed
 (`test_pending_cells_are_still_flagged` fails while a listed cell already passes).
 """
 
@@ -40,8 +40,10 @@ from instructor.oracle import KERNEL_ONLY
 
 MESSAGE_ONLY = "# message only:"  # a comparison of two student outputs that only picks a failure message
 
-# Calls whose result is the grader's own, whatever their arguments.
-CLEAN_CALLS = {"draw_parameters", "fresh"}
+# Calls whose result is the grader's own, whatever their arguments. The genuine accessors read what a module
+# holds from torch's own dicts, never through its code: a trained model's weights run in a twin of the
+# grader's are the grader's computation (issue 29 item 2), not an output of the student's code.
+CLEAN_CALLS = {"draw_parameters", "fresh", "module_tensors", "read_tensors", "read_state"}
 # Course checks: the index of the expected argument (and its keyword).
 EXPECTED_ARGUMENT = {"check_close": (2, "expected"), "check_shape": (2, "expected"), "check_dtype": (2, "expected")}
 # Two-sided comparisons: (function's last dotted name, the two argument positions).
@@ -50,7 +52,7 @@ PAIRWISE = {"allclose", "isclose", "equal", "array_equal", "assert_close", "asse
 
 # Course functions that run the student's code they are handed: each call is a new output.
 RUNS_STUDENT_CODE = {"attempt", "call_keeping_arguments", "parameter_gradients", "input_gradients",
-                     "parameter_and_input_gradients", "module_tensors", "read_tensors", "read_state"}
+                     "parameter_and_input_gradients"}
 # Methods that store their arguments in the object they are called on.
 MUTATORS = {"append", "extend", "insert", "update", "setdefault", "add", "copy_", "__setitem__"}
 
@@ -60,19 +62,20 @@ DATA_METHODS = set(dir(torch.Tensor)) | set(dir(np.ndarray)) | set(dir(dict)) | 
 # Cells not yet held to the rules (see the module docstring): {assignment: {grade_id: why}}. Empty an entry once its
 # cell compares each student output with the grader's own reference; the test then keeps it so.
 PENDING = {
-    # issue 29 item 4 for chapter 09 is done on another branch (chapter 09's tests): empty this after merging it
+    # chapter 09 compares every output with the grader's layer or twin (issue 29 items 1 and 4, session 31); what
+    # is left here: comparisons of two student outputs that come first only to pick a message, not yet marked
+    # `# message only:`, and the analysis's limit that `block, layer = new_block(...)` keeps the block's taint on
+    # the grader's layer (a tuple's items are not told apart)
     "09_decoder": {
-        "test_cross_attention_values": "moved x / moved memory outputs compared with the unmoved one",
-        "test_cross_attention_padding": "PAD appended to memory against the short memory",
-        "test_decoder_causal": "before / after / elsewhere outputs of one block",
-        "test_decoder_sees_all_memory": "before / after outputs of one block",
-        "test_decoder_memory_padding": "noisy PAD memory against the clean one",
-        "test_model_shapes": "expected shapes and the number of weight maps read from the model",
-        "test_model_masks": "logits after changing the decoder tokens / with PAD appended, against the first ones",
-        "test_model_matches_pytorch": "logits compared with a twin holding weights the model reported",
-        "pytorch_twin": "its check compares the model's logits with the twin built from them",
-        "test_model_block_weights": "cross weights of one decode against another",
-        "test_model_gradients": "gradients compared with ones computed from the student's outputs",
+        "test_cross_attention_values": "unmarked message-only comparisons of the moved outputs, before the references",
+        "test_cross_attention_padding": "PAD appended against the short memory, unmarked (no reference for the short one)",
+        "test_decoder_causal": "the layer from new_block's tuple reads as the student's",
+        "test_decoder_sees_all_memory": "unmarked message-only comparison; the layer from new_block's tuple",
+        "test_decoder_memory_padding": "unmarked message-only comparison; the layer from new_block's tuple",
+        "test_model_masks": "unmarked message-only comparisons of changed logits, before the twin's",
+        "test_model_matches_pytorch": "the reference built from a tuple with the model reads as the student's",
+        "test_model_block_weights": "the wanted weights from a tuple with the model read as the student's",
+        "test_model_gradients": "the twin's gradients from a tuple with the model read as the student's",
     },
     # found by this check and not yet rewritten (issue 29 item 4): each needs a grader reference per output
     "02_scaling": {
@@ -272,10 +275,12 @@ class Analysis:
             return frozenset().union(*given.values()) | extra
         self._active.add(key)
         scopes = [*([function.scope] if function.scope is not None else []), dict(given)]
+        caller = self.cell
         if isinstance(function.node, ast.Lambda):
             result = self.expr(function.node.body, scopes)
         else:
             result = self.block(function.node.body, scopes, function.cell)
+        self.cell = caller  # what the caller's later lines find is the caller's
         self._active.discard(key)
         self._summaries[key] = result
         return result | extra
