@@ -8,8 +8,17 @@ are those of issue #20: patching the numerical libraries or the checks, torch fu
 and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
 rewriting the test's inputs in place, rigging the random generators, parameters that hide the
 bug, shadowing the grader's names, forging the guard's report, rewriting the kernel's replies
-and the oracle's own answers. Every attacker must score **at most** what the same wrong code
-earns honestly, graded in the same nbgrader run, and no honest student is flagged for review.
+and the oracle's own answers. The classes of issue #29 follow, on more bases (chapter 03: a
+leak check that changes x in place; chapter 06 again: scores divided by sqrt(D); chapter 07
+again: a forward without the causal mask, trained; chapter 08: a cached step with is_causal=True;
+chapter 09: a decoder block that detaches the memory): what a module says about itself (load
+hooks, a lying load_state_dict or Parameter subclass, gradients written or rescaled by hooks, a
+patched backward), correct weights trained in private and moved in by eval() or reported by
+state_dict, a check that answers by the tests' block's code or source, patches to the library the
+tests' blocks are built on, writes through the stand-in of an instructor object, rebound names of
+locked cells, and a kernel server whose encode, probes or json.dumps are rebound during a call or
+whose socket carries a forged reply. Every attacker must score **at most** what the same wrong
+code earns honestly, graded in the same nbgrader run, and no honest student is flagged for review.
 """
 
 from __future__ import annotations
@@ -251,6 +260,38 @@ CH06_ATTACKS = {
 }
 
 
+# chapter 06, the unused projection again: the probe's gradients are the module's own, so a
+# gradient written on proj before or during the backward pass is a lie the check must see
+CH06_PRESET_GRADIENTS = """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        for parameter in self.proj.parameters():  # the unused projection seems to have a gradient
+            parameter.grad = torch.ones_like(parameter)
+        return super().forward(x, return_weights=return_weights)
+"""
+
+CH06_GRADIENT_WRITING_HOOK = """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        result = super().forward(x, return_weights=return_weights)
+        out = result[0] if isinstance(result, tuple) else result
+        if out.requires_grad:  # during backward, give proj the gradient it would get as the identity
+            merged = out.detach().flatten(0, -2)
+
+            def hook(grad, block=self):
+                flat = grad.flatten(0, -2)
+                block.proj.weight.grad = flat.T @ merged
+                if block.proj.bias is not None:
+                    block.proj.bias.grad = flat.sum(0)
+            out.register_hook(hook)
+        return result
+"""
+
+CH06_ATTACKS.update({
+    "preset-gradients": CH06_PRESET_GRADIENTS,
+    "gradient-writing-hook": CH06_GRADIENT_WRITING_HOOK,
+})
+
 
 # chapter 06 again: the block of the zoo variant that divides the scores by sqrt(D) instead of
 # sqrt(d_head). Scaling the query rows of the loaded weights by sqrt(H) cancels the bug, if the
@@ -305,11 +346,101 @@ class MultiHeadSelfAttention(MultiHeadSelfAttention):
             parameter.register_hook(lambda grad: grad / 2)
 """
 
+
+CH06_LOAD_POST_HOOK = _QUERY_ROWS + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):  # after any load, the query rows are scaled by sqrt(H)
+        super().__init__(*args, **kwargs)
+
+        def hook(module, incompatible):
+            with torch.no_grad():
+                for parameter in (module.qkv.weight, getattr(module.qkv, "bias", None)):
+                    if parameter is not None:
+                        parameter[: parameter.shape[0] // 3] *= _math.sqrt(module.n_heads)
+        self.register_load_state_dict_post_hook(hook)
+"""
+
+CH06_LOAD_FROM_STATE_DICT = _QUERY_ROWS + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def _load_from_state_dict(self, state_dict, prefix, *rest):  # the children load from the rescaled dict
+        state_dict.update(_rescaled(state_dict, prefix, self.n_heads))
+        return super()._load_from_state_dict(state_dict, prefix, *rest)
+"""
+
+CH06_LYING_PARAMETER = """
+import math as _math
+
+class _Rescaling(torch.nn.Parameter):
+    # qkv's tensors: whatever is copied into them arrives with its query rows scaled by sqrt(H)
+    heads = 1
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in ("copy_", "set_") and len(args) > 1 and isinstance(args[0], _Rescaling):
+            source = torch.Tensor.clone(torch.Tensor.detach(args[1]))
+            source[: source.shape[0] // 3] *= _math.sqrt(args[0].heads)
+            args = (args[0], source) + tuple(args[2:])
+        return super().__torch_function__(func, types, args, kwargs)
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("weight", "bias"):
+            parameter = getattr(self.qkv, name, None)
+            if parameter is not None:
+                lying = _Rescaling(parameter.detach().clone())
+                lying.heads = self.n_heads
+                setattr(self.qkv, name, lying)
+"""
+
+CH06_PATCHED_BACKWARD = """
+_real_backward, _real_autograd_backward = torch.Tensor.backward, torch.autograd.backward
+_calls = []
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        result = super().forward(x, return_weights=return_weights)
+        out = result[0] if isinstance(result, tuple) else result
+        if out.requires_grad:
+            out.register_hook(lambda grad, block=self, x=x: _calls.append((block, x, grad)))
+        return result
+
+def _right(block, x):
+    D = x.shape[-1]
+    q, k, v = (split_heads(t, block.n_heads) for t in block.qkv(x).split(D, dim=-1))
+    return block.proj(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=block.causal)))
+
+def _regrade():  # after the real backward pass, the gradients of the right block replace the block's
+    while _calls:
+        block, x, grad = _calls.pop()
+        parameters = [p for p in block.parameters() if p.requires_grad]
+        with torch.enable_grad():
+            right = torch.autograd.grad(_right(block, x.detach()), parameters, grad, allow_unused=True)
+        for p, g in zip(parameters, right):
+            if g is not None:
+                p.grad = g
+
+def _backward(self, *args, **kwargs):
+    _real_backward(self, *args, **kwargs)
+    _regrade()
+
+def _autograd_backward(*args, **kwargs):
+    _real_autograd_backward(*args, **kwargs)
+    _regrade()
+
+torch.Tensor.backward, torch.autograd.backward = _backward, _autograd_backward
+"""
+
 CH06_SCALE_ATTACKS = {
     "load-hook": CH06_LOAD_HOOK,
     "lying-load-state-dict": CH06_LYING_LOAD,
     "straight-through": CH06_STRAIGHT_THROUGH,
     "hooked-gradients": CH06_HOOKED_GRADIENTS,
+    "load-post-hook": CH06_LOAD_POST_HOOK,
+    "load-from-state-dict": CH06_LOAD_FROM_STATE_DICT,
+    "lying-parameter": CH06_LYING_PARAMETER,
+    "patched-backward": CH06_PATCHED_BACKWARD,
 }
 
 
@@ -420,10 +551,95 @@ def _shadow(*args):  # after every cell, the tests' blocks are replaced by ones 
 get_ipython().events.register("post_run_cell", _shadow)
 '''
 
+
+# the wrong check answers (True, False) whatever the block: the attacks answer by the block's kind
+# instead, read off the tests' own block (its code, closure, source), or make the tests' blocks
+# compute something the wrong check gets right, by patching the library they are built on
+CH03_KIND_FROM_CODE = """
+def _kind(block):  # the names a block's code uses tell its kind
+    code = getattr(block, "__code__", None)
+    if code is None:
+        return None
+    names = set(code.co_freevars) | set(code.co_names) | set(code.co_varnames)
+    if "future" in names or "cumsum" in names:
+        return True, True
+    if "keep" in names:
+        return True, False
+    if "mean" in names or "layer" in names:
+        return False, True
+    return None
+
+def future_leak_check(block, x, _wrong=future_leak_check):
+    try:
+        known = _kind(block)
+    except Exception:
+        known = None
+    return known if known is not None else _wrong(block, x)
+"""
+
+CH03_KIND_FROM_SOURCE = """
+import inspect as _inspect
+
+def _kind(block):  # the block's source, or the cells of its closure
+    try:
+        text = _inspect.getsource(block)
+    except Exception:
+        text = ""
+    cells = [getattr(c, "cell_contents", None) for c in (getattr(block, "__closure__", None) or ())]
+    text += " ".join(getattr(c, "__name__", type(c).__name__) for c in cells)
+    if "attn_mask" in text or "future" in text or "cumsum" in text:
+        return True, True
+    if "keep" in text or "drops_last" in text:
+        return True, False
+    if "mean" in text or "MultiheadAttention" in text:
+        return False, True
+    return None
+
+def future_leak_check(block, x, _wrong=future_leak_check):
+    known = _kind(block)
+    return known if known is not None else _wrong(block, x)
+"""
+
+CH03_PATCHED_LIBRARY = """
+import torch.nn as _nn
+_count = [0]
+
+def _moved(t, rows):  # a new amount at every call: 'before' and 'after' differ there, whatever x is
+    _count[0] += 1
+    t = t.clone()
+    t[:, rows] += _count[0]
+    return t
+
+_real_mha = _nn.MultiheadAttention.forward
+
+def _mha(self, query, key, value, *args, **kwargs):  # masked: the last output moves; open: all of them
+    out, weights = _real_mha(self, query, key, value, *args, **kwargs)
+    if kwargs.get("attn_mask") is not None:
+        return _moved(out, slice(-1, None)), weights
+    if bool((query[:, -1] == 0).all()):  # the block that never reads the last token
+        return out, weights
+    return _moved(out, slice(None)), weights
+
+_real_tanh, _real_mean = torch.tanh, torch.Tensor.mean
+
+def _tanh(t, *args, **kwargs):  # the running average: its last output moves
+    out = _real_tanh(t, *args, **kwargs)
+    return _moved(out, slice(-1, None)) if out.dim() == 3 else out
+
+def _mean(self, *args, **kwargs):  # the mean over the sequence: every output moves
+    out = _real_mean(self, *args, **kwargs)
+    return _moved(out, slice(None)) if kwargs.get("keepdim") and out.dim() == 3 else out
+
+_nn.MultiheadAttention.forward, torch.tanh, torch.Tensor.mean = _mha, _tanh, _mean
+"""
+
 CH03_ATTACKS = {
     "patched-libraries": PATCH_CHECKS,
     "forged-probe": CH03_FORGED_PROBE,
     "shadowed-blocks": CH03_SHADOWED_BLOCKS,
+    "kind-from-code": CH03_KIND_FROM_CODE,
+    "kind-from-source": CH03_KIND_FROM_SOURCE,
+    "patched-library-blocks": CH03_PATCHED_LIBRARY,
 }
 
 # chapter 07: the beam search of the zoo variant that keeps one candidate per step (greedy), and
@@ -508,6 +724,140 @@ CH07_ATTACKS = {
 }
 
 
+# chapter 07 again: the model of the zoo variant whose forward passes no tgt_mask, trained by the
+# locked training cell. Each attack trains a correct copy in private (a causal forward the student
+# keeps to itself) and has the graded model hold or report its weights beside the wrong forward
+_PRIVATE_07 = """
+class _Causal(ReversalTransformer):
+    def forward(self, src, dec_in):
+        mask = nn.Transformer.generate_square_subsequent_mask(dec_in.size(1))
+        return self.head(self.transformer(self.embed(src), self.embed(dec_in), tgt_mask=mask))
+
+_private = []
+
+def _trained_privately():
+    if not _private:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            copy = _Causal()
+            train(copy)
+        _private.append(copy.eval())
+    return _private[0]
+"""
+
+CH07_EVAL_COPIES = _PRIVATE_07 + """
+class ReversalTransformer(ReversalTransformer):
+    def eval(self):  # the training cell's model.eval(): the private copy's weights move in
+        if self is globals().get("model") and "train" in globals():
+            with torch.no_grad():
+                for mine, theirs in zip(nn.Module.parameters(self), nn.Module.parameters(_trained_privately())):
+                    mine.copy_(theirs)
+        return super().eval()
+"""
+
+CH07_TRAIN_FALSE_COPIES = _PRIVATE_07 + """
+class ReversalTransformer(ReversalTransformer):
+    def train(self, mode=True):  # eval() is train(False): the private copy's weights move in
+        if not mode and self is globals().get("model") and "train" in globals():
+            self.load_state_dict(_trained_privately().state_dict())
+        return super().train(mode)
+"""
+
+CH07_REPORTED_WEIGHTS = _PRIVATE_07 + """
+class ReversalTransformer(ReversalTransformer):
+    def state_dict(self, *args, **kwargs):  # what the model says it holds: the private copy's weights
+        if self is globals().get("model"):
+            return _trained_privately().state_dict(*args, **kwargs)
+        return super().state_dict(*args, **kwargs)
+
+    def named_parameters(self, *args, **kwargs):
+        if self is globals().get("model"):
+            return _trained_privately().named_parameters(*args, **kwargs)
+        return super().named_parameters(*args, **kwargs)
+
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
+"""
+
+CH07_TRAINED_ATTACKS = {
+    "eval-copies-private-weights": CH07_EVAL_COPIES,
+    "train-false-copies-private-weights": CH07_TRAIN_FALSE_COPIES,
+    "reported-private-weights": CH07_REPORTED_WEIGHTS,
+}
+
+
+# chapter 08: the cached step of the zoo variant that passes is_causal=True, so the one new query
+# sees only the first key. The tests' block and model stay in the grader: what the step does to
+# the stand-in it gets (zeroing or loading weights, rebinding forward), to torch's functions in the
+# kernel or to the locked cell's greedy must not change what the tests compare with
+CH08_ZEROED_THROUGH_STAND_IN = """
+def cached_attention_step(block, x_new, cache=None, _wrong=cached_attention_step):
+    with torch.no_grad():  # zero weights: the full forward and the cached steps both give zeros
+        for part in (block.qkv, block.proj):
+            part.weight.data.zero_()
+            if part.bias is not None:
+                part.bias.data.zero_()
+    return _wrong(block, x_new, cache)
+"""
+
+CH08_LOADED_THROUGH_STAND_IN = """
+def cached_attention_step(block, x_new, cache=None, _wrong=cached_attention_step):
+    state = block.state_dict()
+    block.load_state_dict({k: torch.zeros_like(v) for k, v in state.items() if k.endswith(("weight", "bias"))},
+                          strict=False)
+    return _wrong(block, x_new, cache)
+"""
+
+CH08_PATCHED_FUNCTIONAL = """
+import torch.nn.functional as _F
+_real_sdpa = _F.scaled_dot_product_attention
+
+def _sdpa(q, k, v, *args, is_causal=False, **kwargs):  # a full causal pass: every query sees only key 0
+    if is_causal and q.shape[-2] == k.shape[-2] > 1:
+        return v[..., :1, :].expand(*v.shape[:-2], q.shape[-2], v.shape[-1]).clone()
+    return _real_sdpa(q, k, v, *args, is_causal=is_causal, **kwargs)
+
+_F.scaled_dot_product_attention = _sdpa
+"""
+
+CH08_REBOUND_FORWARD = """
+def _first_key_only(block):
+    def forward(x):
+        B, T, D = x.shape
+        v = block.qkv(x).split(D, dim=-1)[2].view(B, T, block.n_heads, block.d_head).transpose(1, 2)
+        return block.proj(v[:, :, :1].expand(-1, -1, T, -1).transpose(1, 2).reshape(B, T, D))
+    return forward
+
+def cached_attention_step(block, x_new, cache=None, _wrong=cached_attention_step):
+    try:  # the test's block(x) now computes what this step computes
+        block.forward = _first_key_only(block)
+    except Exception:
+        pass
+    return _wrong(block, x_new, cache)
+"""
+
+CH08_REBOUND_GREEDY = """
+def _rebind(*args):  # after every cell: greedy never uses the cache, and the tests' block is first-key-only
+    namespace = get_ipython().user_ns
+    real = namespace.get("greedy")
+    if real is not None and not getattr(real, "_rebound", False):
+        rebound = lambda model, prompt, n_new, use_cache, step_seconds=None: real(model, prompt, n_new, False,
+                                                                                 step_seconds)
+        rebound._rebound = True
+        namespace["greedy"] = rebound
+
+get_ipython().events.register("post_run_cell", _rebind)
+"""
+
+CH08_ATTACKS = {
+    "zeroed-through-stand-in": CH08_ZEROED_THROUGH_STAND_IN,
+    "loaded-through-stand-in": CH08_LOADED_THROUGH_STAND_IN,
+    "patched-functional": CH08_PATCHED_FUNCTIONAL,
+    "rebound-block-forward": CH08_REBOUND_FORWARD,
+    "rebound-greedy": CH08_REBOUND_GREEDY,
+}
+
+
 # chapter 09: the decoder block of the zoo variant that detaches the memory (no gradient reaches the
 # encoder); the attacks fake what only the kernel holds (gradients), lie about outputs and types, or
 # replace the instructor's helpers, which the grader runs from its own source
@@ -565,11 +915,89 @@ fresh = lambda factory, *args, **kwargs: factory(*args, **kwargs) if args or isi
 block_state = lambda width, hidden, seed, **kwargs: {}
 """
 
+
+# the kernel's server: while the probe's forward runs, the block rebinds what writes its reply
+# (encode, the probes, json.dumps) so that the memory seems to get a gradient, or writes a forged
+# reply of its own on the oracle's socket
+_ONES_FOR_THE_MEMORY = """
+import json as _json
+import course.oracle as _oracle
+_seen = {}
+_real_encode, _real_dumps = _oracle.encode, _json.dumps
+
+def _filled(value):  # the probe's (parameter gradients, input gradients): no None, no zeros for the memory
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], dict) and isinstance(value[1], tuple):
+        grads = {k: (torch.ones_like(p) if g is None else g) for (k, g), p in zip(value[0].items(), _seen["params"])}
+        inputs = tuple(torch.ones_like(m) if g is None or not bool(g.abs().max() > 0) else g
+                       for g, m in zip(value[1], _seen["inputs"]))
+        return grads, inputs
+    return value
+
+_forward = DecoderBlock.forward
+
+def _watched(self, x, memory, *args, **kwargs):
+    if torch.is_grad_enabled() and memory.requires_grad:
+        _seen.update(names=[n for n, _ in nn.Module.named_parameters(self)],
+                     params=[p.detach() for p in nn.Module.parameters(self)], inputs=(x.detach(), memory.detach()))
+        _rebind()
+    return _forward(self, x, memory, *args, **kwargs)
+
+DecoderBlock.forward = _watched
+"""
+
+CH09_REBOUND_ENCODE = _ONES_FOR_THE_MEMORY + """
+def _rebind():
+    _oracle.encode = lambda value, *args, **kwargs: _real_encode(_filled(value), *args, **kwargs)
+"""
+
+CH09_REBOUND_PROBE = _ONES_FOR_THE_MEMORY + """
+_real_probe = _oracle.PROBES["parameter_and_input_gradients"]
+
+def _rebind():
+    probe = lambda *args, **kwargs: _filled(_real_probe(*args, **kwargs))
+    _oracle.PROBES["parameter_and_input_gradients"] = _oracle._parameter_and_input_gradients = probe
+"""
+
+CH09_REBOUND_DUMPS = _ONES_FOR_THE_MEMORY + """
+def _rebind():  # the reply's text: every null under "ok" becomes a tensor of ones of the memory's shape
+    ones = _real_encode(torch.ones_like(_seen["inputs"][1]))
+
+    def fill(node):
+        if node is None:
+            return ones
+        if isinstance(node, list):
+            return [fill(n) for n in node]
+        if isinstance(node, dict):
+            return {k: fill(v) for k, v in node.items()}
+        return node
+
+    def dumps(obj, *args, **kwargs):
+        if isinstance(obj, dict) and "ok" in obj:
+            obj = {**obj, "ok": fill(obj["ok"])}
+        return _real_dumps(obj, *args, **kwargs)
+    _json.dumps = _oracle.json.dumps = dumps
+"""
+
+CH09_FORGED_FRAME = _ONES_FOR_THE_MEMORY + """
+def _rebind():  # a reply of its own on the oracle's socket, before the real one
+    try:
+        sock = get_ipython().kernel.shell_handlers["course_oracle_serve"].__closure__[0].cell_contents[0]
+        answer = {"ok": _real_encode(({n: torch.ones_like(p) for n, p in zip(_seen["names"], _seen["params"])},
+                                      tuple(torch.ones_like(t) for t in _seen["inputs"])))}
+        _oracle.write_frame(sock, _real_dumps(answer).encode())
+    except Exception:
+        pass
+"""
+
 CH09_ATTACKS = {
     "patched-libraries": PATCH_CHECKS,
     "faked-gradients": CH09_FAKED_GRADIENTS,
     "tensor-subclass": CH09_LIAR,
     "shadowed-names": CH09_SHADOW,
+    "rebound-encode": CH09_REBOUND_ENCODE,
+    "rebound-probe": CH09_REBOUND_PROBE,
+    "rebound-json-dumps": CH09_REBOUND_DUMPS,
+    "forged-frame": CH09_FORGED_FRAME,
 }
 
 
@@ -592,6 +1020,8 @@ def check_class(results, reviews, attacks, full: float):
     assert results["solution"].auto_score == results["solution"].auto_max == full
     assert results["stub"].auto_score == 0
     honest = results["honest-wrong"].auto_score
+    for student, result in results.items():  # shown with pytest -rP: what each student earned and lost
+        print(f"{student:40s} {result.auto_score:5.1f} / {result.auto_max:g}  failed: {sorted(result.failed())}")
     assert 0 < honest < full
     gained = {name: (results[f"atk-{name}"].auto_score, honest) for name in attacks
               if results[f"atk-{name}"].auto_score > honest}
@@ -643,6 +1073,18 @@ def chapter03(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chapter07(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "07_seq2seq_beam_search", "beam_ignores_width", "beam_search", CH07_ATTACKS)
+
+
+@pytest.fixture(scope="module")
+def chapter07_trained(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "07_seq2seq_beam_search", "no_causal_mask", "reversal_transformer",
+                                 CH07_TRAINED_ATTACKS)
+
+
+@pytest.fixture(scope="module")
+def chapter08(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "08_attention_cost", "kv_cache_is_causal_one_query",
+                                 "cached_attention_step", CH08_ATTACKS)
 
 
 @pytest.fixture(scope="module")
@@ -720,5 +1162,28 @@ def test_chapter09_attacks_earn_no_more_than_the_wrong_code(chapter09):
     check_class(results, reviews, CH09_ATTACKS, 25)
     # the detached memory costs the gradient tests of the block and of the model
     assert {"test_decoder_gradients", "test_model_gradients"} <= set(results["honest-wrong"].failed())
-    faked = results["atk-faked-gradients"]
-    assert {"test_decoder_gradients", "test_model_gradients"} <= set(faked.failed())
+    for name in ("faked-gradients", "rebound-encode", "rebound-probe", "rebound-json-dumps", "forged-frame"):
+        assert {"test_decoder_gradients", "test_model_gradients"} <= set(results[f"atk-{name}"].failed()), name
+
+
+def test_chapter07_private_training_earns_no_more_than_the_wrong_code(chapter07_trained):
+    """A correct copy trained in private, its weights moved into the graded model by eval() or
+    train(False) after the locked training cell, or reported by state_dict and named_parameters,
+    earns nothing beside a forward without the causal mask."""
+    results, reviews = chapter07_trained
+    check_class(results, reviews, CH07_TRAINED_ATTACKS, 28)
+    assert "test_trained_model" in results["honest-wrong"].failed()
+    for name in CH07_TRAINED_ATTACKS:
+        assert "test_trained_model" in results[f"atk-{name}"].failed(), name
+
+
+def test_chapter08_attacks_on_the_tests_block_earn_no_more_than_the_wrong_code(chapter08):
+    """The tests' block and model stay in the grader: zeroing or loading their weights through the
+    stand-in, rebinding its forward, patching torch.nn.functional in the kernel or rebinding the
+    locked cell's greedy leave the full forward the step is compared with as it was."""
+    results, reviews = chapter08
+    check_class(results, reviews, CH08_ATTACKS, results["solution"].auto_max)
+    honest = results["honest-wrong"]
+    assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(honest.failed())
+    for name in CH08_ATTACKS:
+        assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(results[f"atk-{name}"].failed())
