@@ -1172,6 +1172,7 @@ def test_chapter07_private_training_earns_no_more_than_the_wrong_code(chapter07_
     earns nothing beside a forward without the causal mask."""
     results, reviews = chapter07_trained
     check_class(results, reviews, CH07_TRAINED_ATTACKS, 28)
+    assert results["honest-wrong"].auto_score == 23  # loses the mask, causal-flag and trained-model tests
     assert "test_trained_model" in results["honest-wrong"].failed()
     for name in CH07_TRAINED_ATTACKS:
         assert "test_trained_model" in results[f"atk-{name}"].failed(), name
@@ -1184,6 +1185,7 @@ def test_chapter08_attacks_on_the_tests_block_earn_no_more_than_the_wrong_code(c
     results, reviews = chapter08
     check_class(results, reviews, CH08_ATTACKS, results["solution"].auto_max)
     honest = results["honest-wrong"]
+    assert honest.auto_score == results["solution"].auto_max - 3
     assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(honest.failed())
     for name in CH08_ATTACKS:
         assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(results[f"atk-{name}"].failed())
