@@ -1,0 +1,261 @@
+"""A term of 01_two_keys on a real JupyterHub, in headless Chromium.
+
+The instructor releases the assignment; alice (the solution) and bob (a bug from the zoo) log
+in through the hub's login page, fetch it in the Assignments panel, type their answers into the
+notebook's cells, Validate, submit; alice submits again later. The instructor collects and
+autogrades (the scores equal the one-machine batch for the same notebooks), generates and
+releases feedback; each student fetches it and reads their own score, with no hidden test in
+it. The instructor's steps go through the formgrader service's REST API with the instructor's
+own hub token (the same calls the formgrader's buttons make); the browser shows the formgrader's
+pages after each. Screenshots of every step in .artifacts/hub/<time>/.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+from conftest import ARTIFACTS
+from hubclient import Person
+from lab import Lab
+from selenium.webdriver.common.by import By
+
+from instructor import hub as H
+from instructor import pipeline as P
+from instructor.course_root import REPOSITORY
+from instructor.zoo import variants_for
+
+A = "01_two_keys"
+BUG = "attention_no_scale"
+NAME = REPOSITORY.notebook_name(A)
+FG = f"/services/{H.SERVICE}/formgrader"
+WRITTEN = {"alice": "Two keys that match the query equally share its weight: each gets one half.",
+           "bob": "The weights are the scores themselves."}
+
+
+class Seat:
+    """What Lab's helper needs of a server: its URL and a token."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url, token
+
+
+def answers_of(student: str) -> dict[str, str]:
+    solutions = P.solution_answers(P.read_nb(REPOSITORY.notebook("source", A)))
+    if student == "alice":
+        return solutions
+    variant = next(v for v in variants_for(A) if v.name == BUG)
+    return variant.answers(solutions)
+
+
+def shot(driver, what: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot.n = getattr(shot, "n", 0) + 1
+    driver.save_screenshot(str(ARTIFACTS / f"{shot.n:02d}-{what}.png"))
+
+
+def wait(driver, condition, timeout=120, what="condition"):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.3).until(lambda d: condition(), message=what)
+
+
+def browser_login(driver, hub, name: str) -> None:
+    """The hub's login page, as a person: user name, password, Sign in; wait for their Lab."""
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})  # every path's: the hub's, the servers'
+    driver.get(f"{hub.url}/hub/login")
+    wait(driver, lambda: driver.find_elements(By.ID, "username_input"), 30, "the login form")
+    driver.find_element(By.ID, "username_input").send_keys(name)
+    driver.find_element(By.ID, "password_input").send_keys(H.password(name))
+    shot(driver, f"{name}-login")
+    driver.find_element(By.ID, "login_submit").click()
+    wait(driver, lambda: f"/user/{name}/lab" in driver.current_url and driver.execute_script(
+        "return !!(window.jupyterapp && window.jupyterapp.shell)"), 240, f"{name}'s Lab after login")
+    time.sleep(1)
+
+
+def assignments_panel(driver, lab: Lab) -> None:
+    lab.command("nbgrader:open-assignment-list")
+    wait(driver, lambda: driver.find_elements(By.ID, "released_assignments_list"), 60, "the Assignments panel")
+
+
+def row_button(driver, section: str, label: str, timeout: int = 120):
+    xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"
+             f"//button[normalize-space()='{label}']")
+    return wait(driver, lambda: (driver.find_elements(By.XPATH, xpath) or [None])[0], timeout,
+                f"{label} in {section}")
+
+
+def count_rows(driver, section: str) -> int:
+    return len(driver.find_elements(
+        By.XPATH, f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"))
+
+
+def formgrader(person: Person, method: str, path: str, **kw):
+    reply = requests_via(person, method, f"{FG}/api/{path}", **kw)
+    assert reply.status_code == 200, f"{method} {path}: {reply.status_code} {reply.text[:500]}"
+    body = reply.json()
+    if isinstance(body, dict) and body.get("success") is False:
+        raise AssertionError(f"{path}: {body.get('error') or body.get('log')}")
+    return body
+
+
+def requests_via(person: Person, method: str, path: str, **kw):
+    import requests
+
+    return requests.request(method, f"{person.url}{path}", headers={"Authorization": f"token {person.token}"},
+                            timeout=600, **kw)
+
+
+def show_formgrader(driver, hub, page: str, what: str) -> str:
+    driver.get(f"{hub.url}{FG}/{page}")
+    time.sleep(3)
+    shot(driver, what)
+    return driver.find_element(By.TAG_NAME, "body").text
+
+
+def student_works(driver, hub, name: str) -> tuple[Person, str]:
+    """Log in, fetch, fill in, save, Validate, submit; return (person, Validate's text)."""
+    browser_login(driver, hub, name)
+    person = Person(hub.url, name, H.password(name))
+    lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}")
+    assignments_panel(driver, lab)
+    time.sleep(1)
+    shot(driver, f"{name}-assignments-released")
+    row_button(driver, "released_assignments_list", "Fetch").click()
+    wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "the fetched assignment")
+    shot(driver, f"{name}-fetched")
+    lab.open(f"{A}/{NAME}.ipynb", "opened")
+    for gid, text in answers_of(name).items():
+        lab.replace_cell(gid, text)
+    for cell in lab.cells():  # the written answers (graded by hand)
+        if cell["type"] == "markdown" and cell["solution"]:
+            lab.replace_cell(cell["grade_id"], WRITTEN[name])
+    lab.save()
+    lab.shot("filled")
+    validated = lab.validate(name)
+    assignments_panel(driver, lab)
+    row_button(driver, "fetched_assignments_list", "Submit").click()
+    wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "the submission listed")
+    time.sleep(1)
+    shot(driver, f"{name}-submitted")
+    return person, validated
+
+
+@pytest.fixture(scope="module")
+def term(hub, driver):
+    """The whole term, once; the tests below read what it left."""
+    out = {}
+    # --- the instructor releases 01_two_keys (generate, then release to the exchange)
+    browser_login(driver, hub, "prof-ada")
+    shot(driver, "prof-ada-lab")
+    prof = Person(hub.url, "prof-ada", H.password("prof-ada"))
+    out["prof"] = prof
+    show_formgrader(driver, hub, "manage_assignments", "formgrader-before-release")
+    formgrader(prof, "POST", f"assignment/{A}/assign")
+    formgrader(prof, "POST", f"assignment/{A}/release")
+    out["released_page"] = show_formgrader(driver, hub, "manage_assignments", "formgrader-released")
+
+    # --- two students
+    alice, out["alice_validate"] = student_works(driver, hub, "alice")
+    bob, out["bob_validate"] = student_works(driver, hub, "bob")
+    # alice submits again later (the panel's Submit on her fetched copy)
+    browser_login(driver, hub, "alice")
+    lab = Lab(driver, Seat(f"{hub.url}/user/alice", alice.token), ARTIFACTS, "alice-again")
+    assignments_panel(driver, lab)
+    time.sleep(2)
+    row_button(driver, "fetched_assignments_list", "Submit").click()
+    wait(driver, lambda: "2" in driver.find_element(By.ID, "submitted_assignments_list").text
+         or count_rows(driver, "submitted_assignments_list") >= 2, 60, "alice's second submission")
+    time.sleep(1)
+    shot(driver, "alice-submitted-again")
+    out["alice"], out["bob"] = alice, bob
+
+    # --- the instructor collects and autogrades
+    browser_login(driver, hub, "prof-ada")
+    formgrader(prof, "POST", f"assignment/{A}/collect")
+    for student in ("alice", "bob"):
+        formgrader(prof, "POST", f"submission/{A}/{student}/autograde")
+    out["submissions"] = formgrader(prof, "GET", f"submissions/{A}")
+    out["graded_page"] = show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-autograded")
+    formgrader(prof, "POST", f"assignment/{A}/generate_feedback")
+    formgrader(prof, "POST", f"assignment/{A}/release_feedback")
+    show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-feedback-released")
+
+    # --- each student fetches their feedback
+    out["feedback"] = {}
+    for name, person in (("alice", alice), ("bob", bob)):
+        browser_login(driver, hub, name)
+        lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
+        assignments_panel(driver, lab)
+        time.sleep(2)
+        row_button(driver, "submitted_assignments_list", "Fetch Feedback").click()
+        found = []
+
+        def feedback_file():
+            listing = person.server("GET", f"api/contents/{A}/feedback").json()
+            for stamp in listing.get("content") or []:
+                inner = person.server("GET", f"api/contents/{stamp['path']}").json()
+                found[:] = [c["path"] for c in inner.get("content") or [] if c["name"].endswith(".html")]
+            return bool(found)
+
+        wait(driver, feedback_file, 60, f"{name}'s feedback in their home")
+        shot(driver, f"{name}-feedback-fetched")
+        driver.get(f"{hub.url}/user/{name}/files/{found[0]}")
+        time.sleep(2)
+        shot(driver, f"{name}-feedback-page")
+        out["feedback"][name] = (found[0], driver.page_source, driver.find_element(By.TAG_NAME, "body").text)
+    return out
+
+
+def test_validate_tells_each_student(term):
+    assert "passes" in term["alice_validate"].lower() or "success" in term["alice_validate"].lower(), \
+        term["alice_validate"]
+    assert "failed" in term["bob_validate"].lower() or "error" in term["bob_validate"].lower(), term["bob_validate"]
+
+
+def test_collected_latest_and_graded_as_on_one_machine(term, hub, tmp_path):
+    scores = {s["student"]: s["score"] for s in term["submissions"] if s["autograded"]}
+    assert set(scores) == {"alice", "bob"}, term["submissions"]
+    assert scores["alice"] == term["submissions"][0]["max_score"] or scores["alice"] == 11, scores
+    assert scores["bob"] < scores["alice"], scores
+    # the one-machine batch on the very notebooks the hub collected
+    course = hub.layout.course
+    root = REPOSITORY.scratch_copy(tmp_path / "batch", [A])
+    for student in ("alice", "bob"):
+        root.submit(A, student, P.read_nb(course / "submitted" / student / A / f"{NAME}.ipynb"))
+    root.autograde(A)
+    batch = {s: r.auto_score for s, r in root.results(A).items()}
+    assert batch == scores, (batch, scores)
+    # alice's second submission is the one collected (the exchange keeps both)
+    inbound = hub.layout.exchange / H.COURSE_ID / "inbound"
+    assert len([p for p in inbound.iterdir() if p.name.startswith(f"alice+{A}+")]) == 2
+
+
+def test_each_student_reads_own_feedback_without_hidden_tests(term):
+    source = REPOSITORY.notebook("source", A).read_text()
+    hidden = re.findall(r"### BEGIN HIDDEN TESTS\\n(.*?)### END HIDDEN TESTS", source, re.S)
+    assert hidden
+    hidden_lines = {line.strip().strip('",').replace('\\"', '"') for block in hidden
+                    for line in block.split("\\n") if len(line.strip()) > 25}
+    scores = {s["student"]: s for s in term["submissions"]}
+    for name in ("alice", "bob"):
+        path, html, text = term["feedback"][name]
+        expected = f"{scores[name]['score']:g} / {scores[name]['max_score']:g}"
+        assert re.search(r"Score:\s*" + re.escape(expected), text), (name, expected, text[:400])
+        assert "HIDDEN TESTS" not in html
+        leaked = [line for line in hidden_lines if line in html]
+        assert not leaked, f"{name}'s feedback shows hidden test lines: {leaked[:3]}"
+    assert "attention" in term["feedback"]["bob"][2].lower()
+
+
+def test_the_formgrader_ran_sandboxed(hub):
+    log = (hub.state / "hub" / "jupyterhub.log").read_text()
+    assert "refuses to start" not in log
+    probe = subprocess.run(["runuser", "-u", H.GRADER, "--", str(P.BIN / "python"), "-m", "instructor.sandbox"],
+                           cwd=hub.layout.course, capture_output=True, text=True,
+                           env={"PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(P.REPO),
+                                "HOME": str(hub.layout.user_home(H.GRADER))})
+    assert '"ok": true' in probe.stdout, probe.stdout + probe.stderr
