@@ -180,6 +180,24 @@ def term(hub, driver):
         formgrader(prof, "POST", f"submission/{A}/{student}/autograde")
     out["submissions"] = formgrader(prof, "GET", f"submissions/{A}")
     out["graded_page"] = show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-autograded")
+
+    # --- the assistant grades alice's written answer by hand (the formgrader's grade API, as
+    # its manual-grading page does), then looks at that page
+    browser_login(driver, hub, "ta-ben")
+    ta = Person(hub.url, "ta-ben", H.password("ta-ben"))
+    out["ta"] = ta
+    notebooks = formgrader(ta, "GET", f"submitted_notebooks/{A}/{NAME}")
+    alice_nb = next(n for n in notebooks if n["student"] == "alice")
+    grades = formgrader(ta, "GET", "grades", params={"submission_id": alice_nb["id"]})
+    written = [g for g in grades if g["auto_score"] is None]
+    assert written, grades
+    for grade in written:
+        formgrader(ta, "PUT", f"grade/{grade['id']}", json={"manual_score": grade["max_score"]})
+    out["written"] = written
+    out["manual_page"] = show_formgrader(driver, hub, f"submissions/{alice_nb['id']}", "ta-ben-manual-grading")
+    out["final"] = formgrader(ta, "GET", f"submissions/{A}")
+
+    browser_login(driver, hub, "prof-ada")
     formgrader(prof, "POST", f"assignment/{A}/generate_feedback")
     formgrader(prof, "POST", f"assignment/{A}/release_feedback")
     show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-feedback-released")
@@ -194,7 +212,7 @@ def term(hub, driver):
         row_button(driver, "submitted_assignments_list", "Fetch Feedback").click()
         found = []
 
-        def feedback_file():
+        def feedback_file(person=person, found=found):
             listing = person.server("GET", f"api/contents/{A}/feedback").json()
             for stamp in listing.get("content") or []:
                 inner = person.server("GET", f"api/contents/{stamp['path']}").json()
@@ -240,11 +258,14 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
     assert hidden
     hidden_lines = {line.strip().strip('",').replace('\\"', '"') for block in hidden
                     for line in block.split("\\n") if len(line.strip()) > 25}
-    scores = {s["student"]: s for s in term["submissions"]}
+    scores = {s["student"]: s for s in term["final"]}
+    assert scores["alice"]["score"] == scores["alice"]["max_score"], "the assistant's points count"
     for name in ("alice", "bob"):
         path, html, text = term["feedback"][name]
-        expected = f"{scores[name]['score']:g} / {scores[name]['max_score']:g}"
-        assert re.search(r"Score:\s*" + re.escape(expected), text), (name, expected, text[:400])
+        shown = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", text)
+        assert shown, text[:400]
+        assert (float(shown[1]), float(shown[2])) == (scores[name]["score"], scores[name]["max_score"]), \
+            (name, shown[0], scores[name])
         assert "HIDDEN TESTS" not in html
         leaked = [line for line in hidden_lines if line in html]
         assert not leaked, f"{name}'s feedback shows hidden test lines: {leaked[:3]}"
@@ -254,8 +275,75 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
 def test_the_formgrader_ran_sandboxed(hub):
     log = (hub.state / "hub" / "jupyterhub.log").read_text()
     assert "refuses to start" not in log
-    probe = subprocess.run(["runuser", "-u", H.GRADER, "--", str(P.BIN / "python"), "-m", "instructor.sandbox"],
+    probe = subprocess.run(["/usr/sbin/runuser", "-u", H.GRADER, "--", str(P.BIN / "python"), "-m", "instructor.sandbox"],
                            cwd=hub.layout.course, capture_output=True, text=True,
                            env={"PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(P.REPO),
                                 "HOME": str(hub.layout.user_home(H.GRADER))})
     assert '"ok": true' in probe.stdout, probe.stdout + probe.stderr
+
+
+# ---------------------------------------------------------------- who can see what
+
+
+def as_user(user: str, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["/usr/sbin/runuser", "-u", user, "--", *argv], capture_output=True, text=True, cwd="/")
+
+
+def test_a_student_cannot_read_others_work_the_gradebook_or_the_sources(term, hub):
+    L = hub.layout
+    alice_home = L.user_home("alice")
+    feedback = sorted(alice_home.glob(f"{A}/feedback/*/*.html"))
+    assert feedback
+    private = [alice_home / A / f"{NAME}.ipynb", feedback[0], L.course / "gradebook.db",
+               L.course / "source" / A / f"{NAME}.ipynb", L.course / "submitted" / "alice" / A / f"{NAME}.ipynb",
+               L.course / "autograded" / "alice" / A / f"{NAME}.ipynb", P.REPO / "source" / A / f"{NAME}.ipynb"]
+    for path in private:
+        assert path.exists(), path
+        proc = as_user("bob", "cat", str(path))
+        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bob reads {path}"
+    # the exchange: bob may hand in, not list what others handed in or the feedback folder
+    course = L.exchange / H.COURSE_ID
+    for folder in (course / "inbound", course / "feedback"):
+        proc = as_user("bob", "ls", str(folder))
+        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bob lists {folder}"
+    # what is released to everyone holds no hidden test
+    released = (course / "outbound" / A / f"{NAME}.ipynb").read_text()
+    assert "HIDDEN" not in released and "BEGIN SOLUTION" not in released
+
+
+def _not_served(reply) -> bool:
+    return reply.status_code in (302, 403, 404)
+
+
+def test_a_students_token_reaches_only_their_own_things(term, hub):
+    import requests
+
+    bob = Person(hub.url, "bob", H.password("bob"))
+    assert bob.hub("GET", "/user").json()["name"] == "bob"
+    assert bob.hub("GET", "/users").status_code == 403
+    assert bob.hub("GET", "/users/alice").status_code in (403, 404)
+    assert bob.hub("POST", "/users/alice/tokens", json={}).status_code in (403, 404)
+    assert bob.hub("GET", "/groups").status_code == 403
+
+    def get(path):
+        return requests.get(f"{hub.url}{path}", headers={"Authorization": f"token {bob.token}"},
+                            allow_redirects=False, timeout=60)
+
+    for path in (f"/user/alice/api/contents/{A}", f"/user/alice/files/{A}/{NAME}.ipynb",
+                 f"{FG}/api/submissions/{A}", f"{FG}/api/students",
+                 f"/services/{H.SERVICE}/api/contents/gradebook.db",
+                 f"/services/{H.SERVICE}/files/source/{A}/{NAME}.ipynb"):
+        reply = get(path)
+        assert _not_served(reply), f"bob's token gets {path}: {reply.status_code}"
+    assert get(f"/user/bob/api/contents/{A}").status_code == 200
+
+
+def test_the_assistant_grades_but_is_not_an_admin(term, hub):
+    ta = term["ta"]
+    assert requests_via(ta, "GET", f"{FG}/api/submissions/{A}").status_code == 200
+    assert ta.hub("GET", "/users").status_code == 403
+    assert ta.hub("POST", "/users/alice/server").status_code in (403, 404)
+    assert not ta.hub("GET", "/user").json().get("admin")
+    assert WRITTEN["alice"][:40] in term["manual_page"], "the manual-grading page shows alice's answer"
+    reply = ta.server("GET", f"api/contents/{A}", user="alice", allow_redirects=False)
+    assert _not_served(reply), reply.status_code
