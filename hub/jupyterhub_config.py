@@ -64,7 +64,10 @@ common_env = {
     "LANG": "C.UTF-8",
 }
 
-c.Spawner.cmd = [python, "-m", "jupyterhub.singleuser"]
+# JupyterHub also puts the server's token in JPY_API_TOKEN (an old name jupyterhub.singleuser no
+# longer reads): drop it, one copy fewer for kernels to find (the grading sandbox drops both).
+singleuser = ["/usr/bin/env", "-u", "JPY_API_TOKEN", python, "-m", "jupyterhub.singleuser"]
+c.Spawner.cmd = singleuser
 c.Spawner.args = lab_args
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
@@ -81,7 +84,7 @@ c.JupyterHub.services = [{
     "name": H.SERVICE,
     "display": True,
     "url": f"http://127.0.0.1:{service_port}",
-    "command": [python, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={layout.course}", *lab_args],
+    "command": [*singleuser, f"--ServerApp.root_dir={layout.course}", *lab_args],
     "user": H.GRADER,
     "cwd": str(layout.course),
     "oauth_no_confirm": True,

@@ -5,9 +5,9 @@ in through the hub's login page, fetch it in the Assignments panel, type their a
 notebook's cells, Validate, submit; alice submits again later. The instructor collects and
 autogrades (the scores equal the one-machine batch for the same notebooks), generates and
 releases feedback; each student fetches it and reads their own score, with no hidden test in
-it. The instructor's steps go through the formgrader service's REST API with the instructor's
-own hub token (the same calls the formgrader's buttons make); the browser shows the formgrader's
-pages after each. Screenshots of every step in .artifacts/hub/<time>/.
+it. The instructor clicks the formgrader's buttons (generate, release, collect, autograde,
+feedback) in the formgrader service's pages; the assistant's hand grade and the reading of scores
+go through the formgrader's REST API with each one's own hub token. Screenshots of every step in .artifacts/hub/<time>/.
 """
 
 from __future__ import annotations
@@ -116,6 +116,25 @@ def show_formgrader(driver, hub, page: str, what: str) -> str:
     return driver.find_element(By.TAG_NAME, "body").text
 
 
+def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A) -> str:
+    """On a formgrader page, click the ``icon`` button of ``row`` (as the instructor does) and
+    wait for nbgrader's success dialog; return its text (an error dialog fails the test)."""
+    driver.get(f"{hub.url}{FG}/{page}")
+    xpath = (f"//tr[td[contains(normalize-space(.), '{row}')]]"
+             f"//*[contains(concat(' ', normalize-space(@class), ' '), ' {icon} ')]")
+    button = wait(driver, lambda: (driver.find_elements(By.XPATH, xpath) or [None])[0], 60, f"{icon} of {row}")
+    time.sleep(0.5)
+    button.click()
+    wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, "#success-modal.in, #error-modal.in"),
+         600, f"the dialog of {what}")
+    time.sleep(0.8)
+    shot(driver, f"formgrader-{what}")
+    failed = driver.find_elements(By.CSS_SELECTOR, "#error-modal.in")
+    text = (failed or driver.find_elements(By.CSS_SELECTOR, "#success-modal.in"))[0].text
+    assert not failed, f"{what}: {text[:2000]}"
+    return text
+
+
 def student_works(driver, hub, name: str) -> tuple[Person, str]:
     """Log in, fetch, fill in, save, Validate, submit; return (person, Validate's text)."""
     browser_login(driver, hub, name)
@@ -154,8 +173,8 @@ def term(hub, driver):
     prof = Person(hub.url, "prof-ada", H.password("prof-ada"))
     out["prof"] = prof
     show_formgrader(driver, hub, "manage_assignments", "formgrader-before-release")
-    formgrader(prof, "POST", f"assignment/{A}/assign")
-    formgrader(prof, "POST", f"assignment/{A}/release")
+    fg_click(driver, hub, "manage_assignments", "glyphicon-education", "generated")
+    fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-upload", "released")
     out["released_page"] = show_formgrader(driver, hub, "manage_assignments", "formgrader-released")
 
     # --- two students
@@ -175,9 +194,9 @@ def term(hub, driver):
 
     # --- the instructor collects and autogrades
     browser_login(driver, hub, "prof-ada")
-    formgrader(prof, "POST", f"assignment/{A}/collect")
+    fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-download", "collected")
     for student in ("alice", "bob"):
-        formgrader(prof, "POST", f"submission/{A}/{student}/autograde")
+        fg_click(driver, hub, f"manage_submissions/{A}", "glyphicon-flash", f"autograded-{student}", row=student)
     out["submissions"] = formgrader(prof, "GET", f"submissions/{A}")
     out["graded_page"] = show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-autograded")
 
@@ -198,8 +217,8 @@ def term(hub, driver):
     out["final"] = formgrader(ta, "GET", f"submissions/{A}")
 
     browser_login(driver, hub, "prof-ada")
-    formgrader(prof, "POST", f"assignment/{A}/generate_feedback")
-    formgrader(prof, "POST", f"assignment/{A}/release_feedback")
+    fg_click(driver, hub, "manage_assignments", "glyphicon-comment", "feedback-generated")
+    fg_click(driver, hub, "manage_assignments", "glyphicon-envelope", "feedback-released")
     show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-feedback-released")
 
     # --- each student fetches their feedback
@@ -347,3 +366,77 @@ def test_the_assistant_grades_but_is_not_an_admin(term, hub):
     assert WRITTEN["alice"][:40] in term["manual_page"], "the manual-grading page shows alice's answer"
     reply = ta.server("GET", f"api/contents/{A}", user="alice", allow_redirects=False)
     assert _not_served(reply), reply.status_code
+
+
+# ---------------------------------------------------------------- a late submission, graded in the sandbox
+
+
+def as_student(hub, name: str, *args: str) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS`` as the student, with the environment the hub gives their server."""
+    L = hub.layout
+    env = {"HOME": str(L.user_home(name)), "USER": name, "LOGNAME": name, "LANG": "C.UTF-8",
+           "PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(P.REPO),
+           "JUPYTER_CONFIG_PATH": ":".join(map(str, (L.student_etc, L.common, P.REPO)))}
+    proc = subprocess.run(["/usr/sbin/runuser", "-u", name, "--", str(P.BIN / "nbgrader"), *args],
+                          cwd=L.user_home(name), env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+PROBE = '''
+import json as _json, os as _os
+def _reads(path):
+    try:
+        open(path, "rb").read(1)
+        return True
+    except Exception:
+        return False
+print("PROBE " + _json.dumps({"env": sorted(k for k in _os.environ if "TOKEN" in k or k.startswith("JUPYTERHUB")),
+                             "gradebook": _reads(%r), "source": _reads(%r), "alice": _reads(%r)}))
+'''
+
+
+def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
+    """carol (through nbgrader as her own user, not the browser) hands in after the deadline a
+    notebook whose code looks for the grader's tokens and files; re-collecting grades her
+    alone: alice's manual grade and bob's score stay."""
+    import json
+
+    from nbgrader.api import Gradebook
+
+    L, prof = hub.layout, term["prof"]
+    from datetime import datetime, timezone
+
+    # the deadline passes now: after alice's and bob's submissions, before carol's
+    deadline = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    formgrader(prof, "PUT", f"assignment/{A}", json={"duedate_notimezone": deadline, "duedate_timezone": "UTC"})
+    time.sleep(1.5)
+    as_student(hub, "carol", "fetch_assignment", A)
+    mine = L.user_home("carol") / A / f"{NAME}.ipynb"
+    answers = answers_of("alice")
+    first = next(iter(answers))
+    answers[first] += PROBE % (str(L.course / "gradebook.db"), str(L.course / "source" / A / f"{NAME}.ipynb"),
+                               str(L.course / "submitted" / "alice" / A / f"{NAME}.ipynb"))
+    P.write_nb(P.fill(P.read_nb(mine), answers), mine)
+    subprocess.run(["chown", "carol:carol", str(mine)], check=True)
+    as_student(hub, "carol", "submit", A)
+
+    before = {s["student"]: s for s in formgrader(prof, "GET", f"submissions/{A}")}
+    formgrader(prof, "POST", f"assignment/{A}/collect")
+    formgrader(prof, "POST", f"submission/{A}/carol/autograde")
+    after = {s["student"]: s for s in formgrader(prof, "GET", f"submissions/{A}")}
+    assert after["carol"]["score"] == 11, after["carol"]
+    for name in ("alice", "bob"):
+        assert after[name]["score"] == before[name]["score"], (name, before[name], after[name])
+    assert after["alice"]["score"] == after["alice"]["max_score"], "the assistant's grade is kept"
+
+    with Gradebook(f"sqlite:///{L.course / 'gradebook.db'}") as gb:
+        assert gb.find_submission(A, "carol").total_seconds_late > 0
+        assert gb.find_submission(A, "alice").total_seconds_late == 0
+
+    graded = P.read_nb(L.course / "autograded" / "carol" / A / f"{NAME}.ipynb")
+    lines = [line for cell in graded.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+             for line in out.get("text", "").splitlines() if line.startswith("PROBE ")]
+    assert lines, "the probe ran"
+    seen = json.loads(lines[0][len("PROBE "):])
+    assert seen == {"env": [], "gradebook": False, "source": False, "alice": False}, seen
