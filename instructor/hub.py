@@ -191,11 +191,9 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
         sys.exit(f"no {proxy_bin()}: run `npm ci --prefix hub` (make hub does it)")
     prepare(layout)
     if layout.pid.exists():
-        try:
-            os.kill(int(layout.pid.read_text()), 0)
+        if _is_our_hub(int(layout.pid.read_text() or 0), layout):
             sys.exit(f"a hub already runs (pid {layout.pid.read_text().strip()}): make hub-stop")
-        except (ProcessLookupError, ValueError):
-            layout.pid.unlink()
+        layout.pid.unlink()
     url = f"http://{ip}:{port}"
     env = {**os.environ, "COURSE_HUB_STATE": str(layout.state), "COURSE_HUB_IP": ip,
            "COURSE_HUB_PORT": str(port), "PATH": f"{HUB_DIR / 'node_modules' / '.bin'}:{P.BIN}:{os.environ['PATH']}"}
@@ -206,28 +204,36 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
                             stderr=subprocess.STDOUT if background else None,
                             start_new_session=background)
     layout.pid.write_text(str(proc.pid))
-    deadline = time.monotonic() + 120
-    while not _answering(url):
-        if proc.poll() is not None:
-            layout.pid.unlink(missing_ok=True)
-            tail = layout.log.read_text()[-3000:] if background else ""
-            sys.exit(f"jupyterhub exited ({proc.returncode}) {tail}")
-        if time.monotonic() > deadline:
-            stop(layout)
-            sys.exit("jupyterhub did not answer in 120 s")
-        time.sleep(0.5)
-    print(banner(url, layout), flush=True)
-    if background:
-        return 0
+    if not background:  # `make hub` stopped by a TERM (not only Ctrl-C) also cleans up
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    running = False
     try:
+        deadline = time.monotonic() + 120
+        while not _answering(url):
+            if proc.poll() is not None:
+                tail = layout.log.read_text()[-3000:] if background else ""
+                sys.exit(f"jupyterhub exited ({proc.returncode}) {tail}")
+            if time.monotonic() > deadline:
+                sys.exit("jupyterhub did not answer in 120 s")
+            time.sleep(0.5)
+        print(banner(url, layout), flush=True)
+        if background:
+            running = True
+            return 0
         return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+    except KeyboardInterrupt:  # Ctrl-C: the hub got it too and stops the servers and the proxy
         return 0
     finally:
-        layout.pid.unlink(missing_ok=True)
-        _cleanup(layout)
+        if not running:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            layout.pid.unlink(missing_ok=True)
+            _cleanup(layout)
 
 
 def banner(url: str, layout: Layout) -> str:
@@ -273,11 +279,26 @@ def _cleanup(layout: Layout) -> None:
     _revoke_traverse(layout)
 
 
+def _is_our_hub(pid: int, layout: Layout) -> bool:
+    """``pid`` is the jupyterhub this module started for ``layout`` (a pid file can outlive it)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return (str(HUB_DIR / "jupyterhub_config.py").encode() in cmdline
+            and f"COURSE_HUB_STATE={layout.state}".encode() in environ)
+
+
 def stop(layout: Layout) -> int:
     """Stop the hub (it stops the proxy, the servers and the service), then anything left of
     the hub's accounts, and take back the traverse bits."""
-    if layout.pid.exists():
-        pid = int(layout.pid.read_text())
+    pid = int(layout.pid.read_text()) if layout.pid.exists() else None
+    if pid is not None and not _is_our_hub(pid, layout):
+        print(f"pid {pid} of {layout.pid} is not this hub any more: nothing to stop there")
+        layout.pid.unlink()
+        pid = None
+    if pid is not None:
         try:
             os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -296,7 +317,10 @@ def stop(layout: Layout) -> int:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
-                pass
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         layout.pid.unlink(missing_ok=True)
         print(f"stopped the hub (pid {pid})")
     else:
