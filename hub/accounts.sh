@@ -6,6 +6,7 @@
 #   bash hub/accounts.sh STATE      homes under STATE/home/<name> (mode 700, owned by the user)
 #
 # prof-ada          instructor (hub admin), grades through the course's formgrader service
+# (make hub-stop locks these passwords again: they work only while the hub runs.)
 # ta-ben            teaching assistant: the formgrader service, not a hub admin
 # alice bob carol   students
 # grader-attention  the formgrader service's account: owns the course root and the gradebook;

@@ -277,6 +277,18 @@ def _cleanup(layout: Layout) -> None:
         while _account_pids() and time.monotonic() < deadline:
             time.sleep(0.2)
     _revoke_traverse(layout)
+    _lock_accounts()
+
+
+def _lock_accounts() -> None:
+    """The TEST passwords work only while the hub runs: stopping it locks the accounts
+    (hub/accounts.sh sets the passwords again at the next start)."""
+    for name in (*INSTRUCTORS, *ASSISTANTS, *STUDENTS):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
 
 
 def _is_our_hub(pid: int, layout: Layout) -> bool:
