@@ -6,11 +6,11 @@
 #   bash hub/accounts.sh STATE      homes under STATE/home/<name> (mode 700, owned by the user)
 #
 # prof-ada          instructor (hub admin), grades through the course's formgrader service
-# (make hub-stop locks these passwords again: they work only while the hub runs.)
 # ta-ben            teaching assistant: the formgrader service, not a hub admin
 # alice bob carol   students
 # grader-attention  the formgrader service's account: owns the course root and the gradebook;
 #                   no password, no login, not a hub user
+# make hub-stop locks the passwords again: they work only while the hub runs.
 set -euo pipefail
 STATE=${1:?usage: bash hub/accounts.sh STATE}
 [[ $(id -u) -eq 0 ]] || { echo "accounts.sh: needs root (useradd, chpasswd)" >&2; exit 1; }

@@ -440,3 +440,22 @@ def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
     assert lines, "the probe ran"
     seen = json.loads(lines[0][len("PROBE "):])
     assert seen == {"env": [], "gradebook": False, "source": False, "alice": False}, seen
+
+
+def test_a_server_stopped_mid_work_keeps_the_work(term, hub):
+    """carol saves half her work, her server is stopped (the hub culls it, or she logs out), and
+    starts again: the notebook is as she saved it (through her server's REST API)."""
+    carol = Person(hub.url, "carol", H.password("carol"))
+    carol.start()
+    path = f"{A}/{NAME}.ipynb"
+    model = carol.server("GET", f"api/contents/{path}").json()
+    cells = model["content"]["cells"]
+    cells[-1]["source"] = "half done: carol"
+    saved = carol.server("PUT", f"api/contents/{path}", json={"type": "notebook", "content": model["content"]})
+    assert saved.status_code == 200, saved.text[:300]
+    carol.stop()
+    assert not carol.hub("GET", "/users/carol").json().get("servers"), "the server stopped"
+    carol.start()
+    again = carol.server("GET", f"api/contents/{path}").json()
+    assert again["content"]["cells"][-1]["source"] == "half done: carol"
+    carol.stop()
