@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (instructor.pipeline.tool_env).
 
-.PHONY: setup demo test test-slow test-all test-browser lab formgrader build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-all test-browser hub hub-stop test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -24,15 +24,30 @@ demo: setup            ## build, release, grade three sample students, print the
 
 test: setup            ## lint, then the core test suite on 2 workers (the slow stage: make test-slow; browser: make test-browser)
 	$(PY) -m ruff check course instructor tests bench source
-	$(PY) -m pytest -n 2 --ignore=tests/browser -m "not slow"
+	$(PY) -m pytest -n 2 --ignore=tests/browser --ignore=tests/hub -m "not slow"
 
 test-slow: setup       ## the slow stage: the class on a Dask cluster with a PostgreSQL gradebook (.ci/install-postgres)
-	$(PY) -m pytest -n 0 --ignore=tests/browser -m slow
+	$(PY) -m pytest -n 0 --ignore=tests/browser --ignore=tests/hub -m slow
 
 test-all: test test-slow test-browser  ## everything .ci/run runs
 
 test-browser: setup    ## the real-browser suite (headless Chromium against make lab / make formgrader)
 	$(PY) -m pytest -n 0 -p no:cacheprovider tests/browser -v -rs
+
+# JupyterHub on this machine (root; docs/JUPYTERHUB.md): the proxy from hub/package-lock.json
+HUB_PORT ?= 8000
+hub/node_modules/.installed: hub/package.json hub/package-lock.json
+	npm ci --prefix hub --no-audit --no-fund --loglevel=error
+	touch $@
+
+hub: setup hub/node_modules/.installed   ## JupyterHub for the course on http://127.0.0.1:$(HUB_PORT) (root; prints the accounts; Ctrl-C or make hub-stop)
+	$(PY) -m instructor.hub start --port $(HUB_PORT) $(if $(BACKGROUND),--background)
+
+hub-stop:              ## stop make hub: the hub, the proxy, every user's server and the formgrader service
+	$(PY) -m instructor.hub stop
+
+test-hub: setup hub/node_modules/.installed   ## the term on a real hub in headless Chromium (root; bash .ci/install-browser)
+	COURSE_HUB_TESTS=1 $(PY) -m pytest -n 0 -p no:cacheprovider tests/hub -v -rs
 
 lab: setup             ## your workspace (copies of the released notebooks) in JupyterLab
 	$(PY) -m instructor lab

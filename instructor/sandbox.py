@@ -197,7 +197,10 @@ IPYTHONDIR = f"{HOME}/.ipython"
 
 
 def _kernel_env(env: dict[str, str]) -> dict[str, str]:
-    kept = {k: v for k, v in env.items() if k in KEEP_ENV or k.startswith(KEEP_PREFIXES)}
+    # JPY_ keeps jupyter_client's JPY_PARENT_PID & co., but never a token: JupyterHub puts the
+    # server's API token in JPY_API_TOKEN too (found by tests/hub on the formgrader service).
+    kept = {k: v for k, v in env.items()
+            if (k in KEEP_ENV or k.startswith(KEEP_PREFIXES)) and "TOKEN" not in k.upper()}
     kept.update(HOME=HOME, TMPDIR=PRIVATE_TMP, MPLCONFIGDIR=MPLCONFIGDIR, IPYTHONDIR=IPYTHONDIR,
                 USER="student", LOGNAME="student", COURSE_SANDBOXED="1")
     if _course_package() is not None:  # the bound package, ahead of the venv's editable install

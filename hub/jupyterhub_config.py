@@ -1,0 +1,99 @@
+"""JupyterHub 5 for the course on one machine: `make hub` (instructor/hub.py) starts it as root.
+
+* PAM logs in the hub's system accounts (hub/accounts.sh); only they are allowed; the
+  instructor is the one hub admin.
+* LocalProcessSpawner: each user's server runs as that user, from the course's environment,
+  with JupyterLab, the Assignments panel and Validate (no formgrader in users' own servers).
+* The formgrader is a managed hub service (/services/formgrader/): a single-user server run by
+  the account `grader-attention` in the course root it owns, which the group
+  `formgrade-attention-transformers` (instructor and assistant) may open: the role below grants
+  `access:services!service=formgrader` and nothing else (the assistant is not an admin).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from instructor import hub as H  # noqa: E402
+from instructor import pipeline as P  # noqa: E402
+
+c = get_config()  # noqa: F821
+layout = H.Layout(Path(os.environ.get("COURSE_HUB_STATE", H.DEFAULT_STATE)))
+ip = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
+port = int(os.environ.get("COURSE_HUB_PORT", "8000"))
+
+# the proxy (hub/node_modules, npm ci), its API, the hub and the service on four ports
+c.JupyterHub.ip = ip
+c.JupyterHub.port = port
+c.ConfigurableHTTPProxy.command = [str(H.proxy_bin())]
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{port + 1}"
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = port + 2
+service_port = port + 3
+
+# state: never in the repository's tracked files
+c.JupyterHub.db_url = f"sqlite:///{layout.hub / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(layout.hub / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(layout.hub / "jupyterhub-process.pid")
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server
+
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.open_sessions = False
+c.Authenticator.allowed_users = set(H.accounts())
+c.Authenticator.admin_users = set(H.INSTRUCTORS)
+
+c.JupyterHub.load_groups = {
+    H.GRADERS_GROUP: {"users": [*H.INSTRUCTORS, *H.ASSISTANTS]},
+    H.STUDENTS_GROUP: {"users": list(H.STUDENTS)},
+}
+c.JupyterHub.load_roles = [
+    {"name": "course-graders", "description": "open the course's formgrader service",
+     "scopes": [f"access:services!service={H.SERVICE}"], "groups": [H.GRADERS_GROUP]},
+]
+
+python = str(Path(sys.executable))
+lab_args = ["--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
+if os.environ.get("COURSE_HUB_EXPOSE_APP") == "1":  # the browser tests drive Lab's app object
+    lab_args.append("--LabApp.expose_app_in_browser=True")
+
+common_env = {
+    "PATH": f"{P.BIN}:/usr/local/bin:/usr/bin:/bin",
+    "PYTHONPATH": str(REPO),
+    "LANG": "C.UTF-8",
+}
+
+# JupyterHub also puts the server's token in JPY_API_TOKEN (an old name jupyterhub.singleuser no
+# longer reads): drop it, one copy fewer for kernels to find (the grading sandbox drops both).
+singleuser = ["/usr/bin/env", "-u", "JPY_API_TOKEN", python, "-m", "jupyterhub.singleuser"]
+c.Spawner.cmd = singleuser
+c.Spawner.args = lab_args
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.http_timeout = 120
+c.Spawner.start_timeout = 240
+# Everyone's nbgrader: the shared exchange and course id (etc/common), the course's own config
+# (the repository: Validate runs like the grader), students' Lab without grading tools.
+c.Spawner.environment = {
+    **common_env,
+    "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.student_etc, layout.common, REPO))),
+}
+
+c.JupyterHub.services = [{
+    "name": H.SERVICE,
+    "display": True,
+    "url": f"http://127.0.0.1:{service_port}",
+    "command": [*singleuser, f"--ServerApp.root_dir={layout.course}", *lab_args],
+    "user": H.GRADER,
+    "cwd": str(layout.course),
+    "oauth_no_confirm": True,
+    "environment": {
+        **common_env,
+        "HOME": str(layout.user_home(H.GRADER)),
+        "USER": H.GRADER,
+        "JUPYTERHUB_DEFAULT_URL": "/lab",
+        # the course root's nbgrader_config.py is read from the working directory
+        "JUPYTER_CONFIG_PATH": str(layout.common),
+    },
+}]
