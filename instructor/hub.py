@@ -302,6 +302,17 @@ def _is_our_hub(pid: int, layout: Layout) -> bool:
             and f"COURSE_HUB_STATE={layout.state}".encode() in environ)
 
 
+def _signal(pid: int, sig: int) -> None:
+    """Send ``sig`` to the hub's process group, or to the process alone if it leads none; gone is fine."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def stop(layout: Layout) -> int:
     """Stop the hub (it stops the proxy, the servers and the service), then anything left of
     the hub's accounts, and take back the traverse bits."""
@@ -311,13 +322,7 @@ def stop(layout: Layout) -> int:
         layout.pid.unlink()
         pid = None
     if pid is not None:
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -326,13 +331,7 @@ def stop(layout: Layout) -> int:
                 break
             time.sleep(0.3)
         else:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _signal(pid, signal.SIGKILL)
         layout.pid.unlink(missing_ok=True)
         print(f"stopped the hub (pid {pid})")
     else:
