@@ -446,3 +446,14 @@ def test_sandbox_status_reports_why():
     off = subprocess.run([sys.executable, "-c", code], env={**env, "COURSE_SANDBOX": "off"},
                          capture_output=True, text=True).stdout
     assert "switched off" in off
+
+
+@pytest.mark.skipif(not sandbox.sandbox_status()[0], reason="no working bubblewrap on this machine")
+def test_a_plot_in_the_sandbox_finds_the_font_settings(tmp_path):
+    """matplotlib's text in a sandboxed kernel finds fontconfig's settings: no error in the output."""
+    plot = ("import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n"
+            "plt.figure(); plt.title('attention'); plt.savefig('/tmp/plot.png'); print('saved')")
+    args = sandbox._base_args(sandbox.bwrap_path())
+    done = subprocess.run([*args, sys.executable, "-c", plot], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-2000:]
+    assert "Fontconfig" not in done.stderr, done.stderr[-2000:]
