@@ -6,8 +6,9 @@ notebook's cells, Validate, submit; alice submits again later. The instructor co
 autogrades (the scores equal the one-machine batch for the same notebooks), generates and
 releases feedback; each student fetches it and reads their own score, with no hidden test in
 it. The instructor clicks the formgrader's buttons (generate, release, collect, autograde,
-feedback) in the formgrader service's pages; the assistant's hand grade and the reading of scores
-go through the formgrader's REST API with each one's own hub token. Screenshots of every step in .artifacts/hub/<time>/.
+feedback) in the formgrader service's pages; the assistant types the hand grade into the
+formgrader's manual-grading page; reading scores back goes through the formgrader's REST API with
+each one's own hub token. Screenshots of every step in .artifacts/hub/<time>/.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from conftest import ARTIFACTS
 from hubclient import Person
 from lab import Lab
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from instructor import hub as H
 from instructor import pipeline as P
@@ -116,6 +118,22 @@ def show_formgrader(driver, hub, page: str, what: str) -> str:
     return driver.find_element(By.TAG_NAME, "body").text
 
 
+def type_score(driver, grade_id: str, score: float) -> None:
+    """On the manual-grading page, type ``score`` into the written cell's box and leave it (Tab):
+    the page saves a score when its box changes, as for an assistant."""
+    box = wait(driver, lambda: (driver.find_elements(By.CSS_SELECTOR, f"input.score[id='{grade_id}']") or [None])[0],
+               60, f"the score box of {grade_id}")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", box)
+    box.click()
+    box.clear()
+    box.send_keys(f"{score:g}", Keys.TAB)
+
+
+def _saved(person, submission_id: str, grade_id: str):
+    grades = formgrader(person, "GET", "grades", params={"submission_id": submission_id})
+    return next(g["manual_score"] for g in grades if g["name"] == grade_id)
+
+
 def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A) -> str:
     """On a formgrader page, click the ``icon`` button of ``row`` (as the instructor does) and
     wait for nbgrader's success dialog; return its text (an error dialog fails the test)."""
@@ -200,8 +218,8 @@ def term(hub, driver):
     out["submissions"] = formgrader(prof, "GET", f"submissions/{A}")
     out["graded_page"] = show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-autograded")
 
-    # --- the assistant grades alice's written answer by hand (the formgrader's grade API, as
-    # its manual-grading page does), then looks at that page
+    # --- the assistant grades alice's written answer by hand: types the score into the
+    # formgrader's manual-grading page (the API only finds the page and reads the result back)
     browser_login(driver, hub, "ta-ben")
     ta = Person(hub.url, "ta-ben", H.password("ta-ben"))
     out["ta"] = ta
@@ -210,10 +228,13 @@ def term(hub, driver):
     grades = formgrader(ta, "GET", "grades", params={"submission_id": alice_nb["id"]})
     written = [g for g in grades if g["auto_score"] is None]
     assert written, grades
-    for grade in written:
-        formgrader(ta, "PUT", f"grade/{grade['id']}", json={"manual_score": grade["max_score"]})
-    out["written"] = written
     out["manual_page"] = show_formgrader(driver, hub, f"submissions/{alice_nb['id']}", "ta-ben-manual-grading")
+    for grade in written:
+        type_score(driver, grade["name"], grade["max_score"])
+        wait(driver, lambda g=grade: _saved(ta, alice_nb["id"], g["name"]) == g["max_score"], 60,
+             f"the score typed for {grade['name']} saved")
+    shot(driver, "ta-ben-manual-grade-typed")
+    out["written"] = written
     out["final"] = formgrader(ta, "GET", f"submissions/{A}")
 
     browser_login(driver, hub, "prof-ada")
