@@ -309,6 +309,7 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
         assert "HIDDEN TESTS" not in html
         leaked = [line for line in hidden_lines if line in html]
         assert not leaked, f"{name}'s feedback shows hidden test lines: {leaked[:3]}"
+        assert "Fontconfig" not in html, f"{name}'s feedback shows the sandbox's font warning"
     assert "attention" in term["feedback"]["bob"][2].lower()
 
 
