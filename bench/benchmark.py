@@ -32,12 +32,19 @@
     interleaved; the losses of both must agree (``--only training``).
 
 The machine is shared and noisy: each figure is the median of ``--repeat`` runs.
+
+Each section's figure is written into its row of the table in docs/SPEED.md, between the
+``<!-- bench:begin -->`` and ``<!-- bench:end -->`` markers, with the date, the load and the
+arguments of the run; rows of sections not run stay as they were, prose outside the markers is
+never touched (``--no-write-docs`` only prints).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -60,6 +67,58 @@ from instructor.course_root import REPOSITORY, CourseRoot  # noqa: E402
 
 A = "01_two_keys"
 
+SPEED = Path(__file__).resolve().parents[1] / "docs" / "SPEED.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+# what each section measures, in the table's order (the section's name is its row's key and
+# the anchor of its notes below the table in docs/SPEED.md)
+WHAT = {
+    "notebooks": "source notebooks top to bottom (budgets: `source/budgets.txt`)",
+    "autograde": "one student: autograde over plain nbclient execution",
+    "batch": "per student in a class batch (`--jobs 1`) over plain execution",
+    "class": "class batch, `--jobs 2` over `--jobs 1`",
+    "check": "`make check NB=...`, source unchanged, over plain execution",
+    "startup": "`nbgrader --version` start-up",
+    "lab": "`make lab` to a usable notebook, over plain `jupyter lab`",
+    "sandbox": "autograde per student in the OS sandbox over without it",
+    "cluster": "class batch on a Dask LocalCluster of 2 over `--jobs 2`",
+    "oracle": "graded tests in the grader (the oracle) over in the kernel",
+    "fork": "forked grading kernels over kernels started as usual",
+    "training": "chapter 07's `train`, fused AdamW over the per-parameter loop",
+}
+HEADER = "| section | what | figure | run |\n|---|---|---|---|"
+ROW = re.compile(r"^\| \[`(\w+)`\]")
+
+
+def speed_row(section: str, figure: str, run: str) -> str:
+    return f"| [`{section}`](#{section}) | {WHAT[section]} | {figure} | {run} |"
+
+
+def write_docs(figures: dict[str, str | None], run: str, path: Path = SPEED) -> list[str]:
+    """Put each measured section's row into the table between the markers; the rest stays as it was."""
+    text = path.read_text()
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise SystemExit(f"{path}: expected one {BEGIN} ... {END} block for the bench table")
+    head, rest = text.split(BEGIN)
+    table, tail = rest.split(END)
+    rows = {m.group(1): line for line in table.splitlines() if (m := ROW.match(line))}
+    unknown = sorted(set(rows) - set(WHAT))
+    if unknown:
+        raise SystemExit(f"{path}: rows of unknown sections {unknown} in the bench table")
+    written = [name for name, figure in figures.items() if figure]
+    for name in written:
+        rows[name] = speed_row(name, figures[name], run)
+    body = "\n".join([HEADER] + [rows[name] for name in WHAT if name in rows])
+    path.write_text(f"{head}{BEGIN}\n{body}\n{END}{tail}")
+    return written
+
+
+def describe_run(argv: list[str]) -> str:
+    """The run column: date, cores, load average at the start, the arguments."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    args = " ".join(a for a in argv if a != "--no-write-docs")
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, {os.cpu_count()} cores, load {load:.1f}"
+            + (f", `{args}`" if args else ""))
+
 
 def timed(fn, repeat: int) -> float:
     times = []
@@ -81,15 +140,18 @@ def execute(nb_path: Path, cwd: Path) -> None:
                    resources={"metadata": {"path": str(cwd)}}).execute()
 
 
-def bench_notebooks(repeat: int) -> None:
+def bench_notebooks(repeat: int) -> str:
     print("\n## 1. source notebooks, executed top to bottom (median of", repeat, "runs)")
     print(f"{'assignment':<26}{'seconds':>9}{'budget':>8}{'time/budget':>13}")
     budgets = REPOSITORY.budgets()
+    figures = []
     for name in REPOSITORY.assignments():
         nb = REPOSITORY.notebook("source", name)
         seconds = timed(lambda nb=nb: execute(nb, nb.parent), repeat)
         budget = budgets.get(name, float("nan"))
         print(f"{name:<26}{seconds:>9.1f}{budget:>8g}{seconds / budget:>13.2f}")
+        figures.append(f"{name[:2]} {seconds:.1f}")
+    return ", ".join(figures) + " s"
 
 
 def _class_root(workdir: Path, n_students: int, assignment: str = A) -> CourseRoot:
@@ -100,7 +162,7 @@ def _class_root(workdir: Path, n_students: int, assignment: str = A) -> CourseRo
     return root
 
 
-def bench_autograde(repeat: int) -> None:
+def bench_autograde(repeat: int) -> str:
     print("\n## 2. one student's notebook: nbgrader autograde over plain nbclient execution")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), 1)
@@ -108,9 +170,10 @@ def bench_autograde(repeat: int) -> None:
         plain = timed(lambda: execute(nb, nb.parent), repeat)
         graded = timed(lambda: root.autograde(A, "student-00"), repeat)
     print(f"plain execution {plain:6.1f} s | autograde {graded:6.1f} s | ratio autograde/plain {graded / plain:5.2f}")
+    return f"**{graded / plain:.2f}** ({graded:.1f} s / {plain:.1f} s)"
 
 
-def bench_class(n_students: int) -> None:
+def bench_class(n_students: int) -> str:
     print(f"\n## 3. class batch throughput, {n_students} students of {A}")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), n_students)
@@ -123,9 +186,11 @@ def bench_class(n_students: int) -> None:
     for jobs, seconds in rows.items():
         print(f"--jobs {jobs}: {seconds:6.1f} s, {60 * n_students / seconds:5.1f} students/minute")
     print(f"speed-up --jobs 2 over --jobs 1: {rows[1] / rows[2]:4.2f}x")
+    return (f"**{rows[1] / rows[2]:.2f}x** ({rows[1]:.1f} s vs {rows[2]:.1f} s; "
+            f"{60 * n_students / rows[1]:.1f} vs {60 * n_students / rows[2]:.1f} students/minute)")
 
 
-def bench_batch(n_students: int) -> None:
+def bench_batch(n_students: int) -> str:
     print(f"\n## 6. per student in a class batch of {n_students} ({A}, --jobs 1): batch over plain execution")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), n_students)
@@ -147,9 +212,10 @@ def bench_batch(n_students: int) -> None:
           f"one nbgrader process per step {per_process:5.2f} s/student")
     print(f"ratio batch/plain {workers / plain:5.2f} (target <= 1.3) | "
           f"before (a process per step)/plain {per_process / plain:5.2f}")
+    return f"**{workers / plain:.2f}** ({workers:.1f} s / {plain:.1f} s); a process per step: {per_process / plain:.2f}"
 
 
-def bench_startup(repeat: int) -> None:
+def bench_startup(repeat: int) -> str:
     print("\n## 4. tool start-up")
     python = sys.executable
     bare = timed(lambda: subprocess.run([python, "-c", "pass"], check=True), repeat)
@@ -161,11 +227,12 @@ def bench_startup(repeat: int) -> None:
     if probe.stdout.strip() == "True":
         cost = timed(lambda: subprocess.run([python, "-c", "import rfc3987_syntax"], check=True), repeat) - bare
         print(f"rfc3987_syntax is installed and adds {cost:4.2f} s to every start: `make setup` removes it")
-    else:
-        print("rfc3987_syntax is not installed (make setup removes it): nothing to add")
+        return f"**{nbgrader:.2f} s**, with `rfc3987_syntax` installed (it adds {cost:.2f} s)"
+    print("rfc3987_syntax is not installed (make setup removes it): nothing to add")
+    return f"**{nbgrader:.2f} s** (`python -c pass`: {bare:.2f} s)"
 
 
-def bench_lab(repeat: int) -> None:
+def bench_lab(repeat: int) -> str | None:
     print("\n## 5. Lab start-up: `make lab` to the first usable notebook (headless Chromium)")
     sys.path.insert(0, str(P.REPO / "tests" / "browser"))
     import seats  # noqa: E402 (the browser suite's helpers)
@@ -173,7 +240,7 @@ def bench_lab(repeat: int) -> None:
     reason = seats._missing()
     if reason:
         print(f"skipped: {reason}")
-        return
+        return None
     from lab import Lab  # noqa: E402
 
     def measure(start_server):
@@ -206,6 +273,8 @@ def bench_lab(repeat: int) -> None:
         print(f"{name:<32}{up:>10.1f}{usable:>9.1f}{first:>10.1f}")
     ratio = results["make lab (the workspace seat)"][1] / results["plain jupyter lab"][1]
     print(f"time to a usable notebook, make lab over plain jupyter lab: {ratio:4.2f}")
+    lab = results["make lab (the workspace seat)"]
+    return f"**{ratio:.2f}** ({lab[1]:.1f} s vs {results['plain jupyter lab'][1]:.1f} s)"
 
 
 def _kernel_start(manager: type) -> None:
@@ -215,7 +284,7 @@ def _kernel_start(manager: type) -> None:
                        resources={"metadata": {"path": tmp}}).execute()
 
 
-def bench_sandbox(n_students: int, repeat: int) -> None:
+def bench_sandbox(n_students: int, repeat: int) -> str:
     print(f"\n## 7. OS sandbox: sandboxed over unsandboxed, {n_students} students of {A}, interleaved")
     ok, reason = sandbox.sandbox_status()
     print(("sandbox: " if ok else "SKIPPED, no sandbox here: ") + reason)
@@ -243,6 +312,7 @@ def bench_sandbox(n_students: int, repeat: int) -> None:
     k_on, k_off = statistics.median(starts["on"]), statistics.median(starts["off"])
     print(f"kernel start + import course, torch (median of {len(starts['on'])}): sandboxed {k_on:5.2f} s | "
           f"unsandboxed {k_off:5.2f} s | ratio {k_on / k_off:5.2f}")
+    return f"**{on / off:.2f}** ({on:.2f} s vs {off:.2f} s); kernel start {k_on:.1f} s vs {k_off:.1f} s"
 
 
 class _Recording:
@@ -270,7 +340,7 @@ class _Prepared:
             yield self.results[student]
 
 
-def bench_cluster(n_students: int, workers: int = 2) -> None:
+def bench_cluster(n_students: int, workers: int = 2) -> str:
     """--cluster local:2 versus --jobs 2 on the same class, same run; the instructor side alone; the estimate."""
     import logging
 
@@ -320,7 +390,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
           f"{prepared_stats.batches} gradebook transactions) {instructor:.3f} s = {100 * instructor / task:.2f}% "
           f"of one grading (target <= 2%)")
     # The estimate: chapter 01 is the cheapest chapter; the course average costs more by the
-    # ratio of the source notebooks' execution times (README: 01 3.0 s, mean of 8 chapters 5.5 s).
+    # ratio of the source notebooks' execution times (docs/SPEED.md, notebooks: 01 3.0 s, mean of 8 chapters 5.5 s).
     per_core = on_cluster * workers / n_students  # core-seconds per student of chapter 01, on the cluster
     chapter_factor = 5.5 / 3.0
     print(f"\nestimate for 1,000 students x 8 chapters = 8,000 autogrades, machines like this one "
@@ -333,9 +403,11 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
         total = max(grading, serial)  # the instructor records while the workers grade
         print(f"  {machines:>3} machine(s), {cores:>3} workers: grading {grading / 3600:5.2f} h, instructor side "
               f"{serial / 3600:5.2f} h -> about {total / 3600:5.2f} h")
+    return (f"**{on_cluster / local:.2f}** ({on_cluster:.1f} s vs {local:.1f} s, {n_students} students); "
+            f"instructor side {100 * instructor / task:.2f}% of a grading")
 
 
-def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
+def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> str:
     """``make check NB=...`` on a solved notebook whose chapter source did not change, beside plain execution."""
     from instructor import selfcheck
 
@@ -346,6 +418,7 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
     def quiet(*args, **kwargs):
         pass
 
+    figures = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in assignments:
             release, answers = REPOSITORY.release_and_answers(name)
@@ -365,11 +438,15 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
             p, c = statistics.median(plain), statistics.median(check)
             print(f"{name:<22} first check {first:6.1f} s | plain execution {p:6.1f} s | check {c:6.1f} s | "
                   f"ratio check/plain {c / p:5.2f}")
+            figures.append((name[:2], c / p, first))
+    return (", ".join(f"{n} **{r:.2f}**" for n, r, _ in figures) + "; first check after a source change: "
+            + ", ".join(f"{first:.1f} s" for _, _, first in figures))
 
 
-def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
+def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> str:
     print(f"\n## 10. oracle: autograde per student, graded tests in the grader over in the kernel, "
           f"{n_students} students (half solution, half stub) per chapter, interleaved")
+    figures = []
     for chapter in chapters:
         times: dict[str, list[float]] = {"on": [], "off": []}
         with tempfile.TemporaryDirectory() as tmp:
@@ -396,11 +473,14 @@ def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> None:
         on, off = statistics.median(batch_times["on"]), statistics.median(batch_times["off"])
         print(f"{'':<26} class batch (--jobs 1) per student:  oracle {on:6.2f} s | in-kernel {off:6.2f} s | "
               f"ratio {on / off:5.2f} (target <= 1.15)")
+        figures.append(f"{chapter[:2]} **{on / off:.2f}**")
+    return "class batch " + ", ".join(figures)
 
 
-def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
+def bench_fork(chapters: list[str], n_students: int, repeat: int) -> str:
     print(f"\n## 11. forked kernels (COURSE_KERNEL_FORK=1, no sandbox: how the suite grades the course's own "
           f"code) over kernels started as usual, one nbgrader run of {n_students} students, interleaved")
+    figures = []
     for chapter in chapters:
         times: dict[str, list[float]] = {"1": [], "0": []}
         with tempfile.TemporaryDirectory() as tmp:
@@ -414,6 +494,8 @@ def bench_fork(chapters: list[str], n_students: int, repeat: int) -> None:
         forked, usual = statistics.median(times["1"]), statistics.median(times["0"])
         print(f"{chapter:<26} per student: forked {forked:6.2f} s | usual {usual:6.2f} s | "
               f"ratio {forked / usual:5.2f} (median of {repeat})")
+        figures.append(f"{chapter[:2]} **{forked / usual:.2f}** ({forked:.1f} s vs {usual:.1f} s)")
+    return ", ".join(figures)
 
 
 def _chapter_namespace(assignment: str, stop_at: str) -> dict:
@@ -433,7 +515,7 @@ def _chapter_namespace(assignment: str, stop_at: str) -> dict:
     return namespace
 
 
-def bench_training(repeat: int) -> None:
+def bench_training(repeat: int) -> str:
     import torch
 
     print("\n## 12. chapter 07's train(): AdamW(fused=True), as the notebook has it, over the plain "
@@ -460,6 +542,7 @@ def bench_training(repeat: int) -> None:
     print(f"301 steps: fused {fused:6.2f} s | plain {plain:6.2f} s | ratio {fused / plain:5.2f} (median of {repeat}); "
           f"losses at step 0, 100, 300: {[round(losses[True][i], 4) for i in (0, 100, 300)]}, "
           f"the two runs {'agree' if agree else 'DIFFER'} to 1e-4 at every step")
+    return f"**{fused / plain:.2f}** ({fused:.2f} s vs {plain:.2f} s); losses {'agree' if agree else 'DIFFER'}"
 
 
 def main() -> int:
@@ -471,7 +554,10 @@ def main() -> int:
     parser.add_argument("--cluster-students", type=int, default=200, help="class size of the cluster benchmark")
     parser.add_argument("--oracle-chapters", nargs="+", default=["01_two_keys", "06_multihead_attention"])
     parser.add_argument("--oracle-students", type=int, default=2, help="students per chapter of the oracle benchmark")
+    parser.add_argument("--no-write-docs", action="store_true",
+                        help="print only: leave the table in docs/SPEED.md as it is")
     args = parser.parse_args()
+    run = describe_run(sys.argv[1:])
     print(f"# course benchmark: {shutil.which('nproc') and subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     steps = {"startup": lambda: bench_startup(args.repeat), "autograde": lambda: bench_autograde(args.repeat),
              "class": lambda: bench_class(args.students), "notebooks": lambda: bench_notebooks(args.repeat),
@@ -481,9 +567,13 @@ def main() -> int:
              "oracle": lambda: bench_oracle(args.oracle_chapters, args.oracle_students, args.repeat),
              "fork": lambda: bench_fork(["01_two_keys", "09_decoder"], args.students, args.repeat),
              "training": lambda: bench_training(args.repeat)}
+    figures = {}
     for name, step in steps.items():
         if args.only in (None, name):
-            step()
+            figures[name] = step()
+    if not args.no_write_docs:
+        written = write_docs(figures, run)
+        print(f"\n{SPEED.relative_to(P.REPO)}: rows {', '.join(written) or '(none)'} written")
     return 0
 
 
