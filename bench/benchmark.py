@@ -53,10 +53,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
+from nboracle.classroom.course_root import REPOSITORY, CourseRoot  # noqa: E402
 
 from instructor import batch, sandbox  # noqa: E402
 from instructor import pipeline as P  # noqa: E402
-from instructor.course_root import REPOSITORY, CourseRoot  # noqa: E402
+from instructor.repository import REPO
 
 A = "01_two_keys"
 
@@ -167,7 +168,7 @@ def bench_startup(repeat: int) -> None:
 
 def bench_lab(repeat: int) -> None:
     print("\n## 5. Lab start-up: `make lab` to the first usable notebook (headless Chromium)")
-    sys.path.insert(0, str(P.REPO / "tests" / "browser"))
+    sys.path.insert(0, str(REPO / "tests" / "browser"))
     import seats  # noqa: E402 (the browser suite's helpers)
 
     reason = seats._missing()
@@ -195,7 +196,7 @@ def bench_lab(repeat: int) -> None:
         return seats.seat("lab", f"--folder={tmp / 'workspace'}", log_name="bench-lab")
 
     def plain(tmp):  # what `make lab` did before: jupyter lab on a copy of release/
-        shutil.copytree(P.REPO / "release", tmp / "release")
+        shutil.copytree(REPO / "release", tmp / "release")
         argv = [str(P.BIN / "jupyter"), "lab", "--no-browser", f"--ServerApp.root_dir={tmp / 'release'}",
                 "--allow-root"]
         return seats.server(argv, "bench-plain-lab", cwd=tmp)
@@ -275,8 +276,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
     import logging
 
     from distributed import Client, LocalCluster
-
-    from instructor import cluster as C
+    from nboracle.classroom import cluster as C
 
     print(f"\n## 8. class batch on a Dask LocalCluster ({workers} worker processes) vs --jobs {workers}, "
           f"{n_students} students of {A}")
@@ -337,7 +337,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> None:
 
 def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
     """``make check NB=...`` on a solved notebook whose chapter source did not change, beside plain execution."""
-    from instructor import selfcheck
+    from nboracle.classroom import selfcheck
 
     print("\n## 9. self-check (make check NB=...) of a solved notebook, source unchanged, over plain nbclient "
           "execution of the same notebook (interleaved, median of", repeat, "each)")
@@ -352,7 +352,7 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> None:
             path = Path(tmp) / f"{REPOSITORY.notebook_name(name)}.ipynb"
             P.write_nb(P.fill(release, answers), path)
             def check_it(path=path, name=name):
-                selfcheck.grade_copy(path, name, say=quiet)
+                selfcheck.grade_copy(path, name, REPOSITORY, say=quiet)
 
             def run_it(path=path):
                 execute(path, path.parent)

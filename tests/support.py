@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY, CourseRoot
+from instructor.repository import REPOSITORY
 from instructor.zoo import Variant, alternatives_for, library_for, variants_for
 
 ASSIGNMENTS = REPOSITORY.assignments()

@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from nboracle.classroom import pipeline as P
 from support import graded_chapter
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPO, REPOSITORY
 from instructor.zoo import alternatives_for, variants_for
 
-README = (P.REPO / "README.md").read_text()
+README = (REPO / "README.md").read_text()
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
            "ten": 10, "eleven": 11, "twelve": 12}
 DEMO_ROW = re.compile(r"^(\d\d_[a-z0-9_]+)\s+(demo-[a-z]+)\s+(\d+)/(\d+)\s+(.*)$", re.MULTILINE)
@@ -49,7 +49,7 @@ def test_chapter_and_zoo_counts():
 def test_test_count():
     said = int(_one(r"The suite has (\d+) tests").group(1))
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "--ignore=tests/browser",
-                           "-p", "no:cacheprovider"], cwd=P.REPO, capture_output=True, text=True)
+                           "-p", "no:cacheprovider"], cwd=REPO, capture_output=True, text=True)
     collected = re.search(r"(\d+) tests? collected", proc.stdout)
     assert collected, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert said == int(collected.group(1)), f"README says {said} tests, pytest collects {collected.group(1)}"

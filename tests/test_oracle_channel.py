@@ -1,4 +1,4 @@
-"""The oracle's socket channel (course.oracle.SERVE) against a real kernel.
+"""The oracle's socket channel (nboracle.kernel.server.SERVE) against a real kernel.
 
 A grader cell's requests travel on a Unix socket that the kernel connects to; the kernel
 answers them in a loop until the cell ends, then is free for the next cell. Whatever the
@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 import torch
 from jupyter_client.manager import start_new_kernel
-
-from instructor import oracle
+from nboracle.grader import oracle
 
 SETUP = """
-import course.oracle, numpy as np
-course.oracle.listen()
+import nboracle.kernel.server, nboracle.kernel.wire, numpy as np
+nboracle.kernel.server.listen()
 def double(x):
     return 2 * x
 def endless():
@@ -212,7 +211,7 @@ def test_an_answer_to_another_request_fails_that_test_and_the_channel_goes_on_on
             link.pause()
             run(kernel[1], f"import json\nsock = {CONNECTION}[0]\n"
                            "def forge(x, answer):\n"
-                           "    course.oracle.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
+                           "    nboracle.kernel.wire.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
             with pytest.raises(oracle.wire.WireError, match="not the answer to this request"):
                 call(link, "forge", 3, forged)
             assert link._channel.off
@@ -357,11 +356,11 @@ def rebind_the_readers():
     zeros = lambda *args, **kwargs: np.zeros((2, 3))
     torch.Tensor.numpy = lambda self, *args, **kwargs: np.zeros(tuple(self.shape))
     torch.Tensor.detach = lambda self: torch.zeros_like(self)
-    course.oracle.np_asarray, np.asarray = np.asarray, zeros
+    nboracle.kernel.wire.np_asarray, np.asarray = np.asarray, zeros
     return True
 def undo_the_rebinding():
     del torch.Tensor.numpy, torch.Tensor.detach
-    np.asarray = course.oracle.np_asarray
+    np.asarray = nboracle.kernel.wire.np_asarray
 ''')
     link = link_to(kernel)
     weight = torch.arange(6.0).reshape(2, 3) + 1

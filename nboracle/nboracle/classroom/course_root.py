@@ -100,7 +100,7 @@ class CourseRoot:
         own = self.path / "course"
         if (own / "__init__.py").is_file():
             return own.resolve()
-        from .sandbox import _course_package
+        from nboracle.grader.sandbox import _course_package
 
         return _course_package()
 
@@ -317,6 +317,3 @@ class CourseRoot:
             copy.release(name)
         return copy
 
-
-REPOSITORY = CourseRoot(P.REPO)
-"""The course root of this clone of the repository."""

@@ -9,14 +9,14 @@ student after another. A Grader owns a *private course root* in the temporary fo
 * ``gradebook.db`` (sqlite): only the assignment's records, as ``generate_assignment`` saved
   them (grade cells with their points, locked and test cells with their source);
 * ``package/course``: the ``course`` package the instructor chose (the course root's own), which
-  every grading kernel imports (``COURSE_PACKAGE``, :mod:`instructor.sandbox`);
+  every grading kernel imports (``COURSE_PACKAGE``, :mod:`nboracle.grader.sandbox`);
 * ``submitted/<student>/<assignment>/``: the student being graded, removed after grading.
 
 :meth:`Grader.grade` runs nbgrader's autograde and feedback there (nbgrader loaded once per
 Grader) and returns plain data (:data:`RESULT_KEYS`): the autograded folder, the feedback
 HTML, the automatic scores, comments and late penalty as the private gradebook holds them,
 review flags, failed cells, where it ran and whether its kernels were sandboxed. The
-instructor side then only places files and writes rows (:mod:`instructor.batch`).
+instructor side then only places files and writes rows (:mod:`nboracle.classroom.batch`).
 
 A private root is deleted when its Grader closes or its process exits; one left by a killed
 worker (its pid is gone) is swept when the next Grader on that machine starts.
@@ -38,8 +38,9 @@ import warnings
 import weakref
 from pathlib import Path
 
+from nboracle.grader.sandbox import KERNEL_METADATA
+
 from . import pipeline as P
-from .sandbox import KERNEL_METADATA
 
 ROOT_PREFIX = "course-grader-"
 TAMPER_MARK = "grader: this notebook had replaced"
@@ -111,7 +112,7 @@ def make_job(root, assignment: str, sandbox_mode: str | None = None) -> dict:
     ``sandbox_mode`` is the instructor's policy (``on``; ``off`` after ``--no-sandbox``): every
     worker grades under it, whatever its own environment says.
     """
-    from . import sandbox
+    from nboracle.grader import sandbox
 
     source = root.folder("source", assignment)
     # autograde copies the non-notebook files of source/<a>/ (never *.py: see the config's ignore)
@@ -200,7 +201,7 @@ class Grader:
     """A private course root and nbgrader loaded once; grades one student after another."""
 
     def __init__(self, job: dict):
-        from . import sandbox
+        from nboracle.grader import sandbox
 
         sweep_stale_roots()
         self.job, self.assignment, self.course_id = job, job["assignment"], job["course_id"]
@@ -331,7 +332,7 @@ class Grader:
 
 def read_review(path: Path):
     """An autograded notebook's ``(tampered, review reasons, notebook or None if unreadable)``."""
-    from .nbgrader_ext import review_reasons
+    from nboracle.grader.nbgrader_ext import review_reasons
 
     text = path.read_text(errors="replace")
     try:

@@ -7,9 +7,9 @@ nbclient raises a KeyError on a message that verifies but lacks what it reads (a
 without ``text``). Either ends the whole notebook run, so a student's code that breaks the
 kernel's own messaging (patched builtins garble what ipykernel sends) or signs what it likes
 with the kernel's key would make a submission fail instead of being graded. The grader's
-kernels use :class:`CheckedKernelClient` (:class:`instructor.sandbox.SandboxedKernelManager`
+kernels use :class:`CheckedKernelClient` (:class:`nboracle.grader.sandbox.SandboxedKernelManager`
 makes it): such a message is dropped, never acted on, and counted in ``client.rejected``.
-:class:`instructor.nbgrader_ext.GuardedExecute` turns a message dropped during a cell into a
+:class:`nboracle.grader.nbgrader_ext.GuardedExecute` turns a message dropped during a cell into a
 reason for review (and, where the kernel's outputs decide scores, a failed test cell).
 
 Dropping can only lose what the kernel said: a lost execute reply runs into the cell's
@@ -22,11 +22,10 @@ from queue import Empty
 from time import monotonic
 from typing import Any
 
+from course.oracle import MAX_TEXT as _MAX_TEXT
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
-
-from course.oracle import MAX_TEXT as _MAX_TEXT
 
 MAX_RECORDED = 20  # reasons kept per channel (the count goes on)
 
