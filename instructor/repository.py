@@ -9,5 +9,5 @@ from nboracle.classroom.course_root import CourseRoot
 REPO = Path(__file__).resolve().parents[1]
 """The folder of this repository (``source/``, ``release/``, ``nbgrader_config.py``)."""
 
-REPOSITORY = CourseRoot(REPO)
+REPOSITORY = CourseRoot(REPO, release_command="python -m instructor release {assignment}")
 """The course root of this clone of the repository."""

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+
 from nboracle.grader.nbgrader_ext import review_reasons
 
 from . import grader as G
@@ -173,7 +174,8 @@ def plan(root: CourseRoot, assignment: str, regrade: bool = False) -> Plan:
     """Inspect and fingerprint every student folder; choose who needs grading."""
     root.check_assignment(assignment)
     if not root.folder("release", assignment).is_dir():
-        raise P.PipelineError(f"release/{assignment} is missing: run `python -m instructor release {assignment}` first")
+        raise P.PipelineError(f"release/{assignment} is missing: run "
+                              f"`{root.release_command.format(assignment=assignment)}` first")
     state = root.read_state()
     done = state.setdefault(assignment, {})
     graded_before = None

@@ -1,5 +1,4 @@
-"""Turn a class folder or zip into ``submitted/<student>/<assignment>/<notebook>.ipynb``, dropping
-nothing silently.
+"""Collection: a class folder or zip into ``submitted/<student>/<assignment>/``, dropping nothing silently.
 
 The class is one folder per student (``alice/two_keys.ipynb``), as folders or in a zip, possibly
 inside wrapping folders (``export/alice/...``: a lone folder holding several folders, or
@@ -230,7 +229,8 @@ def collect_class(root, assignment: str, source: Path) -> Collected:
         raise P.PipelineError(f"{source} is neither a folder nor a zip file")
     expected = sorted(p.name for p in root.folder("release", assignment).glob("*.ipynb"))
     if not expected:
-        raise P.PipelineError(f"release/{assignment} has no notebook: run `python -m instructor release {assignment}`")
+        raise P.PipelineError(f"release/{assignment} has no notebook: run "
+                              f"`{root.release_command.format(assignment=assignment)}`")
     archive, extracted = root.archive(assignment), root.archive(assignment).parent / "extracted"
     if source.is_relative_to(archive.parent.resolve()):
         raise P.PipelineError(f"{source} is inside {archive.parent}, which collection empties first: "

@@ -82,7 +82,8 @@ def write_folder(folder: Path, files: dict[str, str]) -> None:
 # ---------------------------------------------------------------- the job (instructor side)
 
 
-def assignment_records(db_url: str, course_id: str, assignment: str) -> dict:
+def assignment_records(db_url: str, course_id: str, assignment: str,
+                       release_command: str = "nbgrader generate_assignment {assignment}") -> dict:
     """The gradebook's records of an assignment, as plain data (what ``generate_assignment`` saved)."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -91,7 +92,7 @@ def assignment_records(db_url: str, course_id: str, assignment: str) -> dict:
             found = gb.find_assignment(assignment)
         except MissingEntry:
             raise P.PipelineError(f"{assignment} is not in the gradebook {db_url.split('@')[-1]}: "
-                                  f"run `python -m instructor release {assignment}` first") from None
+                                  f"run `{release_command.format(assignment=assignment)}` first") from None
         notebooks = [{
             "name": nb.name, "kernelspec": nb.kernelspec,
             "grade_cells": [{"name": c.name, "max_score": c.max_score, "cell_type": c.cell_type}
@@ -120,7 +121,7 @@ def make_job(root, assignment: str, sandbox_mode: str | None = None) -> dict:
               if not rel.endswith((".ipynb", ".py", ".pyc", ".md"))} if source.is_dir() else {}
     package = root.course_package
     job = {"assignment": assignment, "course_id": root.course_id, "config": root.config.read_text(),
-           "records": assignment_records(root.gradebook_url, root.course_id, assignment),
+           "records": assignment_records(root.gradebook_url, root.course_id, assignment, root.release_command),
            "source_files": extras, "course_package": read_folder(package) if package else {},
            "sandbox_mode": sandbox_mode or sandbox.mode()}
     job["key"] = hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,5 +1,7 @@
-"""The tools and notebooks the pipeline is made of: running jupytext and nbgrader, reading and
-filling notebooks, and the shape of a grading result.
+"""The tools and notebooks of the pipeline: jupytext and nbgrader runs, notebooks read and filled, results.
+
+Running jupytext and nbgrader with a clear error, reading and filling notebooks, and the shape
+of a grading result.
 
 The steps themselves run in a course root: :class:`nboracle.classroom.course_root.CourseRoot` owns
 every path and nbgrader step.

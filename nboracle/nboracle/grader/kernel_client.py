@@ -1,5 +1,6 @@
-"""The grader's kernel client: a message from the kernel that does not verify, or that the grader
-could not act on, is dropped and counted.
+"""The grader's kernel client: a kernel message that does not verify, or cannot be acted on, is dropped.
+
+Such a message is dropped and counted, never acted on.
 
 jupyter_client's channels raise out of ``get_msg`` when a message does not verify
 (``ValueError: Invalid Signature``, a duplicate signature, a header that is not JSON), and
@@ -22,10 +23,16 @@ from queue import Empty
 from time import monotonic
 from typing import Any
 
-from course.oracle import MAX_TEXT as _MAX_TEXT
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
+
+from ..kernel.wire import MAX_TEXT as _MAX_TEXT
+
+
+class KernelError(Exception):
+    """An exception raised by the student's code in the kernel (its name and message only)."""
+
 
 MAX_RECORDED = 20  # reasons kept per channel (the count goes on)
 

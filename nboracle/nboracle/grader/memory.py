@@ -158,7 +158,7 @@ def _memory_failure(error: BaseException) -> str | None:
     An error of the student's code in the kernel (``nboracle.grader.oracle.KernelError``, whatever
     its name) is never one: it is the kernel's own memory, and keeps its message.
     """
-    from .oracle import KernelError
+    from .kernel_client import KernelError
 
     for link in _chain(error):
         if isinstance(link, KernelError):

@@ -50,7 +50,7 @@ from traitlets import Integer, List, Unicode
 from ..kernel import fresh as fresh_module
 from ..kernel import probes, server, wire
 from . import memory
-from .kernel_client import rejected
+from .kernel_client import KernelError, rejected
 from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 
 ORACLE_KEY = "course-oracle"
@@ -63,10 +63,6 @@ _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
     "AttributeError", "ZeroDivisionError", "AssertionError", "ArithmeticError", "LookupError",
     "OverflowError", "NameError", "UnboundLocalError", "RecursionError", "FloatingPointError")}
 _TRUSTED_CLASS_MODULES = ("torch", "numpy")
-
-
-class KernelError(Exception):
-    """An exception raised by the student's code in the kernel (its name and message only)."""
 
 
 class OracleTimeout(KernelError):

@@ -17,7 +17,7 @@ from .wire import WireError, encode
 
 __all__ = ["Fresh", "fresh", "generator_entry"]
 
-_GRADER_SIDE = False  # set by the grader's oracle (instructor.oracle) while it grades a chapter
+_GRADER_SIDE = False  # set by the grader's oracle (nboracle.grader.oracle) while it grades a notebook
 
 
 class Fresh:

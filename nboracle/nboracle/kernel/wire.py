@@ -3,7 +3,7 @@
 Both sides use this module: the kernel (:mod:`nboracle.kernel.server`) encodes its answers,
 the grader (:mod:`nboracle.grader.oracle`) decodes them.
 
-While nbgrader autogrades a chapter under the oracle (``instructor.oracle``), graded test
+While nbgrader autogrades a chapter under the oracle (``nboracle.grader.oracle``), graded test
 cells run in the *grader's* process. The names they read that belong to the student (their
 functions, classes, answers) are proxies: every call, attribute read or item read is a
 request to the kernel, answered by :func:`serve` there (while a grader cell runs, on a Unix
@@ -21,7 +21,7 @@ is **plain data** in a fixed format:
   (a dict of integers and strings; PCG64, ``np.random.default_rng``, only); the kernel draws from
   a fresh generator in that state, and its reply carries the states the call left (``"rng"``).
   The grader never loads them: it advances its own generator by the distance to the reported
-  state (at most 2**40 draws) and accepts only an exact match (``instructor.oracle._moved_on``),
+  state (at most 2**40 draws) and accepts only an exact match (``nboracle.grader.oracle._moved_on``),
   so a test sees ``rng`` move on exactly as in JupyterLab;
 * ``{"t": "iter", "v": [...]}``: what a generator of PyTorch's own code (``module.parameters()``,
   ``named_parameters()``, ``buffers()``) yields, listed in the kernel at once (one round trip,
