@@ -390,7 +390,7 @@ def listen() -> str:
                         if callable(value) and getattr(value, "__module__", None) == module.__name__}
                for module in modules}
 
-    probes = dict(PROBES)
+    genuine_probes = dict(PROBES)
     # torch's own functions for reading and writing a module's tensors (see _slots), captured
     # now, before any student code ran; the sealed probes and this module read the same ones
     global _CLASSES
@@ -412,7 +412,7 @@ def listen() -> str:
                 if vars(module).get(name) is not value:
                     setattr(module, name, value)
         PROBES.clear()
-        PROBES.update(probes)
+        PROBES.update(genuine_probes)
         try:
             return sealed_serve(request) if type(request) is str else dumps({"error": ["TypeError", "not text"]})
         except BaseException as error:  # an interrupt while the student's code ran: reported
