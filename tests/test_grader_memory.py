@@ -1,4 +1,4 @@
-"""The grader's own memory (instructor/memory.py): a student whose answers make a test need more
+"""The grader's own memory (nboracle/nboracle/grader/memory.py): a student whose answers make a test need more
 than the limit fails that test with a clear message, and grading goes on.
 
 The first tests run :class:`MemoryCap` in this process (milliseconds); the last grades chapter 01

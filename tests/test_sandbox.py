@@ -442,7 +442,7 @@ def test_sandbox_status_reports_why():
     ok, reason = sandbox.sandbox_status()
     assert ok and "bubblewrap" in reason
     env = {**os.environ, "COURSE_SANDBOX_BWRAP": "/nonexistent"}
-    code = "from instructor import sandbox; print(sandbox.sandbox_status())"
+    code = "from nboracle.grader import sandbox; print(sandbox.sandbox_status())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
     assert "(False, \"bwrap not found ('/nonexistent' is not executable)\")" in out
     off = subprocess.run([sys.executable, "-c", code], env={**env, "COURSE_SANDBOX": "off"},

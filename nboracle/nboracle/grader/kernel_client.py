@@ -74,7 +74,7 @@ def unreadable(msg: Any) -> str | None:
 
 
 # bytes of one shell message, checked before its content is parsed: the oracle's answers (at most
-# course.oracle.MAX_TEXT characters, escaped once more as JSON or as a repr) and room for the rest
+# nboracle.kernel.wire.MAX_TEXT characters, escaped once more as JSON or as a repr) and room for the rest
 MAX_SHELL_BYTES = 2 * _MAX_TEXT + 2 ** 20
 # the replies that carry an oracle's answer: over the limit, they arrive with their content
 # replaced by {"oversized": bytes} (the test that asked fails, saying so); anything else is dropped

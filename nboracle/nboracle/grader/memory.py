@@ -1,7 +1,7 @@
 """The grader's own memory, capped while a test cell runs in it (``nboracle.grader.oracle``).
 
 Under the oracle every graded test cell runs in the grading process, on data the student's
-kernel sends: replies are bounded one by one (``course.oracle.MAX_TEXT``, ``MAX_BYTES``), but a
+kernel sends: replies are bounded one by one (``nboracle.kernel.wire.MAX_TEXT``, ``MAX_BYTES``), but a
 test that keeps several of them, or a student whose values make the test's own code allocate
 (a 120 MiB bool array turned into float64 by a check is 1 GiB), would grow the grader without
 bound; with ``--jobs N`` a few such students could take the machine down. :class:`MemoryCap`
