@@ -6,15 +6,14 @@ Every line here answers a pitfall we measured; see README "Grading pipeline".
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
-
-from instructor.nbgrader_ext import (
+from nboracle.grader.nbgrader_ext import (
     FeedbackExporter,
     LimitOutputSize,
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
 )
-from instructor.oracle import OracleExecute
+from nboracle.grader.oracle import OracleExecute
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -71,13 +70,23 @@ c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
 c.LimitOutputSize.max_chars = 20_000
-# Graded test cells of oracle chapters run in the grader's own process (instructor/oracle.py) on
+# Graded test cells of oracle chapters run in the grader's own process (nboracle/nboracle/grader/oracle.py) on
 # the data the student's kernel answers: while one runs, the grading process's data is capped at
-# this many MiB, and the kernel's answers to it at a quarter of that (instructor/memory.py). A
+# this many MiB, and the kernel's answers to it at a quarter of that (nboracle/nboracle/grader/memory.py). A
 # student whose answers need more fails that test, with a message naming the limit; the next
 # test and the next student are graded as usual. Honest work needs under 0.5 GiB; `--jobs N`
 # uses up to N times this besides the kernels. 0: no cap.
 c.OracleExecute.grader_memory_mb = 3072
+# Which chapters run their tests in the grader (COURSE_ORACLE=on|off overrides): all of them.
+c.OracleExecute.oracle = "auto"
+c.OracleExecute.oracle_chapters = ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block",
+                                   "05_positional_encoding", "06_multihead_attention",
+                                   "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"]
+# course.checks.attempt(what, function, ...) calls only the function the test hands it.
+c.OracleExecute.calling_helpers = ["course.checks:attempt"]
+# The kernel's integrity guard (course.integrity, installed by Execute.extra_arguments above),
+# checked from outside after every cell; what it reports is a reason for review.
+c.GuardedExecute.guard_module = "course.integrity"
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (
@@ -88,6 +97,14 @@ c.Autograde.autograde_preprocessors = (
     # sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
     + [ReviewFlags]
 )
+# The review scan: library entry points that would do an exercise's work (instructor/substitutes.py),
+# and the course's guard, whose import is the kernel's machinery.
+from instructor.substitutes import HELPER_ATTRIBUTES as _HELPERS  # noqa: E402
+from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402
+
+c.ReviewFlags.substitutes = _SUBSTITUTES
+c.ReviewFlags.helper_attributes = sorted(_HELPERS)
+c.ReviewFlags.machinery_modules = ["course.integrity"]
 # `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
 # review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport
@@ -121,12 +138,12 @@ def _shared_exchange_named() -> bool:
 if not _shared_exchange_named():
     c.Exchange.root = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".exchange")
 
-# Every grading kernel runs in an OS sandbox (bubblewrap; see instructor/sandbox.py and the
+# Every grading kernel runs in an OS sandbox (bubblewrap; see nboracle/nboracle/grader/sandbox.py and the
 # README "What is protected where"): no gradebook, no other students, no network, capped memory
 # and processes. COURSE_SANDBOX=on|auto|off (the CLI's --no-sandbox sets off). nbgrader's Execute
 # hard-codes its kernel manager, so c.Execute.kernel_manager_class would be ignored: the Execute
-# step is swapped for a subclass that uses instructor.sandbox.SandboxedKernelManager.
-from instructor.sandbox import sandboxed_steps  # noqa: E402
+# step is swapped for a subclass that uses nboracle.grader.sandbox.SandboxedKernelManager.
+from nboracle.grader.sandbox import sandboxed_steps  # noqa: E402
 
 c.Autograde.autograde_preprocessors = sandboxed_steps(c.Autograde.autograde_preprocessors)
 
@@ -138,13 +155,17 @@ if _os.environ.get("COURSE_DB_URL"):
     c.CourseDirectory.db_url = _os.environ["COURSE_DB_URL"]
 
 # A handed-in notebook with a duplicated (copied in Lab), deleted, reordered or foreign graded
-# cell is mended before nbgrader sanitizes it (instructor/repair.py; nbgrader 0.9.6 stops with
+# cell is mended before nbgrader sanitizes it (nboracle/nboracle/grader/repair.py; nbgrader 0.9.6 stops with
 # "KeyError: 'grade_id'" otherwise); every repair becomes a review reason. The handed-in file
 # is never changed. A notebook of another assignment is refused by name.
 from nbgrader.converters import Autograde as _Autograde  # noqa: E402
+from nboracle.grader.repair import RepairNotes, RepairSubmission  # noqa: E402
 
-from instructor.repair import RepairNotes, RepairSubmission  # noqa: E402
+# A notebook of another of this course's assignments is told by name from the repository's release/
+# (a scratch course root holds only the assignments it grades).
+from instructor.repository import REPO as _REPO  # noqa: E402
 
+c.RepairSubmission.release_roots = [str(_REPO)]
 c.Autograde.sanitize_preprocessors = [RepairSubmission, *_Autograde.sanitize_preprocessors.default()]
 c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
 # A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the

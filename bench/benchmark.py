@@ -14,7 +14,7 @@
    long-lived workers) over plain nbclient execution of the same notebooks, and the old way
    (one `nbgrader autograde` and one `nbgrader generate_feedback` process per student).
 7. sandbox: nbgrader autograde per student and a bare kernel start, inside the OS sandbox
-   (instructor/sandbox.py) over without it, interleaved on the same students.
+   (nboracle/nboracle/grader/sandbox.py) over without it, interleaved on the same students.
 8. cluster: the class batch on a Dask LocalCluster of 2 worker processes versus --jobs 2
    (``--cluster-students``, default 200, on 01_two_keys), the instructor side alone (the
    pipeline with the grading replaced by the results just prepared), and the estimate for
@@ -22,10 +22,10 @@
 9. check: ``make check NB=...`` on a solved notebook of 01 and 09 whose source did not change,
    over plain nbclient execution of the same notebook, interleaved (``--only check``).
 10. oracle: nbgrader autograde per student with graded tests in the grader's process
-    (instructor/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
+    (nboracle/nboracle/grader/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
     interleaved on the same students, per chapter (``--oracle-chapters``; target <= 1.15).
 11. fork: one nbgrader run of ``--students`` students without the sandbox, kernels forked from
-    a process that imported torch once (instructor/forkserver.py, what the test suite uses for
+    a process that imported torch once (nboracle/nboracle/grader/forkserver.py, what the test suite uses for
     the course's own code) over kernels started as usual, 01 and 09 (``--only fork``).
 12. training: chapter 07's locked ``train`` (301 steps, the solution's model, one thread) with
     ``AdamW(..., fused=True)``, as the notebook has it, over the plain per-parameter loop,
@@ -60,10 +60,12 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
+from nboracle.classroom import batch  # noqa: E402
+from nboracle.classroom import pipeline as P  # noqa: E402
+from nboracle.classroom.course_root import CourseRoot  # noqa: E402
+from nboracle.grader import sandbox  # noqa: E402
 
-from instructor import batch, sandbox  # noqa: E402
-from instructor import pipeline as P  # noqa: E402
-from instructor.course_root import REPOSITORY, CourseRoot  # noqa: E402
+from instructor.repository import REPO, REPOSITORY  # noqa: E402
 
 A = "01_two_keys"
 
@@ -234,7 +236,7 @@ def bench_startup(repeat: int) -> str:
 
 def bench_lab(repeat: int) -> str | None:
     print("\n## 5. Lab start-up: `make lab` to the first usable notebook (headless Chromium)")
-    sys.path.insert(0, str(P.REPO / "tests" / "browser"))
+    sys.path.insert(0, str(REPO / "tests" / "browser"))
     import seats  # noqa: E402 (the browser suite's helpers)
 
     reason = seats._missing()
@@ -262,7 +264,7 @@ def bench_lab(repeat: int) -> str | None:
         return seats.seat("lab", f"--folder={tmp / 'workspace'}", log_name="bench-lab")
 
     def plain(tmp):  # what `make lab` did before: jupyter lab on a copy of release/
-        shutil.copytree(P.REPO / "release", tmp / "release")
+        shutil.copytree(REPO / "release", tmp / "release")
         argv = [str(P.BIN / "jupyter"), "lab", "--no-browser", f"--ServerApp.root_dir={tmp / 'release'}",
                 "--allow-root"]
         return seats.server(argv, "bench-plain-lab", cwd=tmp)
@@ -345,8 +347,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> str:
     import logging
 
     from distributed import Client, LocalCluster
-
-    from instructor import cluster as C
+    from nboracle.classroom import cluster as C
 
     print(f"\n## 8. class batch on a Dask LocalCluster ({workers} worker processes) vs --jobs {workers}, "
           f"{n_students} students of {A}")
@@ -409,7 +410,7 @@ def bench_cluster(n_students: int, workers: int = 2) -> str:
 
 def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> str:
     """``make check NB=...`` on a solved notebook whose chapter source did not change, beside plain execution."""
-    from instructor import selfcheck
+    from nboracle.classroom import selfcheck
 
     print("\n## 9. self-check (make check NB=...) of a solved notebook, source unchanged, over plain nbclient "
           "execution of the same notebook (interleaved, median of", repeat, "each)")
@@ -425,7 +426,7 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> str:
             path = Path(tmp) / f"{REPOSITORY.notebook_name(name)}.ipynb"
             P.write_nb(P.fill(release, answers), path)
             def check_it(path=path, name=name):
-                selfcheck.grade_copy(path, name, say=quiet)
+                selfcheck.grade_copy(path, name, REPOSITORY, say=quiet)
 
             def run_it(path=path):
                 execute(path, path.parent)

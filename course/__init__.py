@@ -13,6 +13,6 @@ from .seeding import *  # noqa: F403
 __version__ = "0.1.0"
 
 # The student API: what ``from course import ...`` offers. Each module declares its own part
-# in its ``__all__``; plots (``course.plots``) and tracing (``course.tracing``) are imported
+# in its ``__all__``; plots (``course.plots``) are imported
 # from their modules.
 __all__ = [*checks.__all__, *env.__all__, *quiz.__all__, *seeding.__all__]

@@ -422,7 +422,7 @@ def install(shell: Any = None) -> None:
         shell = get_ipython()
     if shell is None:
         return
-    from . import oracle
+    from nboracle.kernel import server as oracle
 
     oracle.listen()  # the oracle's shell handler (instructor.oracle) is part of the kernel the guard keeps
     _restore, entry = _build_guard(shell)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from nboracle.classroom import pipeline as P  # noqa: E402
+
 from instructor import hub as H  # noqa: E402
-from instructor import pipeline as P  # noqa: E402
 
 c = get_config()  # noqa: F821
 layout = H.Layout(Path(os.environ.get("COURSE_HUB_STATE", H.DEFAULT_STATE)))

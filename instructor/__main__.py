@@ -10,8 +10,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import pipeline as P
-from .course_root import REPOSITORY as ROOT
+from nboracle.classroom import pipeline as P
+
+from instructor.repository import REPOSITORY as ROOT
 
 
 def _names(requested: list[str] | None) -> list[str]:
@@ -61,7 +62,7 @@ def cmd_feedback(args) -> int:
 
 def cmd_export(args) -> int:
     """Grades of the whole gradebook to a CSV file."""
-    from .collect import add_folder_column
+    from nboracle.classroom.collect import add_folder_column
 
     out = add_folder_column(ROOT.export(Path(args.to).resolve()), ROOT)  # folder names as handed in
     print(f"grades written to {out}")
@@ -94,10 +95,10 @@ def cmd_formgrader(args) -> int:
 
 def cmd_check(args) -> int:
     """Grade your own copy of a released notebook with the hidden tests (default: your workspace)."""
-    from .selfcheck import self_check
+    from nboracle.classroom.selfcheck import self_check
 
     if args.notebook:
-        return self_check(Path(args.notebook), args.assignment)
+        return self_check(Path(args.notebook), args.assignment, ROOT)
     from . import workspace as W
 
     mine = W.started(ROOT.path)
@@ -110,11 +111,11 @@ def cmd_check(args) -> int:
 
 def check_workspace(mine) -> int:
     """Grade every started chapter of the workspace: one line per chapter."""
-    from .selfcheck import grade_copy
+    from nboracle.classroom.selfcheck import grade_copy
 
     for assignment, notebook in mine:
         # on a terminal, a line naming the running cell (rewritten in place, then cleared)
-        _, _, report, result = grade_copy(notebook, assignment, say=lambda *a, **k: None,
+        _, _, report, result = grade_copy(notebook, assignment, ROOT, say=lambda *a, **k: None,
                                           progress=sys.stdout.isatty())
         if result is None:
             line = f"could not grade it: {'; '.join(report.problems)}"
@@ -129,8 +130,8 @@ def check_workspace(mine) -> int:
 
 def cmd_grade_class(args) -> int:
     """Collect a folder or zip of submissions and grade them all (here, or on a Dask cluster)."""
-    from . import batch
-    from . import collect as C
+    from nboracle.classroom import batch
+    from nboracle.classroom import collect as C
 
     name = ROOT.check_assignment(args.assignment)
     found = None
@@ -140,7 +141,7 @@ def cmd_grade_class(args) -> int:
               + (f"; refused {len(found.refused)}" if found.refused else "")
               + (f"; ignored {', '.join(found.ignored)}" if found.ignored else ""))
     if args.cluster:  # one Dask task per student (docs/CLUSTER.md)
-        from .cluster import Dask
+        from nboracle.classroom.cluster import Dask
 
         runner = Dask(args.cluster)
     else:
@@ -150,7 +151,7 @@ def cmd_grade_class(args) -> int:
         reports = batch.grade_class(ROOT, name, runner=runner, regrade=args.regrade)
     except batch.BatchStopped as err:  # still: the table, report and CSV of those recorded
         stopped, reports = err, err.reports
-    C.account(ROOT, name, reports, found)  # folder names, collection notes, refusals
+    batch.account(ROOT, name, reports, found)  # folder names, collection notes, refusals
     print(batch.format_table(name, reports))
     csv = C.add_folder_column(ROOT.export(Path(args.to).resolve()), ROOT)
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)
@@ -177,7 +178,7 @@ OWN_CODE = {"check", "demo"}
 
 def _sandbox_gate(args) -> int | None:
     """Refuse (exit 2) or warn before grading when the OS sandbox cannot run (README: sandbox)."""
-    from . import sandbox
+    from nboracle.grader import sandbox
 
     if getattr(args, "no_sandbox", False):
         os.environ[sandbox.ENV] = "off"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import shutil
 import time
 
-from . import pipeline as P
-from .course_root import CourseRoot
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
+
 from .zoo import variants_for
 
 DEMO_PREFIX = "demo-"

@@ -34,7 +34,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from . import pipeline as P
+from nboracle.classroom import pipeline as P
+
+from instructor.repository import REPO
 
 COURSE_ID = "attention-transformers"
 SERVICE = "formgrader"  # the hub service's name: /services/formgrader/
@@ -44,8 +46,8 @@ ASSISTANTS = ("ta-ben",)
 STUDENTS = ("alice", "bob", "carol")
 GRADERS_GROUP = f"formgrade-{COURSE_ID}"
 STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
-HUB_DIR = P.REPO / "hub"
-DEFAULT_STATE = P.REPO / ".hub"
+HUB_DIR = REPO / "hub"
+DEFAULT_STATE = REPO / ".hub"
 TRAVERSE_RECORD = "granted-traverse.json"
 
 
@@ -90,7 +92,7 @@ def _grant_traverse(layout: Layout) -> list[str]:
     venv needs o+x (a pyenv under /root has none). Only the execute bit (enter, not list) is
     added, recorded, and taken back by :func:`stop`."""
     granted = []
-    targets = [Path(sys.executable).resolve(), Path(sys.prefix).resolve(), P.REPO]
+    targets = [Path(sys.executable).resolve(), Path(sys.prefix).resolve(), REPO]
     for target in targets:
         for folder in [*reversed(target.parents), target]:
             if not folder.is_dir():
@@ -122,7 +124,7 @@ def _revoke_traverse(layout: Layout) -> None:
 def _hide_source() -> None:
     """The clone every account runs the course from must not show ``source/`` (solutions and
     hidden tests) to students: o-rwx on it (git keeps no folder modes)."""
-    source = P.REPO / "source"
+    source = REPO / "source"
     if source.is_dir():
         os.chmod(source, source.stat().st_mode & ~0o007)
 
@@ -161,8 +163,8 @@ def prepare(layout: Layout) -> None:
             os.chmod(path, 0o644)
     if not (layout.course / "nbgrader_config.py").exists():
         layout.course.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(P.REPO / "nbgrader_config.py", layout.course / "nbgrader_config.py")
-        shutil.copytree(P.REPO / "source", layout.course / "source", dirs_exist_ok=True,
+        shutil.copy2(REPO / "nbgrader_config.py", layout.course / "nbgrader_config.py")
+        shutil.copytree(REPO / "source", layout.course / "source", dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         _chown(layout.course, GRADER)
     for name in (*INSTRUCTORS, *ASSISTANTS, *STUDENTS):

@@ -4,7 +4,7 @@ A student who hands in ``F.scaled_dot_product_attention`` as chapter 06's multi-
 an ``nn.TransformerDecoderLayer`` as chapter 09's decoder block, passes every test: the answer
 is correct, but it is not the student's work. :data:`SUBSTITUTES` names, per assignment and per
 name an exercise defines (the function or class the tests call), the entry points that would do
-that exercise's work. ``instructor.scan.library_findings`` flags a definition of that name that
+that exercise's work. ``nboracle.grader.scan.library_findings`` flags a definition of that name that
 reaches one of them (directly, through an alias or an import, a helper the student wrote, a base
 class, ``getattr``); like every finding of the scan it only marks the submission for review and
 never changes a score.

@@ -23,19 +23,21 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import pipeline as P
-from .course_root import CourseRoot
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
+
+from instructor.repository import REPO
 
 WORKSPACE = "workspace"
 EXCHANGE = ".exchange"
 LAB_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 
 
-def workspace_dir(repo: Path = P.REPO) -> Path:
+def workspace_dir(repo: Path = REPO) -> Path:
     return repo / WORKSPACE
 
 
-def prepare(repo: Path = P.REPO, dest: Path | None = None) -> list[Path]:
+def prepare(repo: Path = REPO, dest: Path | None = None) -> list[Path]:
     """Copy every released file that is not yet in the workspace; return what was added.
 
     A file already there is the student's and is never overwritten, even if ``release/``
@@ -73,7 +75,7 @@ def _trust(notebooks: list[Path]) -> None:
             continue
 
 
-def started(repo: Path = P.REPO, dest: Path | None = None) -> list[tuple[str, Path]]:
+def started(repo: Path = REPO, dest: Path | None = None) -> list[tuple[str, Path]]:
     """``(assignment, notebook)`` for every workspace notebook that differs from its release."""
     dest = dest or workspace_dir(repo)
     root = CourseRoot(repo)
@@ -107,7 +109,7 @@ def _seed_settings(settings_dir: Path) -> Path:
     return settings_dir
 
 
-def lab_env(state: Path, repo: Path = P.REPO) -> dict[str, str]:
+def lab_env(state: Path, repo: Path = REPO) -> dict[str, str]:
     """Environment for a Lab seat: plots inline, the course's nbgrader config, quiet settings."""
     env = P.tool_env()
     env.pop("MPLBACKEND", None)  # kernels inherit it: Agg would hide every plot
@@ -155,14 +157,14 @@ def _sockets(state: Path) -> Path:
     return folder / "kernel"
 
 
-def ensure_exchange(repo: Path = P.REPO) -> Path:
+def ensure_exchange(repo: Path = REPO) -> Path:
     """The local exchange folder named by ``nbgrader_config.py`` (one machine, git-ignored)."""
     exchange = repo / EXCHANGE
     exchange.mkdir(exist_ok=True)
     return exchange
 
 
-def student_seat(repo: Path = P.REPO, dest: Path | None = None) -> tuple[list[str], dict[str, str], Path]:
+def student_seat(repo: Path = REPO, dest: Path | None = None) -> tuple[list[str], dict[str, str], Path]:
     """Prepare the workspace; return the Lab command line, its environment and its folder."""
     dest = dest or workspace_dir(repo)
     dest.mkdir(parents=True, exist_ok=True)
@@ -174,7 +176,7 @@ def student_seat(repo: Path = P.REPO, dest: Path | None = None) -> tuple[list[st
     return lab_argv(dest, kernel_sockets=_sockets(state)), lab_env(state, repo), dest
 
 
-def instructor_seat(root: Path = P.REPO) -> tuple[list[str], dict[str, str], Path]:
+def instructor_seat(root: Path = REPO) -> tuple[list[str], dict[str, str], Path]:
     ensure_exchange(root)
     state = root / ".build" / "lab"
     return lab_argv(root, kernel_sockets=_sockets(state)), lab_env(state, root), root

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY, CourseRoot
+from instructor.repository import REPOSITORY
 from instructor.zoo import Variant, alternatives_for, library_for, variants_for
 
 ASSIGNMENTS = REPOSITORY.assignments()
@@ -67,7 +68,7 @@ class GradedChapter:
 @contextmanager
 def trusted_kernels():
     """Grade the course's own code (solutions, stubs, both zoos) fast: no OS sandbox, and
-    kernels forked from a process that imported torch once (instructor/forkserver.py).
+    kernels forked from a process that imported torch once (nboracle/nboracle/grader/forkserver.py).
 
     What these runs prove is how the graded tests score and what they say; the sandbox is
     proven where untrusted students are graded (test_sandbox, test_oracle_attacks,

@@ -19,6 +19,9 @@ import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nboracle.classroom import pipeline as P
+from nboracle.grader.oracle import KERNEL_ONLY
+from nboracle.grader.sandbox import SandboxedKernelManager
 from support import (
     ASSIGNMENTS,
     LIBRARY,
@@ -32,10 +35,7 @@ from support import (
     trusted_kernels,
 )
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.oracle import KERNEL_ONLY
-from instructor.sandbox import SandboxedKernelManager
+from instructor.repository import REPOSITORY
 from instructor.zoo import alternatives_for, library_for, variants_for
 
 # chapters whose every failing test, for every bug of the zoo, speaks through a course check (a crash of the
@@ -205,8 +205,8 @@ def test_solution_scores_full_marks(assignment, scratch_root):
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_honest_work_is_never_flagged_for_review(assignment, scratch_root):
     """The solution, the stub, every bug-zoo variant and alternative: wrong or not, but honest
-    (instructor.scan, the guard). The zoo's answers through a library substitute are flagged by design."""
-    from instructor.nbgrader_ext import review_reasons
+    (nboracle.grader.scan, the guard). The zoo's answers through a library substitute are flagged by design."""
+    from nboracle.grader.nbgrader_ext import review_reasons
 
     chapter = graded(scratch_root, assignment)
     flagged = {}
@@ -264,8 +264,7 @@ def test_a_library_substitute_keeps_its_marks_and_is_flagged(assignment, answer,
     every point, as before, and is flagged for review with the exercise and the entry point named:
     in the autograded notebook and as nbgrader's needs-manual-grade."""
     from nbgrader.api import Gradebook
-
-    from instructor.nbgrader_ext import review_reasons
+    from nboracle.grader.nbgrader_ext import review_reasons
 
     chapter = graded(scratch_root, assignment)
     lib = chapter.library[answer]
@@ -317,7 +316,7 @@ def test_feedback_and_messages_hide_hidden_tests(assignment, scratch_root):
 @pytest.mark.parametrize("assignment", by_chapter())
 def test_demo_cells_are_skipped_while_grading(assignment, scratch_root):
     """A `# demo only` cell decides no score: autograde leaves it unrun, saying so; every other cell runs."""
-    from instructor.nbgrader_ext import SKIPPED_DEMO, is_demo_only
+    from nboracle.grader.nbgrader_ext import SKIPPED_DEMO, is_demo_only
 
     chapter = graded(scratch_root, assignment)
     nb = P.read_nb(chapter.root.notebook("autograded", assignment, SOLUTION))
@@ -334,8 +333,7 @@ def test_demo_cells_are_skipped_while_grading(assignment, scratch_root):
 def test_a_student_answer_is_never_a_demo_cell():
     """Graded and solution cells always run, whatever their first line says."""
     from nbformat.v4 import new_code_cell
-
-    from instructor.nbgrader_ext import is_demo_only
+    from nboracle.grader.nbgrader_ext import is_demo_only
 
     def cell(nbgrader):
         return new_code_cell("# demo only\nx = 1", metadata={"nbgrader": nbgrader} if nbgrader else {})

@@ -13,13 +13,13 @@ import zipfile
 
 import nbformat
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import pipeline as P
 from support import ATTACKS, build_class
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 
-from instructor import batch
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 
 pytestmark = pytest.mark.pipeline
 

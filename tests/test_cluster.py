@@ -22,14 +22,14 @@ import zipfile
 
 import nbformat
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import cluster as C
+from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 from support import PostgresUnavailable, build_class, start_postgres
 
-from instructor import batch
-from instructor import cluster as C
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY, CourseRoot
+from instructor.repository import REPO, REPOSITORY
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.slow]
 TWIN = "-twin"
@@ -83,10 +83,10 @@ def graded(tmp_path_factory, pg):
     # the cluster batch: PostgreSQL, released into it, each student twice
     root = base / "course"
     root.mkdir()
-    shutil.copy2(P.REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(CONFIG + f"c.CourseDirectory.db_url = {pg.url!r}\n")
-    shutil.copytree(P.REPO / "source" / A, root / "source" / A)
+    shutil.copytree(REPO / "source" / A, root / "source" / A)
     CourseRoot(root).release(A)
     batch.collect(CourseRoot(root), A, _class_zip(base / "class.zip", students, ("", TWIN)))
     for suffix in ("", TWIN):

@@ -19,13 +19,13 @@ import zipfile
 
 import nbformat
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import collect as C
+from nboracle.classroom import pipeline as P
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 
-from instructor import batch
-from instructor import collect as C
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 
 SPACE, ACCENTS = "carl von space", "zoë-ñ"
 
@@ -111,7 +111,7 @@ def test_the_batch_accounts_for_every_entry_and_exits_non_zero(collected):
     root, found = collected
     reports = {sid: batch.StudentReport(sid, status="graded") for sid in found.students}
     reports["notes-only"].status = "skipped"
-    C.account(root, A, reports, found)
+    batch.account(root, A, reports, found)
     table = batch.format_table(A, reports)
     assert f"folder {SPACE!r}" in table and f"folder {ACCENTS!r}" in table
     assert f"refused: {NB}.ipynb" in reports and reports[f"refused: {NB}.ipynb"].status == "refused"
@@ -122,7 +122,7 @@ def test_the_batch_accounts_for_every_entry_and_exits_non_zero(collected):
     report = batch.write_report(root.path / "r.txt", A, reports).read_text()
     assert f"folder {SPACE!r}" in report and "## notes-only (skipped)" in report
     # a later run without --from still names what the last collection refused
-    again = C.account(root, A, {}, None)
+    again = batch.account(root, A, {}, None)
     assert set(again) == {f"refused: {entry}" for entry in found.refused}
 
 

@@ -152,3 +152,50 @@ def test_check_choice_reads_every_quiz_answer_by_one_rule():
         assert str(failure.value).startswith(f"Q1 is {wrong!r}: ") and '"a", "b", "c" or "d"' in str(failure.value)
     with pytest.raises(AssertionError, match='"a", "b" or "c"'):
         check_choice("Q3", "d", "abc")
+
+
+class _RecordingLink:
+    """A stand-in for the grader's link to a kernel: records every request, always gives ``answer``."""
+
+    def __init__(self, answer):
+        self.answer, self.sent = answer, []
+
+    def request(self, message, generators=None):
+        self.sent.append(message)
+        return self.answer
+
+
+def test_attempt_calls_a_kernel_function_for_the_test_but_other_checks_read_no_proxy(monkeypatch):
+    """course.attempt(what, fn, ...) is the test's own call (one request); check_true(fn) or a copy of attempt
+    written elsewhere may not touch a proxy, and a crash comes back as one sentence with the hint."""
+    from nboracle.grader import oracle
+
+    from course import checks
+
+    # nbgrader_config.py: c.OracleExecute.calling_helpers = ["course.checks:attempt"]
+    monkeypatch.setattr(oracle, "_CALLING_CODES", {oracle._helper_code("course.checks:attempt")})
+
+    class CallLink(_RecordingLink):  # a call also hands over the generators it sent
+        def request(self, message, generators=None):
+            return super().request(message)
+
+    link = CallLink(5)
+    fn = oracle.make_proxy(link, {"id": 4, "type": ["kernel.function"], "callable": True})
+    namespace = {"fn": fn, "attempt": checks.attempt, "check_true": checks.check_true}
+    exec(compile("out = attempt('fn(2)', fn, 2, hint='read the text')", "<test cell>", "exec"), namespace)
+    assert namespace["out"] == 5 and [(m["op"], m["args"]) for m in link.sent] == [("call", [2])]
+    with pytest.raises(AttributeError, match="not an array or tensor"):
+        exec(compile("check_true(fn.size, 'x')", "/somewhere/course/checks.py", "exec"), namespace)
+    lookalike = {}
+    exec(compile("def attempt(what, function, *args):\n    return function(*args)\n", "/elsewhere/helper.py", "exec"),
+         lookalike)
+    with pytest.raises(checks.CheckFailed, match="not an array or tensor"):  # only the grader's own attempt is let through
+        checks.attempt("a copy", lookalike["attempt"], "fn", fn)
+    def crash(message, generators=None):
+        raise oracle.kernel_error("RuntimeError", "shapes differ.")
+
+    link.request = crash
+    with pytest.raises(checks.CheckFailed) as failed:
+        exec(compile("attempt('fn(3)', fn, 3, hint='pass the mask as it is.')", "<test cell>", "exec"), namespace)
+    assert str(failed.value) == "fn(3) raised RuntimeError (shapes differ): pass the mask as it is"
+

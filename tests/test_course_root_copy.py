@@ -12,11 +12,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
 
-from instructor import batch
-from instructor import pipeline as P
-from instructor.course_root import CourseRoot
+from instructor.repository import REPO
 
 pytestmark = pytest.mark.pipeline
 MARK = "SEMESTER_OF_THIS_COPY = 'copied'\n"
@@ -26,12 +27,12 @@ def copied_repository(dest) -> CourseRoot:
     """What `cp -r` of the repository gives (its own course/ and instructor/), keeping this venv."""
     dest.mkdir()
     for name in ("course", "instructor", "nbgrader_config.py"):
-        src = P.REPO / name
+        src = REPO / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(src, dest / name)
-    shutil.copytree(P.REPO / "source" / A, dest / "source" / A,
+    shutil.copytree(REPO / "source" / A, dest / "source" / A,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     with open(dest / "course" / "__init__.py", "a") as init:
         init.write("\n" + MARK)

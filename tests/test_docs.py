@@ -15,16 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from nboracle.classroom import pipeline as P
 from support import graded_chapter
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPO, REPOSITORY
 from instructor.zoo import alternatives_for, variants_for
 
-README = (P.REPO / "README.md").read_text()
-DOCS = P.REPO / "docs"
+README = (REPO / "README.md").read_text()
+DOCS = REPO / "docs"
 TESTING = (DOCS / "TESTING.md").read_text()
-PAGES = [P.REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
            "ten": 10, "eleven": 11, "twelve": 12}
 DEMO_ROW = re.compile(r"^(\d\d_[a-z0-9_]+)\s+(demo-[a-z]+)\s+(\d+)/(\d+)\s+(.*)$", re.MULTILINE)
@@ -60,7 +60,7 @@ def test_chapter_and_zoo_counts():
 def test_test_count():
     said = int(_one(r"The suite has (\d+) tests", TESTING, "docs/TESTING.md").group(1))
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "--ignore=tests/browser",
-                           "-p", "no:cacheprovider"], cwd=P.REPO, capture_output=True, text=True)
+                           "-p", "no:cacheprovider"], cwd=REPO, capture_output=True, text=True)
     collected = re.search(r"(\d+) tests? collected", proc.stdout)
     assert collected, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert said == int(collected.group(1)), f"docs/TESTING.md says {said} tests, pytest collects {collected.group(1)}"
@@ -118,7 +118,7 @@ def _anchors(text: str) -> set[str]:
     return anchors
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(P.REPO)))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_relative_links_resolve(page):
     text = page.read_text()
     broken = []
@@ -130,26 +130,26 @@ def test_relative_links_resolve(page):
         if not linked.exists():
             broken.append(f"{target}: no file {linked}")
         elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
-            broken.append(f"{target}: no heading #{anchor} in {linked.relative_to(P.REPO)}")
-    assert not broken, f"{page.relative_to(P.REPO)}: broken links\n" + "\n".join(broken)
+            broken.append(f"{target}: no heading #{anchor} in {linked.relative_to(REPO)}")
+    assert not broken, f"{page.relative_to(REPO)}: broken links\n" + "\n".join(broken)
 
 
 def test_every_make_target_named_exists():
-    makefile = (P.REPO / "Makefile").read_text()
+    makefile = (REPO / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z][\w-]*)\s*:(?!=)", makefile, re.MULTILINE))
     named = {}
     for page in PAGES:
         text = page.read_text()
         found = re.findall(r"`make ([a-z][\w-]*)", text) + re.findall(r"^\s*make ([a-z][\w-]*)", text, re.MULTILINE)
         for target in found:
-            named.setdefault(target, page.relative_to(P.REPO))
+            named.setdefault(target, page.relative_to(REPO))
     assert "test" in named and "demo" in named and "lab" in named, "the README names make lab, demo and test"
     missing = {t: str(p) for t, p in named.items() if t not in targets}
     assert not missing, f"make targets named in the docs that the Makefile does not have: {missing}"
 
 
 def test_ci_runs_make_test_first():
-    stages = re.findall(r"^stage (.+)$", (P.REPO / ".ci" / "run").read_text(), re.MULTILINE)
+    stages = re.findall(r"^stage (.+)$", (REPO / ".ci" / "run").read_text(), re.MULTILINE)
     assert stages and stages[0] == "make test", f".ci/run's first stage is {stages[:1]}, the README says make test"
 
 
@@ -171,7 +171,7 @@ def test_readme_names_no_module_paths():
 # --- docs/SPEED.md: its table is written by bench/benchmark.py -------------------------------
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("course_benchmark", P.REPO / "bench" / "benchmark.py")
+    spec = importlib.util.spec_from_file_location("course_benchmark", REPO / "bench" / "benchmark.py")
     module = importlib.util.module_from_spec(spec)
     backend = os.environ.get("MPLBACKEND")
     try:

@@ -7,9 +7,9 @@ import os
 import subprocess
 
 import pytest
+from nboracle.classroom import pipeline as P
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 
 A, COURSE = "01_two_keys", "attention-transformers"
 pytestmark = pytest.mark.pipeline

@@ -1,4 +1,4 @@
-"""The grading side of the pipeline (instructor/grader.py): private course roots are swept,
+"""The grading side of the pipeline (nboracle/nboracle/classroom/grader.py): private course roots are swept,
 and the instructor's sandbox policy holds on every grader, whatever its machine offers."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import grader as G
+from nboracle.classroom import pipeline as P
+from nboracle.grader import sandbox
 from support import CLASS_ASSIGNMENT as A
 
-from instructor import batch, sandbox
-from instructor import grader as G
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 
 pytestmark = pytest.mark.pipeline
 

@@ -1,4 +1,4 @@
-"""The grader's own memory (instructor/memory.py): a student whose answers make a test need more
+"""The grader's own memory (nboracle/nboracle/grader/memory.py): a student whose answers make a test need more
 than the limit fails that test with a clear message, and grading goes on.
 
 The first tests run :class:`MemoryCap` in this process (milliseconds); the last grades chapter 01
@@ -13,11 +13,12 @@ import resource
 
 import numpy as np
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import pipeline as P
+from nboracle.grader import memory
+from nboracle.grader.oracle import kernel_error
 
-from instructor import batch, memory
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.oracle import kernel_error
+from instructor.repository import REPOSITORY
 
 A = "01_two_keys"
 
@@ -41,7 +42,7 @@ def test_an_allocation_over_the_limit_fails_the_test_with_the_message_and_frees_
             namespace["rebound"] = namespace["new"] = np.empty(2 ** 24)  # 128 MiB, under the limit
             _over(cap)
             error = None
-        except Exception as err:  # as instructor.oracle._run catches a test's error
+        except Exception as err:  # as nboracle.grader.oracle._run catches a test's error
             error = err
     assert resource.getrlimit(resource.RLIMIT_DATA) == before, "the limit holds only while the cell runs"
     explained = cap.explain(error, namespace)
@@ -53,7 +54,7 @@ def test_an_allocation_over_the_limit_fails_the_test_with_the_message_and_frees_
 
 def test_a_failure_inside_a_check_or_the_wire_is_still_the_memory_limit():
     from course.checks import attempt
-    from course.oracle import WireError
+    from nboracle import WireError
 
     cap = _cap_above_now()
     for wrap in (lambda: attempt("attention(Q, K, V)", _over, cap),

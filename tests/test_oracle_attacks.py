@@ -24,11 +24,11 @@ code earns honestly, graded in the same nbgrader run, and no honest student is f
 from __future__ import annotations
 
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.grader.nbgrader_ext import review_reasons
 from support import PATCH_CHECKS
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.nbgrader_ext import review_reasons
+from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
 
 pytestmark = pytest.mark.pipeline
@@ -157,8 +157,8 @@ _session.send = _send
 
 FORGED_ORACLE = '''
 import base64, json, pickle
-import course.oracle as _oracle
-_real_serve = _oracle.serve
+import nboracle.kernel.wire as _wire, nboracle.kernel.probes as _probes, nboracle.kernel.server as _server
+_real_serve = _server.serve
 
 def _serve(request):
     answer = json.loads(_real_serve(request))
@@ -167,7 +167,7 @@ def _serve(request):
         return json.dumps({"ok": {"t": "nd", "dtype": "object", "shape": [3], "b64": blob}})
     return json.dumps(answer)
 
-_oracle.serve = _serve
+_server.serve = _serve
 '''
 
 CH01_ATTACKS = {
@@ -513,17 +513,17 @@ def score_statistics(d_k, rng, n_queries=2000, n_keys=8, _wrong=score_statistics
 
 CH02_FORGED_STATE = '''
 import json
-import course.oracle as _oracle
-_real_answer = _oracle._answer
+import nboracle.kernel.wire as _wire, nboracle.kernel.probes as _probes, nboracle.kernel.server as _server
+_real_answer = _server._answer
 
 def _answer(request):
     answer = _real_answer(request)
     if "rng" in answer:  # claim the generator stands wherever the grader's reference does not
-        answer["rng"] = [_oracle.encode({"bit_generator": "PCG64", "state": {"state": 0, "inc": 1},
+        answer["rng"] = [_wire.encode({"bit_generator": "PCG64", "state": {"state": 0, "inc": 1},
                                          "has_uint32": 0, "uinteger": 0})] * len(answer["rng"])
     return answer
 
-_oracle._answer = _answer
+_server._answer = _answer
 '''
 
 CH02_ATTACKS = {
@@ -535,13 +535,13 @@ CH02_ATTACKS = {
 
 # chapter 03: future_leak_check perturbs the caller's x itself (zoo variant leak_check_changes_x_in_place)
 CH03_FORGED_PROBE = '''
-import course.oracle as _oracle
+import nboracle.kernel.wire as _wire, nboracle.kernel.probes as _probes, nboracle.kernel.server as _server
 
 def _arguments(function, *args, **kwargs):  # the function gets copies; the untouched originals go back
     copies = [arg.clone() if isinstance(arg, torch.Tensor) else arg for arg in args]
     return function(*copies, **kwargs), args
 
-_oracle.PROBES["arguments"] = _arguments
+_probes.PROBES["arguments"] = _arguments
 '''
 
 CH03_SHADOWED_BLOCKS = '''
@@ -644,7 +644,7 @@ CH03_ATTACKS = {
 
 # chapter 07: the beam search of the zoo variant that keeps one candidate per step (greedy), and
 # attacks on what it receives: the instructor's next_probs and models arrive as source, defined
-# fresh in the kernel (course.oracle.fresh); the references run on the grader's own copies
+# fresh in the kernel (nboracle.kernel.fresh.fresh); the references run on the grader's own copies
 CH07_LYING_OUTPUTS = """
 class _Always(list):
     def __eq__(self, other):
@@ -921,9 +921,9 @@ block_state = lambda width, hidden, seed, **kwargs: {}
 # reply of its own on the oracle's socket
 _ONES_FOR_THE_MEMORY = """
 import json as _json
-import course.oracle as _oracle
+import nboracle.kernel.wire as _wire, nboracle.kernel.probes as _probes, nboracle.kernel.server as _server
 _seen = {}
-_real_encode, _real_dumps = _oracle.encode, _json.dumps
+_real_encode, _real_dumps = _wire.encode, _json.dumps
 
 def _filled(value):  # the probe's (parameter gradients, input gradients): no None, no zeros for the memory
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], dict) and isinstance(value[1], tuple):
@@ -947,15 +947,15 @@ DecoderBlock.forward = _watched
 
 CH09_REBOUND_ENCODE = _ONES_FOR_THE_MEMORY + """
 def _rebind():
-    _oracle.encode = lambda value, *args, **kwargs: _real_encode(_filled(value), *args, **kwargs)
+    _wire.encode = lambda value, *args, **kwargs: _real_encode(_filled(value), *args, **kwargs)
 """
 
 CH09_REBOUND_PROBE = _ONES_FOR_THE_MEMORY + """
-_real_probe = _oracle.PROBES["parameter_and_input_gradients"]
+_real_probe = _probes.PROBES["parameter_and_input_gradients"]
 
 def _rebind():
     probe = lambda *args, **kwargs: _filled(_real_probe(*args, **kwargs))
-    _oracle.PROBES["parameter_and_input_gradients"] = _oracle._parameter_and_input_gradients = probe
+    _probes.PROBES["parameter_and_input_gradients"] = _probes._parameter_and_input_gradients = probe
 """
 
 CH09_REBOUND_DUMPS = _ONES_FOR_THE_MEMORY + """
@@ -975,7 +975,7 @@ def _rebind():  # the reply's text: every null under "ok" becomes a tensor of on
         if isinstance(obj, dict) and "ok" in obj:
             obj = {**obj, "ok": fill(obj["ok"])}
         return _real_dumps(obj, *args, **kwargs)
-    _json.dumps = _oracle.json.dumps = dumps
+    _json.dumps = _wire.json.dumps = dumps
 """
 
 CH09_FORGED_FRAME = _ONES_FOR_THE_MEMORY + """
@@ -984,7 +984,7 @@ def _rebind():  # a reply of its own on the oracle's socket, before the real one
         sock = get_ipython().kernel.shell_handlers["course_oracle_serve"].__closure__[0].cell_contents[0]
         answer = {"ok": _real_encode(({n: torch.ones_like(p) for n, p in zip(_seen["names"], _seen["params"])},
                                       tuple(torch.ones_like(t) for t in _seen["inputs"])))}
-        _oracle.write_frame(sock, _real_dumps(answer).encode())
+        _wire.write_frame(sock, _real_dumps(answer).encode())
     except Exception:
         pass
 """
@@ -1134,9 +1134,9 @@ def test_chapter03_attacks_earn_no_more_than_the_wrong_code(chapter03):
 
 def test_a_forged_server_is_undone_and_an_endless_call_costs_only_its_tests(chapter01):
     results, _ = chapter01
-    # a serve() replaced by the student is put back before every request (course.oracle.listen):
+    # a serve() replaced by the student is put back before every request (nboracle.kernel.server.listen):
     # the forged answers (a pickle as an array) never reach the grader, whose decoder would refuse
-    # them (tests/test_oracle_wire.py); the submission fails exactly where its wrong code does
+    # them (nboracle/tests/test_wire.py); the submission fails exactly where its wrong code does
     forged, honest = results["atk-forged-oracle"], results["honest-wrong"]
     assert forged.failed() == honest.failed() and forged.auto_score == honest.auto_score
     assert not any("WireError" in forged.cells[g].error for g in forged.failed())

@@ -6,10 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
 from support import ASSIGNMENTS, solution_lines, source_nb
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY, CourseRoot
+from instructor.repository import REPOSITORY
 
 
 def run_cli(*args):
@@ -113,8 +114,7 @@ def test_the_feedback_exporter_writes_what_nbconvert_writes():
 
     import nbformat
     from nbconvert.exporters import HTMLExporter
-
-    from instructor.nbgrader_ext import FeedbackExporter
+    from nboracle.grader.nbgrader_ext import FeedbackExporter
 
     nb = source_nb(ASSIGNMENTS[0])
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -134,13 +134,12 @@ def test_the_feedback_exporter_writes_what_nbconvert_writes():
 
 
 def test_nbgraders_metadata_check_refuses_what_it_refused_with_each_schema_checked_once():
-    """instructor.nbgrader_ext.OnceCheckedSchemas: the same verdict and error as jsonschema.validate."""
+    """nboracle.grader.nbgrader_ext.OnceCheckedSchemas: the same verdict and error as jsonschema.validate."""
     import copy
 
     import jsonschema
     from nbgrader.nbgraderformat import MetadataValidator, common
-
-    from instructor import nbgrader_ext
+    from nboracle.grader import nbgrader_ext
 
     assert isinstance(common.jsonschema, nbgrader_ext.OnceCheckedSchemas)  # what nbgrader_config.py loads
     schema = MetadataValidator().schema

@@ -17,13 +17,14 @@ import time
 import urllib.request
 
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 from support import PostgresUnavailable, start_postgres
 
-from instructor import batch
-from instructor import pipeline as P
-from instructor.course_root import CourseRoot
+from instructor.repository import REPO
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.slow]
 
@@ -35,10 +36,10 @@ def graded(tmp_path_factory):
     except PostgresUnavailable as err:
         pytest.skip(f"no PostgreSQL server can start here ({err}); .ci/install-postgres installs one")
     path = tmp_path_factory.mktemp("pg-course")
-    shutil.copy2(P.REPO / "nbgrader_config.py", path / "nbgrader_config.py")
+    shutil.copy2(REPO / "nbgrader_config.py", path / "nbgrader_config.py")
     with open(path / "nbgrader_config.py", "a") as config:
         config.write(f"\nc.CourseDirectory.db_url = {server.url!r}\n")
-    shutil.copytree(P.REPO / "source" / A, path / "source" / A)
+    shutil.copytree(REPO / "source" / A, path / "source" / A)
     root = CourseRoot(path)
     root.release(A)
     release, answers = root.release_and_answers(A)

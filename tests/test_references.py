@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 import torch
+from nboracle.grader.nbgrader_ext import DEMO_ONLY
+from nboracle.grader.oracle import KERNEL_ONLY
 from support import ASSIGNMENTS, source_nb
-
-from instructor.nbgrader_ext import DEMO_ONLY
-from instructor.oracle import KERNEL_ONLY
 
 MESSAGE_ONLY = "# message only:"  # a comparison of two student outputs that only picks a failure message
 
@@ -467,7 +466,7 @@ def _analyse_source(cells: list) -> Analysis:
 
 
 IMPORTS = ("imports", "import torch\nfrom course import attempt, check_close, matches, check_true\n"
-           "from course.oracle import draw_parameters\nx, y = torch.ones(3), torch.zeros(3)\n")
+           "from nboracle.kernel import draw_parameters\nx, y = torch.ones(3), torch.zeros(3)\n")
 
 
 @pytest.mark.parametrize("source, flagged", [

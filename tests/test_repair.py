@@ -12,13 +12,13 @@ import copy
 
 import nbformat
 import pytest
+from nboracle.classroom import batch
+from nboracle.classroom import pipeline as P
+from nboracle.grader import repair as R
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 
-from instructor import batch
-from instructor import pipeline as P
-from instructor import repair as R
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 
 
 @pytest.fixture(scope="module")

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
+from nboracle.grader import sandbox
 from support import hidden_lines, source_nb
 
-from instructor import pipeline as P
-from instructor import sandbox
-from instructor.course_root import REPOSITORY, CourseRoot
+from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
 
 A, NB = "01_two_keys", "two_keys"
@@ -73,6 +74,7 @@ top_marks("ROOT/gradebook.db")
 ''',
     "adv-write-other-grades": ATTEMPT + '''
 import sqlite3
+from instructor.repository import REPO
 def zero(path):
     db = sqlite3.connect(path)
     db.execute("""update grade set manual_score = 0 where notebook_id in (
@@ -401,7 +403,7 @@ def test_kernels_and_their_children_are_gone_after_grading(attacked):
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "instructor", *args], capture_output=True, text=True,
-                          env={**P.tool_env(), **env}, cwd=P.REPO, timeout=300)
+                          env={**P.tool_env(), **env}, cwd=REPOSITORY.path, timeout=300)
 
 
 def test_an_unavailable_sandbox_refuses_to_grade_students():
@@ -440,7 +442,7 @@ def test_sandbox_status_reports_why():
     ok, reason = sandbox.sandbox_status()
     assert ok and "bubblewrap" in reason
     env = {**os.environ, "COURSE_SANDBOX_BWRAP": "/nonexistent"}
-    code = "from instructor import sandbox; print(sandbox.sandbox_status())"
+    code = "from nboracle.grader import sandbox; print(sandbox.sandbox_status())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
     assert "(False, \"bwrap not found ('/nonexistent' is not executable)\")" in out
     off = subprocess.run([sys.executable, "-c", code], env={**env, "COURSE_SANDBOX": "off"},

@@ -2,7 +2,7 @@
 sets JUPYTERHUB_API_TOKEN and its old name JPY_API_TOKEN; tests/hub found the second one in a
 graded notebook's output)."""
 
-from instructor.sandbox import _kernel_env
+from nboracle.grader.sandbox import _kernel_env
 
 
 def test_no_hub_token_reaches_the_kernel():

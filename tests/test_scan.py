@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.grader.scan import library_findings, refusals, scan_notebook, scan_source, student_cells
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.scan import library_findings, refusals, scan_notebook, scan_source, student_cells
-from instructor.substitutes import SUBSTITUTES
+from instructor.repository import REPOSITORY
+from instructor.substitutes import HELPER_ATTRIBUTES, SUBSTITUTES, substitutes_for
 from instructor.zoo import alternatives_for, apply_edits, variants_for
 
 
 @pytest.mark.parametrize("assignment", REPOSITORY.assignments())
 def test_solutions_and_released_notebooks_are_never_flagged(assignment):
     release_nb, answers = REPOSITORY.release_and_answers(assignment)
-    assert scan_notebook(release_nb, assignment) == [], "the released notebook itself would be flagged"
+    assert scan_notebook(release_nb, substitutes_for(assignment), HELPER_ATTRIBUTES) == [], "the released notebook itself would be flagged"
     filled = P.fill(release_nb, answers)
     assert student_cells(filled), "no student cells found"
-    assert scan_notebook(filled, assignment) == [], "the instructor's solution would be flagged"
+    assert scan_notebook(filled, substitutes_for(assignment), HELPER_ATTRIBUTES) == [], "the instructor's solution would be flagged"
 
 
 @pytest.mark.parametrize("assignment", REPOSITORY.assignments())
@@ -28,7 +28,7 @@ def test_zoo_answers_use_no_library_substitute(assignment):
     release_nb, answers = REPOSITORY.release_and_answers(assignment)
     exercises = SUBSTITUTES.get(assignment, {})
     flagged = {v.name: found for v in variants_for(assignment) + alternatives_for(assignment)
-               if (found := library_findings(P.fill(release_nb, v.answers(answers)), exercises))}
+               if (found := library_findings(P.fill(release_nb, v.answers(answers)), exercises, helper_attributes=HELPER_ATTRIBUTES))}
     assert not flagged, flagged
 
 
@@ -252,7 +252,7 @@ def test_a_library_substitute_is_found_with_its_name(case, added, fragment):
     finding in the exercise's cell, naming the exercise and the entry point."""
     assignment, cell, edits = case
     nb = _answer(assignment, cell, edits, added)
-    found = scan_notebook(nb, assignment)
+    found = scan_notebook(nb, substitutes_for(assignment), HELPER_ATTRIBUTES)
     assert len(found) == 1 and fragment in found[0][1], found
     index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == cell)
     assert found[0][0] == index and found[0][1].startswith(f"cell {index} ({cell}): ")
@@ -268,7 +268,7 @@ def test_a_substitute_outside_the_solution_cell_is_found():
     index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "mhsa")
     nb.cells.insert(index + 1, nbformat.v4.new_code_cell("class MultiHeadSelfAttention(nn.MultiheadAttention):\n    pass"))
     del nb.cells[index].metadata["nbgrader"]
-    found = [reason for _, reason in scan_notebook(nb, "06_multihead_attention")]
+    found = [reason for _, reason in scan_notebook(nb, substitutes_for("06_multihead_attention"), HELPER_ATTRIBUTES)]
     assert found == [f"cell {index + 1} (a cell the student can edit): MultiHeadSelfAttention uses torch.nn.MultiheadAttention, "
                      "which does this exercise's work (review: correct, but is it the student's?)"], found
 
@@ -289,4 +289,4 @@ def test_a_substitute_outside_the_solution_cell_is_found():
 ])
 def test_a_library_entry_point_the_text_allows_is_not_a_finding(case, added):
     assignment, cell, edits = case
-    assert scan_notebook(_answer(assignment, cell, edits, added), assignment) == []
+    assert scan_notebook(_answer(assignment, cell, edits, added), substitutes_for(assignment), HELPER_ATTRIBUTES) == []

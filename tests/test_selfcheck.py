@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.selfcheck import explain, manual_points, private_root, self_check, timed_out
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.selfcheck import explain, manual_points, private_root, self_check, timed_out
+from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
 
 pytestmark = pytest.mark.pipeline
@@ -82,7 +82,7 @@ def test_self_check_names_a_cell_stopped_at_the_time_limit(tmp_path, capsys):
 @pytest.mark.parametrize("long_name", ["test_masked_attention_pad_invariance", "test_gradients_reach_every_parameter_x"])
 def test_score_table_keeps_its_columns_for_long_names(long_name):
     """The points column starts at one place on every line, however long a test cell's name."""
-    from instructor.selfcheck import score_lines
+    from nboracle.classroom.selfcheck import score_lines
 
     cells = {gid: P.CellResult(gid, score, 1.0, "" if score else "AssertionError: wrong")
              for gid, score in (("test_a", 1.0), (long_name, 0.0), ("test_quiz_q1", 1.0))}

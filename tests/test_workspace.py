@@ -8,15 +8,15 @@ import sys
 
 import nbformat
 
-from instructor import pipeline as P
 from instructor import workspace as W
+from instructor.repository import REPO
 
 
 def _course(tmp_path, names):
     repo = tmp_path / "repo"
     for name in names:
-        shutil.copytree(P.REPO / "release" / name, repo / "release" / name)
-        shutil.copytree(P.REPO / "source" / name, repo / "source" / name)
+        shutil.copytree(REPO / "release" / name, repo / "release" / name)
+        shutil.copytree(REPO / "source" / name, repo / "source" / name)
     return repo
 
 
@@ -32,8 +32,8 @@ def test_workspace_copies_once_and_never_overwrites(tmp_path):
     nb.cells[0].source += "\nmy note"
     nbformat.write(nb, str(mine))
     edited = mine.read_bytes()
-    shutil.copytree(P.REPO / "release" / "03_masks", repo / "release" / "03_masks")  # released later
-    shutil.copytree(P.REPO / "source" / "03_masks", repo / "source" / "03_masks")
+    shutil.copytree(REPO / "release" / "03_masks", repo / "release" / "03_masks")  # released later
+    shutil.copytree(REPO / "source" / "03_masks", repo / "source" / "03_masks")
     added = W.prepare(repo, dest)
     assert added == [dest / "03_masks" / "masks.ipynb"], "only the new chapter is added"
     assert mine.read_bytes() == edited, "a student's notebook is never overwritten"
@@ -44,14 +44,14 @@ def test_lab_env_shows_plots_and_uses_the_course_config(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     env = W.lab_env(tmp_path / "state")
     assert "MPLBACKEND" not in env, "Lab passes it to every kernel: Agg hides every plot"
-    assert str(P.REPO) in env["JUPYTER_CONFIG_PATH"].split(":")
+    assert str(REPO) in env["JUPYTER_CONFIG_PATH"].split(":")
     settings = tmp_path / "state" / "user-settings" / "@jupyterlab" / "apputils-extension"
     assert '"fetchNews": "false"' in (settings / "notification.jupyterlab-settings").read_text()
 
 
 def test_workspace_and_exchange_are_ignored_by_git():
     out = subprocess.run(["git", "check-ignore", "workspace/x.ipynb", ".exchange/x", ".artifacts/x"],
-                         cwd=P.REPO, text=True, capture_output=True).stdout.split()
+                         cwd=REPO, text=True, capture_output=True).stdout.split()
     assert out == ["workspace/x.ipynb", ".exchange/x", ".artifacts/x"]
 
 
@@ -92,7 +92,7 @@ def test_with_the_graders_minimal_tracebacks_the_message_alone(monkeypatch):
 
 
 def test_check_without_a_notebook_explains_an_empty_workspace(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "instructor", "check"], cwd=P.REPO, text=True,
+    proc = subprocess.run([sys.executable, "-m", "instructor", "check"], cwd=REPO, text=True,
                           capture_output=True)
     assert proc.returncode in (0, 1) and ("no chapter started" in proc.stdout or "points" in proc.stdout)
 
@@ -101,10 +101,10 @@ def test_local_exchange_unless_a_shared_one_is_configured(tmp_path, monkeypatch)
     from traitlets.config.loader import PyFileConfigLoader
 
     def exchange_root():
-        return PyFileConfigLoader("nbgrader_config.py", str(P.REPO)).load_config().Exchange.get("root")
+        return PyFileConfigLoader("nbgrader_config.py", str(REPO)).load_config().Exchange.get("root")
 
     monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
-    assert exchange_root() == str(P.REPO / ".exchange")
+    assert exchange_root() == str(REPO / ".exchange")
     (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.Exchange.root = "/srv/nbgrader/exchange"\n')
     monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path))  # as /etc/jupyter on the hub
     assert exchange_root() is None, "the hub's shared exchange must win"

@@ -6,10 +6,11 @@ through a library substitute applies and is found by the static scan with the re
 from __future__ import annotations
 
 import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.grader.scan import scan_notebook
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
-from instructor.scan import scan_notebook
+from instructor.repository import REPOSITORY
+from instructor.substitutes import HELPER_ATTRIBUTES, substitutes_for
 from instructor.zoo import alternatives_for, chapter_modules, library_for, variants_for
 
 
@@ -56,5 +57,5 @@ def test_library_answers_apply_and_are_found(assignment):
     for answer in library_for(assignment):
         assert answer.name not in others, f"{answer.name} shares a name with another zoo entry"
         assert answer.flagged and not answer.expect, f"{answer.name}: a flagged reason, no failing test"
-        reasons = [r for _, r in scan_notebook(P.fill(release_nb, answer.answers(solutions)), assignment)]
+        reasons = [r for _, r in scan_notebook(P.fill(release_nb, answer.answers(solutions)), substitutes_for(assignment), HELPER_ATTRIBUTES)]
         assert len(reasons) == 1 and answer.flagged in reasons[0], (answer.name, reasons)

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import matches, under_nbgrader
-from course.oracle import call_keeping_arguments, draw_parameters, fresh
+from nboracle import call_keeping_arguments, draw_parameters, fresh
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)

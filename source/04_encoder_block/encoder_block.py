@@ -45,7 +45,7 @@ import torch
 import torch.nn as nn
 
 from course import check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true
-from course.oracle import draw_parameters, input_gradients, load_tensors, module_tensors, parameter_gradients, read_state
+from nboracle import draw_parameters, input_gradients, load_tensors, module_tensors, parameter_gradients, read_state
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)

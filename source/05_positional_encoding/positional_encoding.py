@@ -39,7 +39,7 @@ import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
-from course.oracle import draw_parameters, fresh, module_tensors, parameter_gradients
+from nboracle import draw_parameters, fresh, module_tensors, parameter_gradients
 
 torch.set_printoptions(precision=4, sci_mode=False)
 

@@ -50,7 +50,7 @@ import matplotlib.pyplot as plt
 
 from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
                     check_true)
-from course.oracle import draw_parameters, module_tensors, parameter_gradients
+from nboracle import draw_parameters, module_tensors, parameter_gradients
 from course.plots import plot_attention
 
 torch.set_num_threads(1)  # small tensors gain nothing from threads; timings and losses stay reproducible

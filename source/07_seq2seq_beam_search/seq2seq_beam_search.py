@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true
-from course.oracle import draw_parameters, fresh, load_tensors, read_state
+from nboracle import draw_parameters, fresh, load_tensors, read_state
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)

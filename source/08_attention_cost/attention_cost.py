@@ -43,9 +43,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course import check_choice, check_close, check_shape, check_true, check_type
-from course.oracle import call_keeping_arguments, fresh
+from nboracle import call_keeping_arguments, fresh
 from course.plots import plot_curves
-from course.tracing import largest_tensor
+from nboracle import largest_tensor
 
 torch.set_num_threads(1)  # one core: steadier timings on a shared machine, same results
 
@@ -513,7 +513,7 @@ def linear_attention(q, k, v, causal=False):
 # %% [markdown]
 # ### Check it: same numbers, different memory
 #
-# The two forms must agree, causal or not. Then `largest_tensor` (from `course.tracing`)
+# The two forms must agree, causal or not. Then `largest_tensor` (from `nboracle`)
 # watches every torch operation inside a call and reports the largest tensor it produced:
 # the quadratic form builds the `L x L` matrix, the regrouped form does not.
 
@@ -671,7 +671,7 @@ check_close("causal outputs of tokens 0..4 after changing the last value",
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_is_linear", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """linear_attention never builds an L x L tensor (checked with largest_tensor at L = 2048)."""
-from course.tracing import largest_tensor
+from nboracle import largest_tensor
 gen = torch.Generator().manual_seed(86)
 q, k, v = (torch.randn(1, 2048, n, generator=gen) for n in (4, 4, 3))
 for causal in (False, True):

@@ -56,8 +56,8 @@ from course import (
     under_nbgrader,
 )
 from course.diagrams import draw_encoder_decoder
-from course.oracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
-                           read_state)
+from nboracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
+                      read_state)
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)

@@ -18,10 +18,10 @@ import time
 
 import pytest
 from lab import Lab, dump, error_text
+from nboracle.classroom import pipeline as P
 from seats import ARTIFACTS, REPO, seat
 
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
 
 PLOT_CALL = re.compile(r"^(?!\s*(import|from)\b).*(\bplot_\w+\(|\bplt\.(show|imshow|plot|subplots)\(|\.imshow\()", re.M)

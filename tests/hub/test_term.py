@@ -21,12 +21,12 @@ import pytest
 from conftest import ARTIFACTS
 from hubclient import Person
 from lab import Lab
+from nboracle.classroom import pipeline as P
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from instructor import hub as H
-from instructor import pipeline as P
-from instructor.course_root import REPOSITORY
+from instructor.repository import REPO, REPOSITORY
 from instructor.zoo import variants_for
 
 A = "01_two_keys"
@@ -316,9 +316,9 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
 def test_the_formgrader_ran_sandboxed(hub):
     log = (hub.state / "hub" / "jupyterhub.log").read_text()
     assert "refuses to start" not in log
-    probe = subprocess.run(["/usr/sbin/runuser", "-u", H.GRADER, "--", str(P.BIN / "python"), "-m", "instructor.sandbox"],
+    probe = subprocess.run(["/usr/sbin/runuser", "-u", H.GRADER, "--", str(P.BIN / "python"), "-m", "nboracle.grader.sandbox"],
                            cwd=hub.layout.course, capture_output=True, text=True,
-                           env={"PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(P.REPO),
+                           env={"PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(REPO),
                                 "HOME": str(hub.layout.user_home(H.GRADER))})
     assert '"ok": true' in probe.stdout, probe.stdout + probe.stderr
 
@@ -337,7 +337,7 @@ def test_a_student_cannot_read_others_work_the_gradebook_or_the_sources(term, hu
     assert feedback
     private = [alice_home / A / f"{NAME}.ipynb", feedback[0], L.course / "gradebook.db",
                L.course / "source" / A / f"{NAME}.ipynb", L.course / "submitted" / "alice" / A / f"{NAME}.ipynb",
-               L.course / "autograded" / "alice" / A / f"{NAME}.ipynb", P.REPO / "source" / A / f"{NAME}.ipynb"]
+               L.course / "autograded" / "alice" / A / f"{NAME}.ipynb", REPO / "source" / A / f"{NAME}.ipynb"]
     for path in private:
         assert path.exists(), path
         proc = as_user("bob", "cat", str(path))
@@ -397,8 +397,8 @@ def as_student(hub, name: str, *args: str) -> subprocess.CompletedProcess:
     """``nbgrader ARGS`` as the student, with the environment the hub gives their server."""
     L = hub.layout
     env = {"HOME": str(L.user_home(name)), "USER": name, "LOGNAME": name, "LANG": "C.UTF-8",
-           "PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(P.REPO),
-           "JUPYTER_CONFIG_PATH": ":".join(map(str, (L.student_etc, L.common, P.REPO)))}
+           "PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(REPO),
+           "JUPYTER_CONFIG_PATH": ":".join(map(str, (L.student_etc, L.common, REPO)))}
     proc = subprocess.run(["/usr/sbin/runuser", "-u", name, "--", str(P.BIN / "nbgrader"), *args],
                           cwd=L.user_home(name), env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

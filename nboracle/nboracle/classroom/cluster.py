@@ -1,24 +1,24 @@
 """The Dask runner of the class pipeline: ``grade-class A --cluster ADDRESS|local:N``.
 
-One machine grades with ``--jobs N`` (:class:`instructor.batch.LocalPool`); a class of
+One machine grades with ``--jobs N`` (:class:`nboracle.classroom.batch.LocalPool`); a class of
 thousands grades on an existing Dask distributed cluster (``--cluster tcp://scheduler:8786``,
 ``tls://...``), or on a LocalCluster of N worker processes (``--cluster local:N``).
 docs/CLUSTER.md says how to start one. Planning, recording and reporting are the one pipeline
-of :func:`instructor.batch.grade_class`; this module only runs tasks.
+of :func:`nboracle.classroom.batch.grade_class`; this module only runs tasks.
 
-* **The job** (:func:`instructor.grader.make_job`) is scattered to every worker once: the
+* **The job** (:func:`nboracle.classroom.grader.make_job`) is scattered to every worker once: the
   gradebook's records of the assignment (with the hidden tests), the non-notebook files of
   ``source/<assignment>/``, the course's ``nbgrader_config.py`` text, the ``course`` package
   the instructor chose, and the instructor's sandbox policy. A worker shares no file system
   with the instructor.
 * **A task** carries one student's submitted folder. The worker's first task builds its
-  :class:`instructor.grader.Grader` (a private course root, nbgrader loaded once); every task
+  :class:`nboracle.classroom.grader.Grader` (a private course root, nbgrader loaded once); every task
   then autogrades and renders feedback there and returns plain data. Workers never see the
   instructor's gradebook or its credentials.
 * **Faults.** A worker that dies mid-task: the scheduler re-runs its tasks on other workers
   (the pipeline records a student once; a second result is ignored). A task that killed three
   workers is reported as failed for that student. The scheduler going away raises
-  :class:`instructor.batch.RunnerLost`: the pipeline records what it has, stops with a clear
+  :class:`nboracle.classroom.batch.RunnerLost`: the pipeline records what it has, stops with a clear
   message, and running the same command again grades the rest.
 """
 
@@ -131,7 +131,7 @@ class Dask:
 
 
 def _workers_per_host(client) -> int | None:
-    """The most Dask workers on one host: they share its cores (instructor.grader.kernel_threads)."""
+    """The most Dask workers on one host: they share its cores (nboracle.classroom.grader.kernel_threads)."""
     try:
         workers = client.scheduler_info().get("workers", {})
     except Exception:  # an old scheduler, or one going away: the kernels keep their defaults

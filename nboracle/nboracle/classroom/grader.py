@@ -9,14 +9,14 @@ student after another. A Grader owns a *private course root* in the temporary fo
 * ``gradebook.db`` (sqlite): only the assignment's records, as ``generate_assignment`` saved
   them (grade cells with their points, locked and test cells with their source);
 * ``package/course``: the ``course`` package the instructor chose (the course root's own), which
-  every grading kernel imports (``COURSE_PACKAGE``, :mod:`instructor.sandbox`);
+  every grading kernel imports (``COURSE_PACKAGE``, :mod:`nboracle.grader.sandbox`);
 * ``submitted/<student>/<assignment>/``: the student being graded, removed after grading.
 
 :meth:`Grader.grade` runs nbgrader's autograde and feedback there (nbgrader loaded once per
 Grader) and returns plain data (:data:`RESULT_KEYS`): the autograded folder, the feedback
 HTML, the automatic scores, comments and late penalty as the private gradebook holds them,
 review flags, failed cells, where it ran and whether its kernels were sandboxed. The
-instructor side then only places files and writes rows (:mod:`instructor.batch`).
+instructor side then only places files and writes rows (:mod:`nboracle.classroom.batch`).
 
 A private root is deleted when its Grader closes or its process exits; one left by a killed
 worker (its pid is gone) is swept when the next Grader on that machine starts.
@@ -38,8 +38,9 @@ import warnings
 import weakref
 from pathlib import Path
 
+from nboracle.grader.sandbox import KERNEL_METADATA
+
 from . import pipeline as P
-from .sandbox import KERNEL_METADATA
 
 ROOT_PREFIX = "course-grader-"
 TAMPER_MARK = "grader: this notebook had replaced"
@@ -81,7 +82,8 @@ def write_folder(folder: Path, files: dict[str, str]) -> None:
 # ---------------------------------------------------------------- the job (instructor side)
 
 
-def assignment_records(db_url: str, course_id: str, assignment: str) -> dict:
+def assignment_records(db_url: str, course_id: str, assignment: str,
+                       release_command: str = "nbgrader generate_assignment {assignment}") -> dict:
     """The gradebook's records of an assignment, as plain data (what ``generate_assignment`` saved)."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -90,7 +92,7 @@ def assignment_records(db_url: str, course_id: str, assignment: str) -> dict:
             found = gb.find_assignment(assignment)
         except MissingEntry:
             raise P.PipelineError(f"{assignment} is not in the gradebook {db_url.split('@')[-1]}: "
-                                  f"run `python -m instructor release {assignment}` first") from None
+                                  f"run `{release_command.format(assignment=assignment)}` first") from None
         notebooks = [{
             "name": nb.name, "kernelspec": nb.kernelspec,
             "grade_cells": [{"name": c.name, "max_score": c.max_score, "cell_type": c.cell_type}
@@ -111,7 +113,7 @@ def make_job(root, assignment: str, sandbox_mode: str | None = None) -> dict:
     ``sandbox_mode`` is the instructor's policy (``on``; ``off`` after ``--no-sandbox``): every
     worker grades under it, whatever its own environment says.
     """
-    from . import sandbox
+    from nboracle.grader import sandbox
 
     source = root.folder("source", assignment)
     # autograde copies the non-notebook files of source/<a>/ (never *.py: see the config's ignore)
@@ -119,7 +121,7 @@ def make_job(root, assignment: str, sandbox_mode: str | None = None) -> dict:
               if not rel.endswith((".ipynb", ".py", ".pyc", ".md"))} if source.is_dir() else {}
     package = root.course_package
     job = {"assignment": assignment, "course_id": root.course_id, "config": root.config.read_text(),
-           "records": assignment_records(root.gradebook_url, root.course_id, assignment),
+           "records": assignment_records(root.gradebook_url, root.course_id, assignment, root.release_command),
            "source_files": extras, "course_package": read_folder(package) if package else {},
            "sandbox_mode": sandbox_mode or sandbox.mode()}
     job["key"] = hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:16]
@@ -200,7 +202,7 @@ class Grader:
     """A private course root and nbgrader loaded once; grades one student after another."""
 
     def __init__(self, job: dict):
-        from . import sandbox
+        from nboracle.grader import sandbox
 
         sweep_stale_roots()
         self.job, self.assignment, self.course_id = job, job["assignment"], job["course_id"]
@@ -331,7 +333,7 @@ class Grader:
 
 def read_review(path: Path):
     """An autograded notebook's ``(tampered, review reasons, notebook or None if unreadable)``."""
-    from .nbgrader_ext import review_reasons
+    from nboracle.grader.nbgrader_ext import review_reasons
 
     text = path.read_text(errors="replace")
     try:

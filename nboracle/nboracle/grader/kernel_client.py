@@ -1,5 +1,6 @@
-"""The grader's kernel client: a message from the kernel that does not verify, or that the grader
-could not act on, is dropped and counted.
+"""The grader's kernel client: a kernel message that does not verify, or cannot be acted on, is dropped.
+
+Such a message is dropped and counted, never acted on.
 
 jupyter_client's channels raise out of ``get_msg`` when a message does not verify
 (``ValueError: Invalid Signature``, a duplicate signature, a header that is not JSON), and
@@ -7,9 +8,9 @@ nbclient raises a KeyError on a message that verifies but lacks what it reads (a
 without ``text``). Either ends the whole notebook run, so a student's code that breaks the
 kernel's own messaging (patched builtins garble what ipykernel sends) or signs what it likes
 with the kernel's key would make a submission fail instead of being graded. The grader's
-kernels use :class:`CheckedKernelClient` (:class:`instructor.sandbox.SandboxedKernelManager`
+kernels use :class:`CheckedKernelClient` (:class:`nboracle.grader.sandbox.SandboxedKernelManager`
 makes it): such a message is dropped, never acted on, and counted in ``client.rejected``.
-:class:`instructor.nbgrader_ext.GuardedExecute` turns a message dropped during a cell into a
+:class:`nboracle.grader.nbgrader_ext.GuardedExecute` turns a message dropped during a cell into a
 reason for review (and, where the kernel's outputs decide scores, a failed test cell).
 
 Dropping can only lose what the kernel said: a lost execute reply runs into the cell's
@@ -26,7 +27,12 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type
 
-from course.oracle import MAX_TEXT as _MAX_TEXT
+from ..kernel.wire import MAX_TEXT as _MAX_TEXT
+
+
+class KernelError(Exception):
+    """An exception raised by the student's code in the kernel (its name and message only)."""
+
 
 MAX_RECORDED = 20  # reasons kept per channel (the count goes on)
 
@@ -68,7 +74,7 @@ def unreadable(msg: Any) -> str | None:
 
 
 # bytes of one shell message, checked before its content is parsed: the oracle's answers (at most
-# course.oracle.MAX_TEXT characters, escaped once more as JSON or as a repr) and room for the rest
+# nboracle.kernel.wire.MAX_TEXT characters, escaped once more as JSON or as a repr) and room for the rest
 MAX_SHELL_BYTES = 2 * _MAX_TEXT + 2 ** 20
 # the replies that carry an oracle's answer: over the limit, they arrive with their content
 # replaced by {"oversized": bytes} (the test that asked fails, saying so); anything else is dropped

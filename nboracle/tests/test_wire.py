@@ -1,4 +1,4 @@
-"""The oracle's wire format (course/oracle.py): what the grader accepts from a kernel.
+"""The oracle's wire format (nboracle/nboracle/kernel/wire.py): what the grader accepts from a kernel.
 
 Only plain data crosses from the kernel: every answer is decoded strictly into fresh numpy
 arrays, tensors and Python values; anything else (a pickle, a subclass, a payload that is too
@@ -15,8 +15,8 @@ import pickle
 import numpy as np
 import pytest
 import torch
-
-from course import oracle as wire
+from nboracle.kernel import fresh as fresh_module
+from nboracle.kernel import probes, server, wire
 
 
 def roundtrip(value, handle=None):
@@ -34,7 +34,7 @@ class RecordingLink:
         return self.answer
 
     def proxy(self, entry):
-        from instructor import oracle
+        from nboracle.grader import oracle
 
         return oracle.make_proxy(self, entry)
 
@@ -139,13 +139,13 @@ def test_kernel_end_answers_with_data_or_handles():
 
     __main__.oracle_test_layer = torch.nn.Linear(3, 2)
     try:
-        answer = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))
+        answer = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))
         handle = answer["ok"]
         assert handle["t"] == "h" and handle["type"][0] == "torch.nn.modules.linear.Linear"
         x = json.loads(wire.dumps(torch.ones(4, 3)))
-        out = json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {}})))
+        out = json.loads(server.serve(json.dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {}})))
         assert wire.decode(json.dumps(out["ok"])).shape == (4, 2)
-        missing = json.loads(wire.serve(json.dumps({"op": "name", "name": "no_such_name_here"})))
+        missing = json.loads(server.serve(json.dumps({"op": "name", "name": "no_such_name_here"})))
         assert missing["error"][0] == "NameError"
     finally:
         del __main__.oracle_test_layer
@@ -167,8 +167,8 @@ def test_extended_precision_and_unsigned_answers_arrive_as_the_nearest_whitelist
     __main__.oracle_test_wide = lambda: np.array([2 ** 64 - 1], dtype=np.uint64)
     try:
         def call(name):
-            handle = json.loads(wire.serve(json.dumps({"op": "name", "name": name})))["ok"]
-            return json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": [], "kwargs": {}})))
+            handle = json.loads(server.serve(json.dumps({"op": "name", "name": name})))["ok"]
+            return json.loads(server.serve(json.dumps({"op": "call", "h": handle["id"], "args": [], "kwargs": {}})))
 
         weights = wire.decode_tree(call("oracle_test_longdouble")["ok"])
         assert type(weights) is np.ndarray and weights.dtype == np.float64
@@ -190,8 +190,9 @@ def test_extended_precision_and_unsigned_answers_arrive_as_the_nearest_whitelist
 
 def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
     """A NumPy Generator argument: the kernel draws from a copy, and reports where it left it."""
+    from nboracle.grader.oracle import _load_states, _send
+
     import __main__
-    from instructor.oracle import _load_states, _send
 
     __main__.oracle_test_draw = lambda rng, n: rng.standard_normal(n)
     try:
@@ -199,8 +200,8 @@ def test_a_generator_travels_by_its_state_and_comes_back_moved_on():
         sent: list = []
         args = [_send(mine, sent), _send(3, sent)]
         assert sent == [mine] and args[0]["t"] == "rng"
-        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_draw"})))["ok"]
-        answer = json.loads(wire.serve(json.dumps({"op": "call", "h": handle["id"], "args": args, "kwargs": {}})))
+        handle = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_draw"})))["ok"]
+        answer = json.loads(server.serve(json.dumps({"op": "call", "h": handle["id"], "args": args, "kwargs": {}})))
         assert np.array_equal(wire.decode(json.dumps(answer["ok"])), reference.standard_normal(3))
         assert mine.bit_generator.state != reference.bit_generator.state  # by value: not moved yet
         _load_states(sent, answer["rng"])
@@ -224,7 +225,7 @@ def test_the_grader_moves_its_generators_on_itself_and_refuses_states_it_does_no
     mutant that loads the report as it comes (every forged state below would be loaded), the one
     without the distance bound (a far state of the same stream, and one *behind*, would be), and
     the one that ignores the 32 bits a float32 draw keeps (the next float32 draws would differ)."""
-    from instructor.oracle import _load_states
+    from nboracle.grader.oracle import _load_states
 
     def reported(generator):
         return json.loads(wire.dumps(generator.bit_generator.state))
@@ -259,16 +260,16 @@ def test_call_keeping_arguments_returns_the_arguments_as_the_call_left_them():
         return x.sum()
 
     x = torch.zeros(3)
-    result, (after,) = wire.call_keeping_arguments(shift, x)  # in JupyterLab: the caller's own x
+    result, (after,) = probes.call_keeping_arguments(shift, x)  # in JupyterLab: the caller's own x
     assert after is x and torch.equal(x, torch.ones(3)) and float(result) == 3.0
     import __main__
 
     __main__.oracle_test_shift = shift
     try:  # in the kernel: the copy the call modified comes back as data
-        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_shift"})))["ok"]
+        handle = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_shift"})))["ok"]
         request = {"op": "probe", "name": "arguments", "args": [handle, json.loads(wire.dumps(torch.zeros(2)))],
                    "kwargs": {}}
-        answer = json.loads(wire.serve(json.dumps(request)))
+        answer = json.loads(server.serve(json.dumps(request)))
         value = wire.decode(json.dumps(answer["ok"]), make_handle=lambda entry: entry)
         assert float(value[0]) == 2.0 and torch.equal(value[1][0], torch.ones(2))
     finally:
@@ -280,7 +281,7 @@ import zlib
 import numpy as np
 import torch
 from torch import nn
-from course.oracle import fresh
+from nboracle import fresh
 TABLE = {"<s>": {"a": 0.5, "<eos>": 0.5}, "a": {"<eos>": 1.0}}
 
 def table_next_probs(prefix):
@@ -305,9 +306,9 @@ class Scaled(nn.Module):
 @pytest.fixture
 def grader_side(monkeypatch):
     """A namespace as the grader's oracle builds it: cells run from their source, fresh() sends source."""
-    from instructor.oracle import _run
+    from nboracle.grader.oracle import _run
 
-    monkeypatch.setattr(wire, "_GRADER_SIDE", True)
+    monkeypatch.setattr(fresh_module, "_GRADER_SIDE", True)
     namespace = {"__name__": "__grader__"}
     assert _run(INSTRUCTOR_CELL, "<provided wire_test_cell>", namespace) == ("", None)
     return namespace
@@ -317,16 +318,16 @@ class Offers:
     """The part of a KernelLink that serves instructor objects, without a kernel."""
 
     def __init__(self) -> None:
-        from instructor.oracle import KernelLink
+        from nboracle.grader.oracle import KernelLink
 
         self.link = KernelLink.__new__(KernelLink)
-        from instructor.memory import MemoryCap
+        from nboracle.grader.memory import MemoryCap
 
         self.link.instructor, self.link._instructor_ids = {}, iter(range(1, 1000))
         self.link.memory = MemoryCap(0)
 
     def send(self, marker):
-        from instructor.oracle import _send
+        from nboracle.grader.oracle import _send
 
         return json.loads(json.dumps(_send(marker, None, self.link)))
 
@@ -337,19 +338,19 @@ class Offers:
         if name is not None:
             request["name"] = name
         text = self.link.answer_instructor(json.dumps(request).encode())
-        assert text.startswith(wire._REPLY)
+        assert text.startswith(server._REPLY)
         reply = json.loads(text)["cbr"]
         if "error" in reply or (type(reply["ok"]) is dict and reply["ok"].get("t") == "cb"):
             return reply if "error" in reply else reply["ok"]
-        return wire._value(reply["ok"])  # as the kernel reads it
+        return server._value(reply["ok"])  # as the kernel reads it
 
 
 def test_fresh_outside_the_grader_is_the_callable_itself():
     def next_probs(prefix):
         return {"<eos>": 1.0}
 
-    assert wire.fresh(next_probs) is next_probs
-    layer = wire.fresh(torch.nn.Linear, 3, 2)
+    assert fresh_module.fresh(next_probs) is next_probs
+    layer = fresh_module.fresh(torch.nn.Linear, 3, 2)
     assert type(layer) is torch.nn.Linear and layer.in_features == 3
 
 
@@ -365,7 +366,7 @@ def test_instructor_functions_stay_in_the_grader_and_answer_with_data(grader_sid
     with pytest.raises(wire.WireError, match="by value"):
         offers.send(grader_side["table_next_probs"])  # not wrapped in fresh(): refused, as any function
     with pytest.raises(wire.WireError, match="argument of a call"):
-        json.dumps(__import__("instructor.oracle", fromlist=["_send"])._send(fresh(made)))
+        json.dumps(__import__("nboracle.grader.oracle", fromlist=["_send"])._send(fresh(made)))
 
 
 def test_a_stand_in_reads_only_public_attributes_and_changes_only_its_own_copy(grader_side):
@@ -401,9 +402,9 @@ def test_a_stand_in_reads_only_public_attributes_and_changes_only_its_own_copy(g
 def test_an_instructor_object_keeps_its_dtype_and_its_parts_are_markers(grader_side):
     """``fresh(C, ...).double()`` is still the marker; ``marker.linear`` is a marker of that part."""
     marker = grader_side["fresh"](grader_side["Scaled"], 3.0).double()
-    assert isinstance(marker, wire.Fresh)
+    assert isinstance(marker, fresh_module.Fresh)
     part = marker.linear
-    assert isinstance(part, wire.Fresh) and part.local is marker.local.linear
+    assert isinstance(part, fresh_module.Fresh) and part.local is marker.local.linear
     offers = Offers()
     x = torch.randn(2, 3, dtype=torch.float64)
     assert torch.equal(offers.ask(offers.send(part), "call", x), part(x))
@@ -421,10 +422,10 @@ def test_library_classes_stay_in_the_grader_too(grader_side):
 
 
 def test_a_torch_generator_travels_as_its_state():
-    from instructor.oracle import _send
+    from nboracle.grader.oracle import _send
 
     generator = torch.Generator().manual_seed(6)
-    copy = wire._value(json.loads(json.dumps(_send(generator))))
+    copy = server._value(json.loads(json.dumps(_send(generator))))
     assert type(copy) is torch.Generator and copy is not generator
     assert torch.equal(torch.randint(0, 100, (8,), generator=copy), torch.randint(0, 100, (8,), generator=generator))
 
@@ -442,24 +443,24 @@ def test_kernel_end_calls_methods_lists_torch_generators_and_reports_prints():
 
     __main__.oracle_test_layer = Noisy(3, 2)
     try:
-        layer = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
-        named = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "named_parameters",
+        layer = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
+        named = json.loads(server.serve(json.dumps({"op": "call", "h": layer["id"], "name": "named_parameters",
                                                    "args": [], "kwargs": {}})))
         assert named["ok"]["t"] == "iter" and "out" not in named
         items = wire.decode(json.dumps(named["ok"]))
         assert iter(items) is items
         assert [(name, tuple(p.shape)) for name, p in items] == [("weight", (2, 3)), ("bias", (2,))]
         x = json.loads(wire.dumps(torch.ones(4, 3)))
-        out = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "args": [x], "kwargs": {}})))
+        out = json.loads(server.serve(json.dumps({"op": "call", "h": layer["id"], "args": [x], "kwargs": {}})))
         assert wire.decode(json.dumps(out["ok"])).shape == (4, 2)
         assert out["out"].startswith("forward of (4, 3)\nxxx") and "characters cut by the grader" in out["out"]
         assert len(out["out"]) < wire.MAX_PRINTED + 100
-        missing = json.loads(wire.serve(json.dumps({"op": "call", "h": layer["id"], "name": "no_such_method",
+        missing = json.loads(server.serve(json.dumps({"op": "call", "h": layer["id"], "name": "no_such_method",
                                                      "args": [], "kwargs": {}})))
         assert missing["error"][0] == "AttributeError"
     finally:
         del __main__.oracle_test_layer
-    assert wire.listen() == "no kernel"  # outside a kernel there is no shell channel to listen on
+    assert server.listen() == "no kernel"  # outside a kernel there is no shell channel to listen on
 
 
 def test_an_iterator_entry_is_decoded_as_strictly_as_a_list():
@@ -471,7 +472,7 @@ def test_an_iterator_entry_is_decoded_as_strictly_as_a_list():
 
 def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_getattr():
     """``proxy.name(...)`` in a test is one "call" request; ``getattr(proxy, name)`` stays a read."""
-    from instructor import oracle
+    from nboracle.grader import oracle
 
     link = RecordingLink(7)
     block = oracle.make_proxy(link, {"id": 3, "type": ["kernel.Block"], "callable": True})
@@ -485,49 +486,19 @@ def test_the_grader_sends_obj_method_call_as_one_request_and_other_reads_as_geta
         exec(compile("block.forward(1)", "/somewhere/numpy/core.py", "exec"), {"block": block})
 
 
-def test_attempt_calls_a_kernel_function_for_the_test_but_other_checks_read_no_proxy():
-    """course.attempt(what, fn, ...) is the test's own call (one request); check_true(fn) or a copy of attempt
-    written elsewhere may not touch a proxy, and a crash comes back as one sentence with the hint."""
-    from course import checks
-    from instructor import oracle
-
-    class CallLink(RecordingLink):  # a call also hands over the generators it sent
-        def request(self, message, generators=None):
-            return super().request(message)
-
-    link = CallLink(5)
-    fn = oracle.make_proxy(link, {"id": 4, "type": ["kernel.function"], "callable": True})
-    namespace = {"fn": fn, "attempt": checks.attempt, "check_true": checks.check_true}
-    exec(compile("out = attempt('fn(2)', fn, 2, hint='read the text')", "<test cell>", "exec"), namespace)
-    assert namespace["out"] == 5 and [(m["op"], m["args"]) for m in link.sent] == [("call", [2])]
-    with pytest.raises(AttributeError, match="not an array or tensor"):
-        exec(compile("check_true(fn.size, 'x')", "/somewhere/course/checks.py", "exec"), namespace)
-    lookalike = {}
-    exec(compile("def attempt(what, function, *args):\n    return function(*args)\n", "/elsewhere/helper.py", "exec"),
-         lookalike)
-    with pytest.raises(checks.CheckFailed, match="not an array or tensor"):  # only the grader's own attempt is let through
-        checks.attempt("a copy", lookalike["attempt"], "fn", fn)
-    def crash(message, generators=None):
-        raise oracle.kernel_error("RuntimeError", "shapes differ.")
-
-    link.request = crash
-    with pytest.raises(checks.CheckFailed) as failed:
-        exec(compile("attempt('fn(3)', fn, 3, hint='pass the mask as it is.')", "<test cell>", "exec"), namespace)
-    assert str(failed.value) == "fn(3) raised RuntimeError (shapes differ): pass the mask as it is"
-
-
 def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
-    """course.tracing.largest_tensor on a proxy runs the probe where the function lives; the
+    """nboracle.kernel.probes.largest_tensor on a proxy runs the probe where the function lives; the
     grader gets the result and two numbers, checked to be numbers."""
+    from nboracle.grader import oracle
+    from nboracle.kernel.probes import largest_tensor
+
     import __main__
-    from course.tracing import largest_tensor
-    from instructor import oracle
 
     __main__.oracle_test_outer = lambda a, b: (a[:, None] * b[None, :]).sum()
     try:
-        fn = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_outer"})))["ok"]
+        fn = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_outer"})))["ok"]
         args = [{"t": "h", "id": fn["id"]}, json.loads(wire.dumps(torch.ones(300))), json.loads(wire.dumps(torch.ones(200)))]
-        answer = json.loads(wire.serve(json.dumps({"op": "probe", "name": "largest_tensor", "args": args, "kwargs": {}})))
+        answer = json.loads(server.serve(json.dumps({"op": "probe", "name": "largest_tensor", "args": args, "kwargs": {}})))
         result, entries, shape = wire.decode(json.dumps(answer["ok"]))
         assert float(result) == 60000 and entries == 60000 and shape == (300, 200)
     finally:
@@ -546,25 +517,26 @@ def test_largest_tensor_of_a_kernel_function_is_watched_in_the_kernel():
 def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_class():
     """input_gradients gives a gradient per floating-point input (None for a mask), locally and as
     the kernel's data; isinstance(obj, StudentClass) is the kernel's bool, and False for the grader's objects."""
+    from nboracle.grader import oracle
+
     import __main__
-    from instructor import oracle
 
     def loss(out, target, valid):
         return ((out - target).square().mean(-1) * valid).sum()
 
     out, target, valid = torch.ones(2, 3), torch.zeros(2, 3), torch.tensor([True, False])
-    d_out, d_target, d_valid = wire.input_gradients(loss, (out, target, valid))
+    d_out, d_target, d_valid = probes.input_gradients(loss, (out, target, valid))
     assert torch.allclose(d_out, torch.tensor([[2 / 3] * 3, [0.0] * 3])) and d_valid is None
     assert torch.allclose(d_target, -d_out) and out.grad is None  # the caller's tensors keep no gradient
     with pytest.raises(TypeError, match="no gradient flows"):
-        wire.input_gradients(lambda a: a.sum().item(), (out,))
+        probes.input_gradients(lambda a: a.sum().item(), (out,))
     __main__.oracle_test_loss = loss
     try:
-        fn = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_loss"})))["ok"]
+        fn = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_loss"})))["ok"]
         inputs = json.loads(wire.dumps((out, target, valid)))
         request = {"op": "probe", "name": "input_gradients", "args": [{"t": "h", "id": fn["id"]}, inputs, None,
                                                                      {"t": "dict", "v": []}]}
-        answer = json.loads(wire.serve(json.dumps(request)))
+        answer = json.loads(server.serve(json.dumps(request)))
         assert torch.equal(wire.decode(json.dumps(answer["ok"]))[0], d_out)
     finally:
         del __main__.oracle_test_loss
@@ -588,12 +560,12 @@ def test_a_batch_runs_its_items_in_the_mode_it_carries_and_the_kernel_keeps_its_
 
     __main__.oracle_test_mode = lambda: [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
     try:
-        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_mode"})))["ok"]
+        handle = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_mode"})))["ok"]
         item = {"op": "call", "h": handle["id"], "args": [], "kwargs": {}}
         batch = {"op": "batch", "mode": {"grad": False, "inference": False}, "v": [item, item]}
-        assert wire.decode_tree(json.loads(wire.serve(json.dumps(batch)))["ok"]) == [{"ok": {"t": "list", "v": [False, False]}}] * 2
+        assert wire.decode_tree(json.loads(server.serve(json.dumps(batch)))["ok"]) == [{"ok": {"t": "list", "v": [False, False]}}] * 2
         inference = {**batch, "mode": {"grad": False, "inference": True}}
-        answers = wire.decode_tree(json.loads(wire.serve(json.dumps(inference)))["ok"])
+        answers = wire.decode_tree(json.loads(server.serve(json.dumps(inference)))["ok"])
         assert answers[0]["ok"]["v"] == [False, True]
         assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     finally:
@@ -602,37 +574,37 @@ def test_a_batch_runs_its_items_in_the_mode_it_carries_and_the_kernel_keeps_its_
 
 def test_a_student_call_that_rebinds_the_server_does_not_shape_its_reply(monkeypatch):
     """Issue 29, item 6: the server answers with the functions it had at import. A call that
-    rebinds course.oracle.encode, _handle, _answer, json.dumps and a probe, then returns, gets
+    rebinds nboracle.kernel.wire.encode, _handle, _answer, json.dumps and a probe, then returns, gets
     the genuine reply, with the request's id. Kills the mutant whose _answer/_serve read the
     module's names after the call (every forged reply below would arrive)."""
     import __main__
 
-    for name in ("encode", "_handle", "_answer", "_array_entry"):
-        monkeypatch.setattr(wire, name, getattr(wire, name))  # restored after the test
+    for module, name in ((wire, "encode"), (server, "_handle"), (server, "_answer"), (wire, "_array_entry")):
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
     monkeypatch.setattr(json, "dumps", json.dumps)
-    monkeypatch.setitem(wire.PROBES, "arguments", wire.PROBES["arguments"])
+    monkeypatch.setitem(probes.PROBES, "arguments", probes.PROBES["arguments"])
     forged = {"t": "nd", "dtype": "float64", "shape": [1], "b64": base64.b64encode(np.ones(1).tobytes()).decode()}
 
     def rebinding(x):
         wire.encode = lambda value, handle=None, _depth=0: forged
         wire._array_entry = lambda kind, array, name: forged
-        wire._handle = lambda value: forged
-        wire._answer = lambda request: {"ok": forged}
-        wire.PROBES["arguments"] = lambda function, *args, **kwargs: (np.ones(1), args)
+        server._handle = lambda value: forged
+        server._answer = lambda request: {"ok": forged}
+        probes.PROBES["arguments"] = lambda function, *args, **kwargs: (np.ones(1), args)
         json.dumps = lambda *args, **kwargs: '{"ok": 1}'
         return x * 2
 
     __main__.oracle_test_rebinding = rebinding
     try:
         dumps = json.dumps  # the test's own, before the call rebinds json.dumps
-        handle = json.loads(wire.serve(dumps({"op": "name", "name": "oracle_test_rebinding"})))["ok"]
+        handle = json.loads(server.serve(dumps({"op": "name", "name": "oracle_test_rebinding"})))["ok"]
         x = json.loads(wire.dumps(np.arange(3.0)))
-        reply = json.loads(wire.serve(dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {},
+        reply = json.loads(server.serve(dumps({"op": "call", "h": handle["id"], "args": [x], "kwargs": {},
                                              "id": "abc123"})))
         assert reply["id"] == "abc123" and np.array_equal(wire.decode_tree(reply["ok"]), [0.0, 2.0, 4.0])
         assert wire.encode(1) is forged and json.dumps(1) == '{"ok": 1}'  # the call did rebind them
         probe = {"op": "probe", "name": "arguments", "args": [handle, x], "kwargs": {}, "id": "p1"}
-        reply = json.loads(wire.serve(dumps(probe)))
+        reply = json.loads(server.serve(dumps(probe)))
         result, (after,) = wire.decode_tree(reply["ok"])
         assert np.array_equal(result, [0.0, 2.0, 4.0]) and np.array_equal(after, [0.0, 1.0, 2.0])
     finally:
@@ -680,20 +652,20 @@ def test_a_modules_tensors_are_read_and_written_as_it_holds_them_never_through_i
     layer._register_load_state_dict_pre_hook(lambda state, prefix, *a: state.update(
         {k: v * 0 for k, v in state.items()}))
     layer.register_buffer("scale", torch.ones(2), persistent=False)
-    rows = wire.module_tensors(layer)
+    rows = probes.module_tensors(layer)
     assert [(r["name"], r["kind"], r["shape"], r["persistent"]) for r in rows] == [  # its own listing hides nothing
         ("weight", "parameter", (2, 3), True), ("bias", "parameter", (2,), True), ("scale", "buffer", (2,), False)]
-    drawn = wire.draw_parameters(layer, torch.Generator().manual_seed(0))
+    drawn = probes.draw_parameters(layer, torch.Generator().manual_seed(0))
     assert set(drawn) == {"weight", "bias"}
     assert torch.equal(layer.weight.detach(), drawn["weight"]) and torch.equal(layer.bias.detach(), drawn["bias"])
-    state = wire.read_state(layer)
+    state = probes.read_state(layer)
     assert set(state) == {"weight", "bias"} and torch.equal(state["weight"], drawn["weight"])
-    wire.load_tensors(layer, {"scale": torch.full((2,), 3.0)})
+    probes.load_tensors(layer, {"scale": torch.full((2,), 3.0)})
     assert torch.equal(layer.scale, torch.full((2,), 3.0))
     with pytest.raises(AssertionError, match="no parameter or buffer named 'proj.weight'.*weight, bias, scale"):
-        wire.load_tensors(layer, {"proj.weight": torch.zeros(2, 3)})
+        probes.load_tensors(layer, {"proj.weight": torch.zeros(2, 3)})
     with pytest.raises(AssertionError, match=r"weight has shape \(2, 3\), expected \(3, 2\)"):
-        wire.load_tensors(layer, {"weight": torch.zeros(3, 2)})
+        probes.load_tensors(layer, {"weight": torch.zeros(3, 2)})
 
 
 def test_two_names_for_one_memory_fail_the_read_back():
@@ -703,19 +675,19 @@ def test_two_names_for_one_memory_fail_the_read_back():
     module.a = torch.nn.Parameter(base[:3])
     module.b = torch.nn.Parameter(base[1:])
     with pytest.raises(AssertionError, match="share memory"):
-        wire.load_tensors(module, {"a": torch.ones(3), "b": torch.full((3,), 2.0)})
+        probes.load_tensors(module, {"a": torch.ones(3), "b": torch.full((3,), 2.0)})
 
 
 def test_a_shared_module_is_listed_once_and_loaded_and_read_under_every_name():
     """Tied weights are honest PyTorch: both names load (the last value written wins), as load_state_dict does."""
     module = torch.nn.Module()
     module.first = module.second = torch.nn.Linear(2, 2)
-    rows = wire.module_tensors(module)
+    rows = probes.module_tensors(module)
     assert [(r["name"], r["aliases"]) for r in rows] == [("first.weight", ("second.weight",)),
                                                           ("first.bias", ("second.bias",))]
-    wire.load_tensors(module, {"first.bias": torch.zeros(2), "second.bias": torch.ones(2)})
+    probes.load_tensors(module, {"first.bias": torch.zeros(2), "second.bias": torch.ones(2)})
     assert torch.equal(module.first.bias.detach(), torch.ones(2))
-    assert set(wire.read_state(module)) == set(module.state_dict())
+    assert set(probes.read_state(module)) == set(module.state_dict())
 
 
 def test_a_tensor_that_is_not_a_plain_parameter_is_not_read():
@@ -725,7 +697,7 @@ def test_a_tensor_that_is_not_a_plain_parameter_is_not_read():
     module = torch.nn.Module()
     module._parameters["w"] = Odd(torch.zeros(2))
     with pytest.raises(TypeError, match="the parameter w is a Odd"):
-        wire.module_tensors(module)
+        probes.module_tensors(module)
 
 
 class _StraightThrough(torch.nn.Module):
@@ -748,22 +720,22 @@ def test_gradients_that_do_not_belong_to_the_output_are_refused():
     x, direction = torch.randn(5, 4), torch.randn(5, 3)
     for dtype in (torch.float32, torch.float64):
         honest = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3)).to(dtype)
-        wire.draw_parameters(honest, torch.Generator().manual_seed(1))
-        gradients = wire.parameter_gradients(honest, x.to(dtype), direction.to(dtype))
+        probes.draw_parameters(honest, torch.Generator().manual_seed(1))
+        gradients = probes.parameter_gradients(honest, x.to(dtype), direction.to(dtype))
         assert set(gradients) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     with pytest.raises(AssertionError, match="gradient of linear.bias does not belong"):
-        wire.parameter_gradients(_StraightThrough(), x, direction)
+        probes.parameter_gradients(_StraightThrough(), x, direction)
     hooked = torch.nn.Linear(4, 3)
     hooked.weight.register_hook(lambda grad: grad * 2)
     with pytest.raises(AssertionError, match="gradient of weight does not belong"):
-        wire.parameter_gradients(hooked, x, direction)
+        probes.parameter_gradients(hooked, x, direction)
     along = torch.randn(5, 4)
-    assert torch.allclose(wire.input_gradients(lambda a: a.square(), (x,), along)[0], 2 * x * along)
+    assert torch.allclose(probes.input_gradients(lambda a: a.square(), (x,), along)[0], 2 * x * along)
     with pytest.raises(AssertionError, match="gradient of input 1 does not belong"):
-        wire.input_gradients(lambda a: a.detach().square() + a - a.detach(), (x,), along)
+        probes.input_gradients(lambda a: a.detach().square() + a - a.detach(), (x,), along)
     module = torch.nn.Linear(4, 3)
     before = {k: v.detach().clone() for k, v in module.state_dict().items()}
-    wire.parameter_gradients(module, x, direction)
+    probes.parameter_gradients(module, x, direction)
     assert all(torch.equal(before[k], v) for k, v in module.state_dict().items())  # the weights are back
 
 
@@ -773,11 +745,11 @@ def test_the_kernel_lists_loads_and_evaluates_a_module_by_its_own_tensors():
 
     __main__.oracle_test_layer = _LyingLinear(2, 2)
     try:
-        handle = json.loads(wire.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
+        handle = json.loads(server.serve(json.dumps({"op": "name", "name": "oracle_test_layer"})))["ok"]
 
         def ask(name, *args):
             request = {"op": "probe", "name": name, "args": [{"t": "h", "id": handle["id"]}, *args]}
-            return wire.decode(json.dumps(json.loads(wire.serve(json.dumps(request)))["ok"]))
+            return wire.decode(json.dumps(json.loads(server.serve(json.dumps(request)))["ok"]))
 
         assert [row[0] for row in ask("tensors")] == ["weight", "bias"]
         values = {"weight": torch.eye(2), "bias": torch.tensor([1.0, -1.0])}

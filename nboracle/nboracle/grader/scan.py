@@ -1,4 +1,4 @@
-"""A static scan of what a student typed, for things no exercise of this course needs.
+"""A static scan of what a student typed, for things no exercise of a course needs.
 
 ``scan_notebook(nb)`` reads the student's code cells only (solution cells and cells the
 student added; test cells and locked cells are the instructor's) with Python's ``ast`` and
@@ -12,17 +12,17 @@ kernel's execution machinery)"``. It looks for
 * the gradebook, other processes and the network (``subprocess``, ``os.fork``, ``socket``,
   shell escapes ``!cmd``);
 * paths outside the notebook's folder (absolute paths, ``..``, ``~``);
-* given the assignment, a library entry point doing an exercise's work
-  (:func:`library_findings`: ``F.scaled_dot_product_attention`` in chapter 06's block,
-  ``nn.TransformerDecoderLayer`` in chapter 09's; the table is ``instructor.substitutes``).
+* given the assignment's table of substitutes, a library entry point doing an exercise's work
+  (:func:`library_findings`: ``F.scaled_dot_product_attention`` as the body of an exercise that
+  asks for attention; the table is the course's, ``c.ReviewFlags.substitutes``).
 
 ``refusals(nb)`` reads error outputs for what an OS sandbox says when it refuses something
 (``PermissionError``, a read-only file system, an unreachable network, a missing file
 outside the folder).
 
-A finding only marks the submission for review (see ``instructor.nbgrader_ext.ReviewFlags``);
-it never changes a score. The course's own solutions and released notebooks produce none
-(``tests/test_scan.py``).
+A finding only marks the submission for review (see ``nboracle.grader.nbgrader_ext.ReviewFlags``);
+it never changes a score. A course checks that its own solutions and released notebooks
+produce none.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from __future__ import annotations
 import ast
 import re
 from typing import Any
-
-from .substitutes import HELPER_ATTRIBUTES, substitutes_for
 
 MACHINERY = "the kernel's execution machinery"
 
@@ -65,7 +63,7 @@ ATTRS = {
 MODULES = {
     "builtins": MACHINERY, "IPython": MACHINERY, "ipykernel": MACHINERY, "gc": MACHINERY,
     "ctypes": MACHINERY, "inspect": MACHINERY, "traceback": MACHINERY, "importlib": MACHINERY,
-    "course.integrity": MACHINERY, "signal": MACHINERY, "threading": "other processes or threads",
+    "signal": MACHINERY, "threading": "other processes or threads",
     "_thread": "other processes or threads", "subprocess": "other processes", "multiprocessing": "other processes",
     "pty": "other processes", "socket": "the network", "urllib": "the network", "http": "the network",
     "requests": "the network", "ftplib": "the network", "smtplib": "the network", "ssl": "the network",
@@ -164,9 +162,10 @@ def _other_uses(tree: ast.AST, names: dict[str, str]) -> list[tuple[str, str]]:
 
 
 def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
-                plain_names: dict[str, str] | None = None) -> list[str]:
+                plain_names: dict[str, str] | None = None, machinery: tuple[str, ...] = ()) -> list[str]:
     """Findings in one cell's source; ``modules`` are names bound to modules in the notebook,
-    ``plain_names`` the names bound to a PLAIN_FUNCTIONS module anywhere in it (``gc``, ``ins``)."""
+    ``plain_names`` the names bound to a PLAIN_FUNCTIONS module anywhere in it (``gc``, ``ins``),
+    ``machinery`` more modules of the kernel's machinery (a course's kernel guard)."""
     code, found = _magics(source)
     try:
         tree = ast.parse(code)
@@ -191,7 +190,7 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
                     imported = {alias.name for alias in node.names} if isinstance(node, ast.ImportFrom) else set()
                     if name not in misused and imported <= PLAIN_FUNCTIONS[name]:
                         continue
-                for module, why in MODULES.items():
+                for module, why in [*MODULES.items(), *((extra, MACHINERY) for extra in machinery)]:
                     if name == module or name.startswith(module + "."):
                         found.append(f"imports {name} ({why})")
             if isinstance(node, ast.ImportFrom):
@@ -250,21 +249,25 @@ def notebook_modules(nb: Any, trees: list[ast.AST] | None = None) -> set[str]:
     return names
 
 
-def scan_notebook(nb: Any, assignment: str | None = None) -> list[tuple[int, str]]:
+def scan_notebook(nb: Any, exercises: dict[str, tuple[str, ...]] | None = None,
+                 helper_attributes: set[str] | frozenset[str] = frozenset(),
+                 machinery: tuple[str, ...] = ()) -> list[tuple[int, str]]:
     """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats.
 
-    With ``assignment`` (the grader's, never the notebook's word), the library entry points that
-    would do one of its exercises' work are findings too (:func:`library_findings`)."""
+    With ``exercises`` (the substitutes of the assignment the grader grades, never the notebook's
+    word: ``{name an exercise defines: entry points}``), the library entry points that would do
+    one of its exercises' work are findings too (:func:`library_findings`; ``helper_attributes``: attributes
+    that continue an entry point without using its work)."""
     trees = _code_trees(nb)  # parsed once for all notebook-wide lookups
     modules = notebook_modules(nb, trees)
     plain_names = {name: module for tree in trees for name, module in plain_module_names(tree).items()}
     library: dict[int, list[str]] = {}
-    for index, finding in library_findings(nb, substitutes_for(assignment), trees):
+    for index, finding in library_findings(nb, exercises or {}, trees, helper_attributes):
         library.setdefault(index, []).append(finding)
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
         seen = set()
-        for finding in scan_source(source, modules, plain_names) + library.get(index, []):
+        for finding in scan_source(source, modules, plain_names, tuple(machinery)) + library.get(index, []):
             if finding not in seen:
                 seen.add(finding)
                 out.append((index, f"cell {index} ({label}): {finding}"))
@@ -306,7 +309,7 @@ def _is_method(entry: str) -> bool:
     return len(parts) >= 3 and parts[-2][:1].isupper()
 
 
-def _entry_match(path: str, entries: tuple[str, ...]) -> str | None:
+def _entry_match(path: str, entries: tuple[str, ...], helper_attributes: set[str] | frozenset[str] = frozenset()) -> str | None:
     """The part of ``path`` that reaches one of ``entries`` (same package, same name), else None:
     ``torch.softmax`` for ``torch.nn.functional.softmax``, ``torch.nn.Transformer`` of
     ``torch.nn.Transformer.forward`` but not of its helper ``generate_square_subsequent_mask``."""
@@ -316,7 +319,7 @@ def _entry_match(path: str, entries: tuple[str, ...]) -> str | None:
         if parts[0] != top:
             continue
         for i in range(1, len(parts)):
-            if parts[i] == name and not set(parts[i + 1:]) & HELPER_ATTRIBUTES:
+            if parts[i] == name and not set(parts[i + 1:]) & helper_attributes:
                 return ".".join(parts[: i + 1])
     return None
 
@@ -419,7 +422,8 @@ def _local_names(scope: ast.AST) -> set[str]:
     return stored
 
 
-def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tuple[list[tuple[str, str]], set[str]]:
+def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names,
+                  helper_attributes: set[str] | frozenset[str] = frozenset()) -> tuple[list[tuple[str, str]], set[str]]:
     """What ``scope`` (one definition) does with ``entries`` (``("calls", "torch.softmax")``), and
     the notebook names it reads (for the helpers it may call)."""
     tops = {entry.split(".")[0] for entry in entries}
@@ -453,7 +457,7 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
             reads.add(node.id)
         if isinstance(node, (ast.Name, ast.Attribute)) \
                 and not (isinstance(parent, ast.Attribute) and parent.value is node):  # a whole chain
-            hits = {hit for path in resolve(node) if (hit := _entry_match(path, entries))}
+            hits = {hit for path in resolve(node) if (hit := _entry_match(path, entries, helper_attributes))}
             found += [(verb, hit) for hit in sorted(hits)]
         if isinstance(node, ast.Attribute) and node.attr in methods and not resolve(node.value) \
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
@@ -462,7 +466,7 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
             for alias in node.names:
                 path = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
-                if (hit := _entry_match(path, entries)):
+                if (hit := _entry_match(path, entries, helper_attributes)):
                     found.append(("imports", hit))
         looked_up = None  # getattr(obj, name), vars(obj)[name], obj.__dict__[name]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
@@ -480,7 +484,7 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
             skip.update(id(n) for n in ast.walk(key))
             paths, name = resolve(obj), _fold(key)
             if name is not None:
-                hits = {hit for path in paths if (hit := _entry_match(f"{path}.{name}", entries))}
+                hits = {hit for path in paths if (hit := _entry_match(f"{path}.{name}", entries, helper_attributes))}
                 if not paths and name in wanted:
                     hits = {entry for entry in entries if entry.rsplit(".", 1)[-1] == name}
                 found += [("uses", hit) for hit in sorted(hits)]
@@ -494,8 +498,8 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names) -> tu
     return found, reads
 
 
-def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]],
-                     trees: list[ast.AST] | None = None) -> list[tuple[int, str]]:
+def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list[ast.AST] | None = None,
+                     helper_attributes: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """``(cell index, finding)`` for every student cell that defines one of ``exercises``' names
     (``{"MultiHeadSelfAttention": ("torch.nn.functional.scaled_dot_product_attention", ...)}``)
     with code that reaches one of its entry points: in the definition itself, or in a function,
@@ -523,7 +527,7 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]],
     out: list[tuple[int, str]] = []
     for index, exercise, stmt in definitions:
         entries = exercises[exercise]
-        found, reads = _library_uses(stmt, entries, names)
+        found, reads = _library_uses(stmt, entries, names, helper_attributes)
         findings: dict[str, str] = {}  # each entry point once per definition, at its first use
         for verb, hit in found:
             findings.setdefault(hit, f"{exercise} {verb} {hit}")
@@ -534,7 +538,7 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]],
                 continue
             seen.add(helper)
             for where, node in helpers[helper]:
-                used, more = _library_uses(node, entries, names)
+                used, more = _library_uses(node, entries, names, helper_attributes)
                 for verb, hit in used:
                     findings.setdefault(hit, f"{exercise} {verb} {hit} (in {helper}, cell {where})")
                 queue += sorted(more & set(helpers) - seen)

@@ -4,16 +4,16 @@
 runs :func:`grade_class`, which is written once:
 
 1. **plan** (:func:`plan`): *collect* the submissions into ``submitted/<student>/<assignment>/``
-   (:func:`collect`, ``instructor.collect``: any folder name is accepted, mapped to a safe,
+   (:func:`collect`, ``nboracle.classroom.collect``: any folder name is accepted, mapped to a safe,
    stable id shown with its name, or refused by name), *inspect* each student folder (:func:`inspect`: a missing, renamed or broken
    notebook, or another assignment's notebook, is reported and skipped; duplicated, deleted and
-   reordered cells are mended while grading by ``instructor.repair``), *fingerprint* it and
+   reordered cells are mended while grading by ``nboracle.grader.repair``), *fingerprint* it and
    skip the unchanged ones already in the gradebook (``autograded/.batch-state.json``).
 2. **grade** each remaining student with a *runner*. A runner only supplies "grade this
-   student's submission and return its result" (:mod:`instructor.grader`: autograded notebooks,
+   student's submission and return its result" (:mod:`nboracle.classroom.grader`: autograded notebooks,
    feedback HTML, scores, review flags, where it ran, whether it was sandboxed):
    :class:`InProcess` (tests, small jobs), :class:`LocalPool` (``--jobs N``: long-lived worker
-   processes) and ``instructor.cluster.Dask`` (``--cluster ADDRESS|local:N``). Each worker
+   processes) and ``nboracle.classroom.cluster.Dask`` (``--cluster ADDRESS|local:N``). Each worker
    builds one private course root and loads nbgrader once, then grades student after student.
 3. **record** (:class:`Recorder`): results are written in batches, one gradebook transaction
    per batch (sqlite or PostgreSQL, ``CourseDirectory.db_url``), with the autograded and
@@ -32,11 +32,11 @@ still writes the table, report and CSV), and running the same command again grad
 
 **Review**: a submission that tampered with the grading kernel, or whose code touches the
 kernel's machinery, the gradebook, other processes, the network or paths outside its folder
-(``instructor.scan``), or that the OS sandbox refused something, is graded as usual and marked
-*for review* (``instructor.nbgrader_ext.ReviewFlags``): the ``review`` column of the summary,
+(``nboracle.grader.scan``), or that the OS sandbox refused something, is graded as usual and marked
+*for review* (``nboracle.grader.nbgrader_ext.ReviewFlags``): the ``review`` column of the summary,
 ``review:`` lines in the report, ``needs_review``/``review_reasons`` in ``grades.csv`` and
 nbgrader's "needs manual grade" in the formgrader. When a student's kernels ran without the OS
-sandbox (``instructor.sandbox``), the summary and the report start with a warning saying where.
+sandbox (``nboracle.grader.sandbox``), the summary and the report start with a warning saying where.
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ from pathlib import Path
 
 import nbformat
 
+from nboracle.grader.nbgrader_ext import review_reasons
+
 from . import grader as G
 from . import pipeline as P
+from .collect import Collected, collect_class, folder_names, last_collection
 from .course_root import STATE_FILE, CourseRoot  # noqa: F401 (STATE_FILE: where the state lives)
 from .grader import TAMPER_MARK, GraderError  # noqa: F401 (part of this module's interface)
-from .nbgrader_ext import review_reasons
 
 TAMPERED = "replaced the grader's check functions (restored before the tests ran)"
 
@@ -109,12 +111,16 @@ class BatchStats:
 
 def collect(root: CourseRoot, assignment: str, source: Path) -> list[str]:
     """Bring a folder or zip of ``<student>/<notebook>.ipynb`` into ``submitted/``: the student ids."""
-    from .collect import collect_class  # issue 22: collection drops nothing silently
-
     return sorted(collect_class(root, assignment, source).students)
 
 
 # ---------------------------------------------------------------- plan: inspect
+
+
+def release_roots(root: CourseRoot) -> list[Path]:
+    """The other course roots whose release/ tells one assignment's notebook from another
+    (``c.RepairSubmission.release_roots``)."""
+    return [Path(p) for p in root._setting("RepairSubmission", "release_roots") or []]
 
 
 def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
@@ -133,9 +139,12 @@ def inspect(root: CourseRoot, assignment: str, student: str) -> list[str]:
         except Exception as err:  # nbformat raises several types for broken files
             problems.append(f"{name} is not a readable notebook ({type(err).__name__}: {str(err)[:120]})")
             continue
-        from .repair import wrong_chapter  # issue 22: another assignment's notebook, by its grade ids
+        from nboracle.grader.repair import (
+            wrong_chapter,  # issue 22: another assignment's notebook, by its grade ids
+        )
 
-        wrong = wrong_chapter(nb, assignment, root.path) or wrong_chapter(nb, assignment, P.REPO)
+        wrong = next(filter(None, (wrong_chapter(nb, assignment, where)
+                                   for where in [root.path, *release_roots(root)])), None)
         if wrong:
             problems.append(f"{name}: {wrong}")
     return problems
@@ -165,7 +174,8 @@ def plan(root: CourseRoot, assignment: str, regrade: bool = False) -> Plan:
     """Inspect and fingerprint every student folder; choose who needs grading."""
     root.check_assignment(assignment)
     if not root.folder("release", assignment).is_dir():
-        raise P.PipelineError(f"release/{assignment} is missing: run `python -m instructor release {assignment}` first")
+        raise P.PipelineError(f"release/{assignment} is missing: run "
+                              f"`{root.release_command.format(assignment=assignment)}` first")
     state = root.read_state()
     done = state.setdefault(assignment, {})
     graded_before = None
@@ -471,7 +481,7 @@ def sandbox_warning(reports: dict[str, StudentReport] | None = None) -> str | No
     From the students' results (where each ran); with no reports, this machine's status.
     """
     if reports is None:
-        from . import sandbox
+        from nboracle.grader import sandbox
 
         try:
             ok, reason = sandbox.sandbox_status()
@@ -487,6 +497,22 @@ def sandbox_warning(reports: dict[str, StudentReport] | None = None) -> str | No
     return ("WARNING: " + count + "the grading kernels ran WITHOUT the OS sandbox (" + places + "): student "
             "code could read and write everything that account can, including gradebook.db. In-kernel "
             "guards and review flags still ran; see README \"Students cannot buy points\".")
+
+
+def account(root, assignment: str, reports: dict, found: Collected | None = None) -> dict:
+    """Add to a batch's reports what collection knows: folder names, its notes, refused entries."""
+    found = found if found is not None else last_collection(root, assignment)
+    names = {**folder_names(root), **found.students}
+    for sid, report in reports.items():
+        if names.get(sid, sid) != sid:
+            report.folder = names[sid]
+        for note in found.notes.get(sid, []):
+            if note not in report.problems:
+                report.problems.append(note)
+    for entry, why in sorted(found.refused.items()):
+        reports[f"refused: {entry}"] = StudentReport(entry, status="refused", problems=[why])
+    return reports
+
 
 
 def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:

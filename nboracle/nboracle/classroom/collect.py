@@ -1,5 +1,4 @@
-"""Turn a class folder or zip into ``submitted/<student>/<assignment>/<notebook>.ipynb``, dropping
-nothing silently.
+"""Collection: a class folder or zip into ``submitted/<student>/<assignment>/``, dropping nothing silently.
 
 The class is one folder per student (``alice/two_keys.ipynb``), as folders or in a zip, possibly
 inside wrapping folders (``export/alice/...``: a lone folder holding several folders, or
@@ -15,7 +14,7 @@ folders and no notebook, is stepped into). Every entry of the class is accounted
   it (``alice/work.zip``): the one named as released goes to ``submitted/`` under that name
   (the shallowest, if several are); every other notebook is copied beside it under its own
   name (``two_keys-Copy1.ipynb``, ``old__two_keys.ipynb`` for ``old/two_keys.ipynb``), so
-  the repair step (``instructor.repair``) lists them for review with how many answers each
+  the repair step (``nboracle.grader.repair``) lists them for review with how many answers each
   holds. Other files (``notes.txt``) are never copied (a student's ``numpy.py`` next to the
   notebook would shadow numpy in the grading kernel): they are named in the report.
 * a folder without the notebook still gets its (empty) submission folder, so the batch reports
@@ -230,7 +229,8 @@ def collect_class(root, assignment: str, source: Path) -> Collected:
         raise P.PipelineError(f"{source} is neither a folder nor a zip file")
     expected = sorted(p.name for p in root.folder("release", assignment).glob("*.ipynb"))
     if not expected:
-        raise P.PipelineError(f"release/{assignment} has no notebook: run `python -m instructor release {assignment}`")
+        raise P.PipelineError(f"release/{assignment} has no notebook: run "
+                              f"`{root.release_command.format(assignment=assignment)}`")
     archive, extracted = root.archive(assignment), root.archive(assignment).parent / "extracted"
     if source.is_relative_to(archive.parent.resolve()):
         raise P.PipelineError(f"{source} is inside {archive.parent}, which collection empties first: "
@@ -290,23 +290,6 @@ def last_collection(root, assignment: str) -> Collected:
 
 
 # ---------------------------------------------------------------- accounting for every submission
-
-
-def account(root, assignment: str, reports: dict, found: Collected | None = None) -> dict:
-    """Add to a batch's reports what collection knows: folder names, its notes, refused entries."""
-    from .batch import StudentReport
-
-    found = found if found is not None else last_collection(root, assignment)
-    names = {**folder_names(root), **found.students}
-    for sid, report in reports.items():
-        if names.get(sid, sid) != sid:
-            report.folder = names[sid]
-        for note in found.notes.get(sid, []):
-            if note not in report.problems:
-                report.problems.append(note)
-    for entry, why in sorted(found.refused.items()):
-        reports[f"refused: {entry}"] = StudentReport(entry, status="refused", problems=[why])
-    return reports
 
 
 NOT_GRADED = ("skipped", "failed", "refused")

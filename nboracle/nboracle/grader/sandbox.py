@@ -8,7 +8,8 @@ nbgrader's ``Execute`` step). It starts the usual ipykernel inside ``bwrap`` (th
 * the Python environment (the venv and the interpreter it links to) and ``/usr``, read-only;
 * the ``course`` package the grader chose (:func:`_course_package`), read-only, at the fixed
   place :data:`PACKAGE_MOUNT` first on the kernel's ``PYTHONPATH``, wherever it lives outside
-  (never the repository root): a copied course root grades with its own package;
+  (never the repository root): a copied course root grades with its own package; beside it
+  the ``nboracle`` package the grader runs (the kernel's end of the oracle);
 * a scratch *copy* of the notebook's folder, writable, at the notebook folder's own path
   (relative paths work; whatever the code writes there is thrown away);
 * a private ``/tmp`` (a small tmpfs, also ``HOME``, ``MPLCONFIGDIR``, ``IPYTHONDIR``), a
@@ -117,9 +118,18 @@ def _python_roots() -> list[Path]:
 
 
 PACKAGE_ENV = "COURSE_PACKAGE"
-# Where the grading kernel finds the ``course`` package, inside the sandbox: a fixed place put
-# first on the kernel's PYTHONPATH, whatever the package's path outside is.
-PACKAGE_MOUNT = "/opt/attention-course"
+# Where the grading kernel finds the ``course`` package and the kernel side of this package
+# (``nboracle``), inside the sandbox: a fixed place put first on the kernel's PYTHONPATH,
+# whatever the packages' paths outside are.
+PACKAGE_MOUNT = "/opt/grading-packages"
+
+
+def _oracle_package() -> Path:
+    """The ``nboracle`` package this grader runs: the kernel imports the same one (its server
+    must speak the grader's wire format)."""
+    import nboracle
+
+    return Path(nboracle.__file__).resolve().parent
 
 
 def _course_package() -> Path | None:
@@ -205,8 +215,7 @@ def _kernel_env(env: dict[str, str]) -> dict[str, str]:
             if (k in KEEP_ENV or k.startswith(KEEP_PREFIXES)) and "TOKEN" not in k.upper()}
     kept.update(HOME=HOME, TMPDIR=PRIVATE_TMP, MPLCONFIGDIR=MPLCONFIGDIR, IPYTHONDIR=IPYTHONDIR,
                 USER="student", LOGNAME="student", COURSE_SANDBOXED="1")
-    if _course_package() is not None:  # the bound package, ahead of the venv's editable install
-        kept["PYTHONPATH"] = PACKAGE_MOUNT
+    kept["PYTHONPATH"] = PACKAGE_MOUNT  # the bound packages, ahead of the venv's editable installs
     kept.setdefault("PATH", "/usr/bin:/bin")
     kept["PATH"] = f"{Path(sys.executable).parent}:{kept['PATH']}"
     return kept
@@ -355,7 +364,7 @@ os.execv(rest[0], rest)
 
 def _limits(memory_bytes: int, file_bytes: int, cgroups: _Cgroups) -> list[str]:
     items = [f"cgroup={f}" for f in cgroups.procs_files()]
-    # RLIMIT_DATA: the kernel's own, whatever soft limit the grader holds (instructor.memory)
+    # RLIMIT_DATA: the kernel's own, whatever soft limit the grader holds (nboracle.grader.memory)
     items += [f"RLIMIT_AS={memory_bytes}", f"RLIMIT_DATA={memory_bytes}", "RLIMIT_CORE=0", f"RLIMIT_FSIZE={file_bytes}"]
     # RLIMIT_NPROC is set inside the sandbox instead (see _INNER)
     return items
@@ -538,6 +547,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         package = _course_package()
         if package is not None:  # at a fixed place, first on the kernel's PYTHONPATH (_kernel_env)
             args += ["--ro-bind", str(package), f"{PACKAGE_MOUNT}/course"]
+        args += ["--ro-bind", str(_oracle_package()), f"{PACKAGE_MOUNT}/nboracle"]
         if top is not None:
             args += ["--dir", str(cwd)]
         args += ["--bind", str(copy), str(cwd), "--bind", str(ipc), str(ipc), "--chdir", str(cwd)]
@@ -555,17 +565,17 @@ class SandboxedKernelManager(AsyncKernelManager):
         return [*launcher, *args, "--", *inner, *kernel_cmd], kw
 
     async def _unsandboxed_start(self, **kw):
-        """No sandbox: the kernel still imports the grader's ``course`` package, not the editable one."""
+        """No sandbox: the kernel still imports the grader's ``course`` and ``nboracle`` packages, not
+        the editable installs'."""
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
         from . import forkserver
 
         if forkserver.wanted():  # COURSE_KERNEL_FORK=1: forked from a process with torch imported
             forkserver.use_zygote(self.provisioner)
-        entry = _package_path(_course_package(), sandboxed=False)
-        if entry:
-            env = dict(kw.get("env") or os.environ)
-            env["PYTHONPATH"] = os.pathsep.join([entry, *filter(None, [env.get("PYTHONPATH")])])
-            kw["env"] = env
+        entries = [e for e in (_package_path(_course_package(), sandboxed=False), str(_oracle_package().parent)) if e]
+        env = dict(kw.get("env") or os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*entries, *filter(None, [env.get("PYTHONPATH")])]))
+        kw["env"] = env
         return kernel_cmd, kw
 
     # AsyncKernelManager binds these names to KernelManager's functions: override the names.
@@ -638,6 +648,6 @@ def describe() -> str:
     return reason if ok else UNSANDBOXED_WARNING.format(reason=reason)
 
 
-if __name__ == "__main__":  # python -m instructor.sandbox: say what this machine gives
+if __name__ == "__main__":  # python -m nboracle.grader.sandbox: say what this machine gives
     ok, reason = sandbox_status()
     print(json.dumps({"ok": ok, "reason": reason, "mode": mode()}, indent=1))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -40,6 +40,8 @@ class CourseRoot:
     """The course root at ``path``: its paths and nbgrader steps."""
 
     path: Path
+    # how an error message tells the user to release an assignment (a course's own command)
+    release_command: str = field(default="nbgrader generate_assignment {assignment}", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
@@ -100,7 +102,7 @@ class CourseRoot:
         own = self.path / "course"
         if (own / "__init__.py").is_file():
             return own.resolve()
-        from .sandbox import _course_package
+        from nboracle.grader.sandbox import _course_package
 
         return _course_package()
 
@@ -305,7 +307,7 @@ class CourseRoot:
 
         Its gradebook is its own sqlite file, even where ``COURSE_DB_URL`` names a class's server.
         """
-        copy = CourseRoot(dest)
+        copy = CourseRoot(dest, self.release_command)
         copy.path.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.config, copy.config)
         with open(copy.config, "a") as config:  # whatever COURSE_DB_URL says
@@ -317,6 +319,3 @@ class CourseRoot:
             copy.release(name)
         return copy
 
-
-REPOSITORY = CourseRoot(P.REPO)
-"""The course root of this clone of the repository."""

@@ -14,9 +14,8 @@ import textwrap
 import time
 
 import pytest
-
-from instructor import forkserver
-from instructor.sandbox import SandboxedKernelManager
+from nboracle.grader import forkserver
+from nboracle.grader.sandbox import SandboxedKernelManager
 
 
 @pytest.fixture
@@ -85,7 +84,7 @@ def test_the_zygote_and_its_kernels_die_with_the_grader(tmp_path):
     grader = textwrap.dedent(f"""
         import asyncio, os
         os.environ.update(COURSE_SANDBOX="off", {forkserver.ENV}="1")
-        from instructor.sandbox import SandboxedKernelManager
+        from nboracle.grader.sandbox import SandboxedKernelManager
         km = SandboxedKernelManager(kernel_name="python3")
         asyncio.run(km.start_kernel(cwd={str(tmp_path)!r}))
         print(km.provisioner.process.pid, flush=True)

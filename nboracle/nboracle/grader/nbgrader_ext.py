@@ -10,7 +10,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Integer
+from traitlets import Dict, Integer, List, Unicode
 
 from .kernel_client import rejected, rejection_reasons
 
@@ -144,7 +144,10 @@ def _is_test_cell(cell) -> bool:
 class GuardedExecute(Execute):
     """nbgrader's Execute, checking the kernel's integrity guard after every cell from outside.
 
-    ``course.integrity.install()`` runs in the kernel before any student code. Before the
+    The guard is the course's (``guard_module``, e.g. ``course.integrity``: its ``install()``
+    runs in the kernel before any student code, through ``Execute.extra_arguments``; the module
+    offers ``ENTRY``, the guard's name in the kernel, and ``verify_report``). Without one this
+    is nbgrader's Execute with demo-only cells skipped. Before the
     first cell this preprocessor asks the guard for a key (a silent request: no student code
     has run yet). Every cell's execute request then carries a ``user_expressions`` entry that
     calls the guard after the cell and all its callbacks: the guard puts back whatever the
@@ -161,7 +164,9 @@ class GuardedExecute(Execute):
     """
 
     guard_timeout = Integer(30, help="seconds to wait for the guard's answer after a cell").tag(config=True)
-    # False under the oracle (instructor.oracle): the guard's findings are reasons for review only
+    guard_module = Unicode("", help="the module of the kernel's integrity guard (ENTRY, verify_report), "
+                           "e.g. 'course.integrity'; empty: no guard").tag(config=True)
+    # False under the oracle (nboracle.grader.oracle): the guard's findings are reasons for review only
     guard_decides_scores = True
 
     def preprocess(self, nb, resources=None, km=None):
@@ -178,6 +183,11 @@ class GuardedExecute(Execute):
         return super().on_cell_executed(**kwargs)
 
     # -- talking to the guard
+
+    def _guard(self):
+        import importlib
+
+        return importlib.import_module(self.guard_module)
 
     async def _async_guard_call(self, expression: str):
         from queue import Empty
@@ -218,7 +228,7 @@ class GuardedExecute(Execute):
         return text if isinstance(text, str) else None
 
     def _handshake(self) -> None:
-        from course.integrity import ENTRY
+        ENTRY = self._guard().ENTRY
 
         self._guard_kc = self.kc
         answer = self._answer(self._guard_call(f"{ENTRY}('handshake')"))
@@ -227,13 +237,11 @@ class GuardedExecute(Execute):
         else:
             self._guard_key = None
             self._guard_reasons.append((0, "the grading kernel's integrity guard did not start "
-                                           "(course.integrity.install() missing from Execute.extra_arguments?)"))
+                                           f"({self.guard_module}.install() missing from Execute.extra_arguments?)"))
 
     def _report(self, reply, nonce: str):
-        from course.integrity import verify_report
-
         answer = self._answer(reply) if reply is not None else None
-        return verify_report(answer, self._guard_key, nonce) if answer else None
+        return self._guard().verify_report(answer, self._guard_key, nonce) if answer else None
 
     # -- every cell
 
@@ -241,10 +249,11 @@ class GuardedExecute(Execute):
         import functools
         import secrets
 
-        from course.integrity import ENTRY
-
         if is_demo_only(cell):
             return skip_demo(cell), resources
+        if not self.guard_module:
+            return super().preprocess_cell(cell, resources, index)
+        ENTRY = self._guard().ENTRY
         if self.kc is not None and self._guard_kc is not self.kc:
             self._handshake()
         if cell.cell_type != "code" or not cell.source.strip() or self._guard_key is None:
@@ -281,7 +290,7 @@ class GuardedExecute(Execute):
         self._guard_reasons.append((index, f"cell {index} ({self._label(cell)}): {problem}"))
 
     def _note_dropped(self, cell, index: int, count: int) -> None:
-        """A reason for review when messages from the kernel were dropped (instructor.kernel_client)."""
+        """A reason for review when messages from the kernel were dropped (nboracle.grader.kernel_client)."""
         if count:
             self._flag(cell, index, self._dropped_problem(count))
 
@@ -326,7 +335,8 @@ class ReviewFlags(NbGraderPreprocessor):
     """Mark a submission for review: guard reports, a static scan, sandbox refusals.
 
     The scan includes the library entry points that would do one of the assignment's exercises'
-    work (``instructor.substitutes``): a correct answer, flagged so that a person asks whose it is.
+    work (``substitutes``, the course's table): a correct answer, flagged so that a person asks
+    whose it is.
 
     Runs last in autograde. The reasons go to the autograded notebook's metadata
     (``grader_review.reasons``, read by the class batch and :class:`ReviewCsvExport`) and
@@ -334,15 +344,24 @@ class ReviewFlags(NbGraderPreprocessor):
     cell on, so the formgrader lists the submission as needing a manual grade.
     """
 
+    substitutes = Dict(default_value={}, help="{assignment: {name an exercise defines: (library entry points "
+                       "that would do its work, dotted)}}: a definition reaching one is flagged").tag(config=True)
+    helper_attributes = List(Unicode(), default_value=[], help="attributes that continue an entry point "
+                             "without using its work (a static mask builder)").tag(config=True)
+    machinery_modules = List(Unicode(), default_value=[], help="more modules whose import is flagged as the "
+                             "kernel's machinery (the course's kernel guard)").tag(config=True)
+
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook, MissingEntry
 
         from .scan import refusals, scan_notebook
 
         # the assignment is nbgrader's (the gradebook's), never the notebook's word: it chooses the
-        # library entry points that would do an exercise's work (instructor.substitutes)
+        # library entry points that would do an exercise's work (``substitutes``)
         assignment = resources.get("nbgrader", {}).get("assignment")
-        found = list(resources.get(REVIEW_METADATA, [])) + scan_notebook(nb, assignment) + refusals(nb)
+        exercises = dict(self.substitutes.get(assignment or "", {}))
+        scanned = scan_notebook(nb, exercises, set(self.helper_attributes), tuple(self.machinery_modules))
+        found = list(resources.get(REVIEW_METADATA, [])) + scanned + refusals(nb)
         reasons = []
         for _, reason in sorted(found, key=lambda item: item[0]):
             if reason not in reasons:

@@ -1,7 +1,9 @@
-"""The tools and notebooks the pipeline is made of: running jupytext and nbgrader, reading and
-filling notebooks, and the shape of a grading result.
+"""The tools and notebooks of the pipeline: jupytext and nbgrader runs, notebooks read and filled, results.
 
-The steps themselves run in a course root: :class:`instructor.course_root.CourseRoot` owns
+Running jupytext and nbgrader with a clear error, reading and filling notebooks, and the shape
+of a grading result.
+
+The steps themselves run in a course root: :class:`nboracle.classroom.course_root.CourseRoot` owns
 every path and nbgrader step.
 """
 
@@ -18,7 +20,6 @@ from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 

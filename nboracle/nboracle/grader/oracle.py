@@ -15,9 +15,9 @@ nbgrader's Execute does, but
 A name a test reads that the grader's namespace does not define (``softmax``,
 ``MultiHeadSelfAttention``, ``HAND_WEIGHTS``) is looked up in the kernel: data comes back
 as data, anything else as a :class:`Proxy`, whose calls, attribute and item reads are
-requests to the kernel (``course.oracle.serve``): on a Unix socket the kernel answers in a
+requests to the kernel (``nboracle.kernel.server.serve``): on a Unix socket the kernel answers in a
 loop while a grader cell runs (:class:`_Channel`), else as messages on the kernel's shell
-channel. Arguments travel by value; answers are decoded strictly by ``course.oracle.decode``.
+channel. Arguments travel by value; answers are decoded strictly by ``nboracle.kernel.wire.decode``.
 
 A test cell's printed text and its error (``ename: evalue``, no source lines) are written
 into the cell as nbformat outputs, so nbgrader scores it, and builds feedback, as before.
@@ -47,30 +47,22 @@ from typing import Any
 from nbclient.util import run_hook, run_sync
 from traitlets import Integer, List, Unicode
 
-from course import checks as _course_checks
-from course import oracle as wire
-
+from ..kernel import fresh as fresh_module
+from ..kernel import probes, server, wire
 from . import memory
-from .kernel_client import rejected
+from .kernel_client import KernelError, rejected
 from .nbgrader_ext import DEMO_ONLY, GuardedExecute
 
 ORACLE_KEY = "course-oracle"
 KERNEL_ONLY = "# kernel only"
-# the chapters whose tests run under the oracle (COURSE_ORACLE=on|off overrides)
-ORACLE_CHAPTERS = ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
-                   "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"]
-_SERVE = "__import__('course.oracle', fromlist=['serve']).serve({!r})"
-_LISTEN = "__import__('course.oracle', fromlist=['listen']).listen()"
+_SERVE = "__import__('nboracle.kernel.server', fromlist=['serve']).serve({!r})"
+_LISTEN = "__import__('nboracle.kernel.server', fromlist=['listen']).listen()"
 # exceptions of the student's code keep their name and, for these, their built-in class
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
     "ValueError", "TypeError", "IndexError", "KeyError", "RuntimeError", "NotImplementedError",
     "AttributeError", "ZeroDivisionError", "AssertionError", "ArithmeticError", "LookupError",
     "OverflowError", "NameError", "UnboundLocalError", "RecursionError", "FloatingPointError")}
 _TRUSTED_CLASS_MODULES = ("torch", "numpy")
-
-
-class KernelError(Exception):
-    """An exception raised by the student's code in the kernel (its name and message only)."""
 
 
 class OracleTimeout(KernelError):
@@ -93,20 +85,20 @@ def kernel_error(name: str, text: str) -> KernelError:
 
 
 class KernelLink:
-    """Requests to ``course.oracle.serve`` in the kernel of an Execute preprocessor."""
+    """Requests to ``nboracle.kernel.server.serve`` in the kernel of an Execute preprocessor."""
 
     def __init__(self, executor: Any) -> None:
         self.executor = executor
         self.deadline = monotonic() + 3600
         self.round_trips = 0
         self.waited = 0.0  # seconds spent waiting for the kernel's answers
-        # after a first execute request that calls course.oracle.listen(), requests are messages
+        # after a first execute request that calls nboracle.kernel.server.listen(), requests are messages
         # of their own on the shell channel (no cell machinery: about half the latency)
         self.listening: bool | None = None
-        # the socket channel (course.oracle.SERVE): a Unix socket the kernel connects to, on which
+        # the socket channel (nboracle.kernel.server.SERVE): a Unix socket the kernel connects to, on which
         # it answers a test cell's requests in a loop; a round trip costs a tenth of a shell message
         self._channel = _Channel(executor)
-        # the tests' objects handed to the student's code (course.oracle.fresh), by the id of
+        # the tests' objects handed to the student's code (nboracle.fresh), by the id of
         # their stand-in in the kernel, until the test cell ends
         self.instructor: dict[int, Any] = {}
         self._instructor_ids = itertools.count(1)
@@ -119,7 +111,7 @@ class KernelLink:
         started = monotonic()
         request_id = secrets.token_hex(8)  # the reply must echo it: a stale or forged frame is not this answer
         message = {**message, "id": request_id}
-        mode = wire.grad_mode()  # the test's autograd mode (torch.no_grad(), inference_mode()): the kernel's call's too
+        mode = server.grad_mode()  # the test's autograd mode (torch.no_grad(), inference_mode()): the kernel's call's too
         request = json.dumps(message if mode is None else {**message, "mode": mode}, separators=(",", ":"))
         on_socket = False
         try:
@@ -171,8 +163,8 @@ class KernelLink:
             return
         self._listened_again = True
         try:
-            self.listening = await self._ask(None, _LISTEN) == wire.LISTENING
-        except (KernelError, wire.WireError):  # course.oracle.listen is gone: execute requests it is
+            self.listening = await self._ask(None, _LISTEN) == server.LISTENING
+        except (KernelError, wire.WireError):  # nboracle.kernel.server.listen is gone: execute requests it is
             self.listening = False
 
     async def _ask(self, request: str | None, expression: str | None) -> Any:
@@ -183,7 +175,7 @@ class KernelLink:
         self.round_trips += 1
         fast = request is not None and self.listening
         if fast:
-            message = ex.kc.session.msg(wire.REQUEST, {"request": request})
+            message = ex.kc.session.msg(server.REQUEST, {"request": request})
             ex.kc.shell_channel.send(message)
             msg_id = message["header"]["msg_id"]
         else:
@@ -209,11 +201,11 @@ class KernelLink:
                 continue
             patience.answered()
             oversized = msg.get("content", {}).get("oversized")
-            if oversized is not None:  # instructor.kernel_client did not parse it: over MAX_SHELL_BYTES
+            if oversized is not None:  # nboracle.grader.kernel_client did not parse it: over MAX_SHELL_BYTES
                 raise wire.WireError(f"the kernel's answer ({oversized} bytes) is over the grader's limit of "
                                      f"{wire.MAX_TEXT // 2 ** 20} MiB")
             if fast:
-                text = msg.get("content", {}).get("answer") if msg.get("msg_type") == wire.REPLY else None
+                text = msg.get("content", {}).get("answer") if msg.get("msg_type") == server.REPLY else None
                 if type(text) is not str or len(text) > wire.MAX_TEXT:
                     raise wire.WireError("the kernel's answer is not text")
                 return text
@@ -283,7 +275,7 @@ class KernelLink:
                           "list": lambda: list(target)}
             if op not in operations:
                 raise wire.WireError(f"unknown request {op!r} for an instructor object")
-            value = wire._in_mode(request.get("mode"), operations[op])
+            value = server._in_mode(request.get("mode"), operations[op])
             if inspect.isgenerator(value):  # block.parameters(), named_children(): listed, in one answer
                 reply = {"ok": {"t": "iter", "v": [wire.encode(item, self._offer_part, 1) for item in value]}}
             else:
@@ -355,7 +347,7 @@ async def _went_idle(executor: Any, msg_id: str) -> bool:
 
 
 class _Channel:
-    """The grader's end of the socket channel to one kernel (see ``course.oracle.SERVE``).
+    """The grader's end of the socket channel to one kernel (see ``nboracle.kernel.server.SERVE``).
 
     At a grader cell's first request the kernel is sent SERVE on its shell channel and answers
     frames on the socket until the cell ends (:meth:`pause`). The socket lives in the sandbox's
@@ -395,7 +387,7 @@ class _Channel:
             self.listener, path = self._listen()
         else:
             path = ""
-        message = ex.kc.session.msg(wire.SERVE, {"path": path})
+        message = ex.kc.session.msg(server.SERVE, {"path": path})
         ex.kc.shell_channel.send(message)
         self.serving = message["header"]["msg_id"]
         while self.sock is None:
@@ -482,7 +474,7 @@ class _Channel:
             return
         serving, self.serving = self.serving, None
         try:
-            wire.write_frame(self.sock, wire.END)
+            wire.write_frame(self.sock, server.END)
             run_sync(self._served)(serving, max(deadline - monotonic(), 2.0))
         except (OSError, KernelError, ValueError) as error:
             self._give_up(error)
@@ -611,17 +603,17 @@ def _send(value: Any, generators: list | None = None, link: KernelLink | None = 
     """An argument for the kernel: by value, or a handle to one of the kernel's own objects.
 
     A NumPy generator travels by its state and is appended to ``generators``, to take the
-    state the call leaves it in. An instructor object (:func:`course.oracle.fresh`) stays
+    state the call leaves it in. An instructor object (:func:`nboracle.fresh`) stays
     here: ``link`` serves a copy of it, and the kernel gets a stand-in.
     """
     if isinstance(value, Proxy):
         return {"t": "h", "id": object.__getattribute__(value, "_oracle_id")}
-    if isinstance(value, wire.Fresh):
+    if isinstance(value, fresh_module.Fresh):
         if link is None:
             raise wire.WireError("an instructor object can only be an argument of a call")
         return link.offer(value.copy_to_send())
     if type(value).__name__ == "Generator" and type(value).__module__.startswith("torch"):
-        return wire.generator_entry(value)  # by value: its state
+        return fresh_module.generator_entry(value)  # by value: its state
     if type(value) in (tuple, list):
         return {"t": "tuple" if type(value) is tuple else "list", "v": [_send(v, generators, link) for v in value]}
     if type(value) is dict:
@@ -637,7 +629,7 @@ def _send(value: Any, generators: list | None = None, link: KernelLink | None = 
     return entry
 
 
-# a stand-in's request (course.oracle.Instructor), as the kernel writes it
+# a stand-in's request (nboracle.kernel.server.Instructor), as the kernel writes it
 _INSTRUCTOR_REQUEST = b'{"cb":'
 # methods of a tests' module a stand-in may not call: Module.type("a.dotted.Name") imports by name
 _CLOSED_METHODS = {"type"}
@@ -646,9 +638,19 @@ _CLOSED_METHODS = {"type"}
 # ---------------------------------------------------------------- proxies
 
 
-_ORACLE_FILE = os.path.abspath(wire.__file__)
-# course.checks.attempt only calls the function a test hands it: the call is the test's own
-_ATTEMPT_CODE = _course_checks.attempt.__code__
+# the kernel side's own code (the probes, fresh objects) may use a proxy as a test does
+_KERNEL_FILES = tuple(os.path.abspath(m.__file__) for m in (wire, probes, fresh_module, server))
+# the code of helpers that only call the function a test hands them (c.OracleExecute.calling_helpers,
+# e.g. a course's ``attempt(what, function, ...)``): such a call is the test's own
+_CALLING_CODES: set = set()
+
+
+def _helper_code(spec: str) -> Any:
+    """The code object of ``"package.module:function"``."""
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name).__code__
 
 
 def _asked_by_a_test() -> bool:
@@ -663,10 +665,10 @@ def _asked_by_a_test() -> bool:
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
-    if frame is not None and frame.f_code is _ATTEMPT_CODE:  # attempt(what, function, ...) calls what the test gave it
+    if frame is not None and frame.f_code in _CALLING_CODES:  # attempt(what, function, ...) calls what the test gave it
         frame = frame.f_back
     filename = frame.f_code.co_filename if frame is not None else ""
-    return filename.startswith(("<test ", "<provided ")) or filename == _ORACLE_FILE
+    return filename.startswith(("<test ", "<provided ")) or filename in _KERNEL_FILES
 
 
 class Proxy:
@@ -919,11 +921,14 @@ class OracleExecute(GuardedExecute):
     with :class:`GuardedExecute`.
     """
 
-    oracle_chapters = List(Unicode(), default_value=ORACLE_CHAPTERS,
-                           help="assignments whose test cells run in the grader").tag(config=True)
-    oracle = Unicode("auto", help="on, off, or auto (oracle_chapters); COURSE_ORACLE overrides").tag(config=True)
+    oracle_chapters = List(Unicode(), default_value=[],
+                           help="assignments whose test cells run in the grader (with oracle='auto')").tag(config=True)
+    oracle = Unicode("on", help="on, off, or auto (oracle_chapters); COURSE_ORACLE overrides").tag(config=True)
+    calling_helpers = List(Unicode(), default_value=[],
+                           help="'module:function' helpers of the tests that only call the function a test hands "
+                                "them (a proxy may be called from there, as from the test)").tag(config=True)
     grader_memory_mb = Integer(memory.DEFAULT_MB, help="the grading process's memory while a test cell runs in it "
-                               "(instructor.memory; 0: no cap)").tag(config=True)
+                               "(nboracle.grader.memory; 0: no cap)").tag(config=True)
 
     def _oracle_wanted(self, assignment: str | None) -> bool:
         setting = os.environ.get("COURSE_ORACLE", self.oracle).strip().lower()
@@ -940,17 +945,18 @@ class OracleExecute(GuardedExecute):
         # failed test (even for a graded cell that, without a gradebook entry, ran in the kernel)
         self.guard_decides_scores = not self._oracle_on
         if self._oracle_on:
+            _CALLING_CODES.update(_helper_code(spec) for spec in self.calling_helpers)
             self._trusted = self._gradebook_cells(info)
             _prefetch(source for role, source in self._trusted.values() if role == "provided")
             self._link = KernelLink(self)
             self._link.memory = memory.MemoryCap(self.grader_memory_mb, self.log)
             self._namespace = GraderNamespace(self._link)
             self._graded_here = 0.0
-        wire._GRADER_SIDE = self._oracle_on  # course.oracle.fresh(): instructor callables travel as source
+        fresh_module._GRADER_SIDE = self._oracle_on  # nboracle.fresh(): instructor callables travel as source
         try:
             nb, resources = super().preprocess(nb, resources, km)
         finally:
-            wire._GRADER_SIDE = False
+            fresh_module._GRADER_SIDE = False
             if self._oracle_on:
                 self._link.close()
         if self._oracle_on:

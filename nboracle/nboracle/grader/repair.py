@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode, from_dict
+from traitlets import List, Unicode
 
 from .sandbox import KERNEL_METADATA
 
-REPO = Path(__file__).resolve().parents[1]  # the course this grader ships with
 REPAIR_METADATA = "grader_repair"  # notebook metadata of the sanitized notebook: {"notes": [...]}
 ANSWERED_COPY_LIMIT = 20  # other notebooks listed by name at most
 
@@ -364,13 +364,16 @@ except ImportError:  # pragma: no cover - nbgrader is a requirement of the instr
 class RepairSubmission(NbGraderPreprocessor):
     """Sanitize step, before nbgrader's own: :func:`repair` against the gradebook (module doc)."""
 
+    release_roots = List(Unicode(), default_value=[], help="more course roots whose release/ names the "
+                         "assignments, for 'this is another assignment's notebook'").tag(config=True)
+
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         expected = expected_from_gradebook(info["db_url"], info["notebook"], info["assignment"])
         known = set(grade_ids(nb)) & set(expected.cells)
         folder = Path(resources.get("metadata", {}).get("path") or ".").resolve()
         course = folder.parents[2] if len(folder.parents) > 2 else folder  # submitted/<student>/<assignment>
-        for candidate in dict.fromkeys([course, Path.cwd(), REPO]):
+        for candidate in dict.fromkeys([course, Path.cwd(), *map(Path, self.release_roots)]):
             wrong = wrong_chapter(nb, info["assignment"], candidate)
             if wrong:
                 raise WrongNotebookError(wrong)

@@ -1,7 +1,7 @@
-"""The grader's own memory, capped while a test cell runs in it (``instructor.oracle``).
+"""The grader's own memory, capped while a test cell runs in it (``nboracle.grader.oracle``).
 
 Under the oracle every graded test cell runs in the grading process, on data the student's
-kernel sends: replies are bounded one by one (``course.oracle.MAX_TEXT``, ``MAX_BYTES``), but a
+kernel sends: replies are bounded one by one (``nboracle.kernel.wire.MAX_TEXT``, ``MAX_BYTES``), but a
 test that keeps several of them, or a student whose values make the test's own code allocate
 (a 120 MiB bool array turned into float64 by a check is 1 GiB), would grow the grader without
 bound; with ``--jobs N`` a few such students could take the machine down. :class:`MemoryCap`
@@ -17,7 +17,7 @@ caps it, in two layers, only while a test cell runs in the grader:
 Either way the test fails with one message (:data:`MESSAGE`), the names the cell bound are put
 back as they were before it (what it allocated is freed), and grading goes on with the next
 cell and the next student. Nothing else runs under the limit: the kernel is started before the
-first cell (and a sandboxed kernel sets its own limits, ``instructor.sandbox``), nbclient's
+first cell (and a sandboxed kernel sets its own limits, ``nboracle.grader.sandbox``), nbclient's
 machinery between cells is never capped. The limit is ``c.OracleExecute.grader_memory_mb``
 (``nbgrader_config.py``; 0: no cap); ``RLIMIT_DATA`` counts mappings on Linux 4.7 and later.
 """
@@ -155,10 +155,10 @@ def _chain(error: BaseException) -> list[BaseException]:
 def _memory_failure(error: BaseException) -> str | None:
     """Why ``error`` (or one it arose from) is the grader running out of memory, else None.
 
-    An error of the student's code in the kernel (``instructor.oracle.KernelError``, whatever
+    An error of the student's code in the kernel (``nboracle.grader.oracle.KernelError``, whatever
     its name) is never one: it is the kernel's own memory, and keeps its message.
     """
-    from .oracle import KernelError
+    from .kernel_client import KernelError
 
     for link in _chain(error):
         if isinstance(link, KernelError):

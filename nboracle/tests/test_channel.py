@@ -1,4 +1,4 @@
-"""The oracle's socket channel (course.oracle.SERVE) against a real kernel.
+"""The oracle's socket channel (nboracle.kernel.server.SERVE) against a real kernel.
 
 A grader cell's requests travel on a Unix socket that the kernel connects to; the kernel
 answers them in a loop until the cell ends, then is free for the next cell. Whatever the
@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 import torch
 from jupyter_client.manager import start_new_kernel
-
-from instructor import oracle
+from nboracle.grader import oracle
 
 SETUP = """
-import course.oracle, numpy as np
-course.oracle.listen()
+import nboracle.kernel.server, nboracle.kernel.wire, numpy as np
+nboracle.kernel.server.listen()
 def double(x):
     return 2 * x
 def endless():
@@ -184,7 +183,7 @@ def test_the_kernel_runs_each_call_in_the_tests_autograd_mode_and_keeps_its_own(
             assert out.shape == (4, 2) and not out.requires_grad
             probe = compile("parameter_gradients(link.name('layer'), x, torch.ones(4, 2))", "<test mode>", "eval")
             grads = eval(probe, {"link": link, "x": x, "torch": torch,
-                                 "parameter_gradients": oracle.wire.parameter_gradients})
+                                 "parameter_gradients": oracle.probes.parameter_gradients})
             assert torch.equal(grads["bias"], torch.full((2,), 4.0)) and torch.equal(grads["weight"], torch.full((2, 3), 4.0))
         with torch.inference_mode():
             assert call(link, "grad_mode") == [False, True]
@@ -212,7 +211,7 @@ def test_an_answer_to_another_request_fails_that_test_and_the_channel_goes_on_on
             link.pause()
             run(kernel[1], f"import json\nsock = {CONNECTION}[0]\n"
                            "def forge(x, answer):\n"
-                           "    course.oracle.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
+                           "    nboracle.kernel.wire.write_frame(sock, json.dumps(answer).encode())\n    return 2 * x\n")
             with pytest.raises(oracle.wire.WireError, match="not the answer to this request"):
                 call(link, "forge", 3, forged)
             assert link._channel.off
@@ -273,7 +272,7 @@ def test_instructor_objects_run_in_the_grader_and_the_kernel_gets_stand_ins(kern
     """A fresh() object handed to the student's code stays here: each use in the kernel is a
     frame back to the grader, answered with data while the student's call runs; its code and
     closure cannot be read there, and what the student's code does to it stays in its copy."""
-    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    monkeypatch.setattr(oracle.fresh_module, "_GRADER_SIDE", True)
     run(kernel[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
     link = link_to(kernel)
     try:
@@ -283,17 +282,17 @@ def test_instructor_objects_run_in_the_grader_and_the_kernel_gets_stand_ins(kern
             seen.append(x)
             return x + 1
 
-        assert call(link, "apply_twice", oracle.wire.fresh(plus_one), 5) == 7 and seen == [5, 6]
-        block = oracle.wire.fresh(Scaled, 2.0)
+        assert call(link, "apply_twice", oracle.fresh_module.fresh(plus_one), 5) == 7 and seen == [5, 6]
+        block = oracle.fresh_module.fresh(Scaled, 2.0)
         x = torch.randn(4, 3)
         out, factor, weight, whole = call(link, "through_parts", block, x)
         assert torch.equal(out, block.linear(x)) and factor == 2.0 and torch.equal(whole, block(x))
         assert torch.equal(weight, block.linear.weight)
-        assert call(link, "looks_inside", oracle.wire.fresh(plus_one)) == []
+        assert call(link, "looks_inside", oracle.fresh_module.fresh(plus_one)) == []
         before = block.linear.weight.detach().clone()
         assert torch.equal(call(link, "zero_it", block), torch.zeros(1, 2))
         assert torch.equal(block.linear.weight, before)  # the test's own object is untouched
-        assert call(link, "calls_many", oracle.wire.fresh(plus_one), 200) == sum(range(1, 201))
+        assert call(link, "calls_many", oracle.fresh_module.fresh(plus_one), 200) == sum(range(1, 201))
         assert call(link, "first_dtype", block) == (torch.float32, ["Instructor"])
         assert call(link, "opens_more", block) == ["AttributeError", "AttributeError"]
     finally:
@@ -304,11 +303,11 @@ def test_instructor_objects_run_in_the_grader_and_the_kernel_gets_stand_ins(kern
 def test_an_instructor_object_may_call_the_students_code_back(kernel, monkeypatch):
     """Nested requests: while the kernel waits for the grader's answer to a stand-in, the
     grader's object calls a kernel function (a test's wrapper around the student's code)."""
-    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    monkeypatch.setattr(oracle.fresh_module, "_GRADER_SIDE", True)
     run(kernel[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
     link = link_to(kernel)
     try:
-        wrapped = oracle.wire.fresh(lambda x: call(link, "double", x))
+        wrapped = oracle.fresh_module.fresh(lambda x: call(link, "double", x))
         assert call(link, "apply_twice", wrapped, 5) == 20
     finally:
         link.pause()
@@ -316,12 +315,12 @@ def test_an_instructor_object_may_call_the_students_code_back(kernel, monkeypatc
 
 
 def test_on_the_shell_an_instructor_object_fails_with_a_clear_message(shell_only, monkeypatch):
-    monkeypatch.setattr(oracle.wire, "_GRADER_SIDE", True)
+    monkeypatch.setattr(oracle.fresh_module, "_GRADER_SIDE", True)
     run(shell_only[1], STUDENT_USES_OF_INSTRUCTOR_OBJECTS)
     link = link_to(shell_only)
     try:
         with pytest.raises(oracle.KernelError, match="run in the grader"):
-            call(link, "apply_twice", oracle.wire.fresh(lambda x: x + 1), 5)
+            call(link, "apply_twice", oracle.fresh_module.fresh(lambda x: x + 1), 5)
     finally:
         link.close()
 
@@ -357,20 +356,20 @@ def rebind_the_readers():
     zeros = lambda *args, **kwargs: np.zeros((2, 3))
     torch.Tensor.numpy = lambda self, *args, **kwargs: np.zeros(tuple(self.shape))
     torch.Tensor.detach = lambda self: torch.zeros_like(self)
-    course.oracle.np_asarray, np.asarray = np.asarray, zeros
+    nboracle.kernel.wire.np_asarray, np.asarray = np.asarray, zeros
     return True
 def undo_the_rebinding():
     del torch.Tensor.numpy, torch.Tensor.detach
-    np.asarray = course.oracle.np_asarray
+    np.asarray = nboracle.kernel.wire.np_asarray
 ''')
     link = link_to(kernel)
     weight = torch.arange(6.0).reshape(2, 3) + 1
     try:
         layer = link.name("layer")
         code = compile("wire.load_tensors(layer, {'weight': weight}); rebind()", "<test channel>", "exec")
-        eval(code, {"wire": oracle.wire, "layer": layer, "weight": weight, "rebind": link.name("rebind_the_readers")})
+        eval(code, {"wire": oracle.probes, "layer": layer, "weight": weight, "rebind": link.name("rebind_the_readers")})
         read = eval(compile("wire.read_tensors(layer, ['weight'])", "<test channel>", "eval"),
-                    {"wire": oracle.wire, "layer": layer})
+                    {"wire": oracle.probes, "layer": layer})
         assert torch.equal(read["weight"], weight)
     finally:
         eval(compile("undo()", "<test channel>", "eval"), {"undo": link.name("undo_the_rebinding")})

@@ -1,4 +1,4 @@
-"""The grader's kernel client (instructor.kernel_client) against a real kernel.
+"""The grader's kernel client (nboracle.grader.kernel_client) against a real kernel.
 
 Every message an honest kernel sends is read as before; a message that does not verify, or
 that the grader could not act on, is dropped and counted, and the next one is read as usual.
@@ -9,10 +9,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from instructor import pipeline as P
-from instructor.kernel_client import CheckedKernelClient, unreadable
-from instructor.sandbox import SandboxedKernelManager
+from nboracle.classroom import pipeline as P
+from nboracle.grader.kernel_client import CheckedKernelClient, unreadable
+from nboracle.grader.sandbox import SandboxedKernelManager
 
 HONEST = [
     "print('out'); import sys; print('err', file=sys.stderr)",
@@ -127,8 +126,7 @@ def test_an_oversized_shell_message_is_verified_but_never_parsed():
     what it does not parse (the forged reply would arrive), and a client whose shell channel
     has no limit."""
     from jupyter_client.session import Session
-
-    from instructor.kernel_client import MAX_SHELL_BYTES, CheckedChannel
+    from nboracle.grader.kernel_client import MAX_SHELL_BYTES, CheckedChannel
 
     session = Session(key=b"secret")
     forger = Session(key=b"guessed")

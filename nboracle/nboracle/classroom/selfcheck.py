@@ -25,7 +25,7 @@ import nbformat
 from . import batch
 from . import grader as G
 from . import pipeline as P
-from .course_root import REPOSITORY, CourseRoot
+from .course_root import CourseRoot
 
 LEARNER = "me"
 STAMP = ".selfcheck-stamp"  # in the private root: what its release was built from
@@ -193,9 +193,12 @@ def grade_here(private: CourseRoot, assignment: str, progress: Progress | None) 
     return report
 
 
-def grade_copy(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY, say=print,
+def grade_copy(notebook: Path, assignment: str | None = None, root: CourseRoot | None = None, say=print,
                progress: bool = False):
-    """Grade a copy of ``notebook``: ``(assignment, private root, batch report, result or None)``."""
+    """Grade a copy of ``notebook``: ``(assignment, private root, batch report, result or None)``.
+
+    ``root`` is the course root whose ``source/`` holds the hidden tests (default: the current folder)."""
+    root = root if root is not None else CourseRoot(Path.cwd())
     notebook = notebook.expanduser().resolve()
     if not notebook.is_file():
         raise P.PipelineError(f"no notebook at {notebook}")
@@ -251,7 +254,7 @@ def score_lines(cells) -> list[str]:
     return lines
 
 
-def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot = REPOSITORY) -> int:
+def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot | None = None) -> int:
     """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
     assignment, private, report, result = grade_copy(notebook, assignment, root, progress=True)
     if result is None:

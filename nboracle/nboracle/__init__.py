@@ -1,0 +1,30 @@
+"""nboracle: graded notebook tests that run in the grader while the student's kernel answers with data.
+
+A test cell imports what it needs from here; the kernel side (:mod:`nboracle.kernel`) also runs
+in the student's kernel, the grader side (:mod:`nboracle.grader`) in nbgrader's process, the
+class pipeline (:mod:`nboracle.classroom`) around both.
+"""
+
+from .kernel.fresh import Fresh, fresh, generator_entry
+from .kernel.probes import (
+    CheckFailed,
+    Largest,
+    call_keeping_arguments,
+    draw_parameters,
+    input_gradients,
+    is_remote,
+    largest_tensor,
+    load_tensors,
+    module_tensors,
+    parameter_and_input_gradients,
+    parameter_gradients,
+    read_state,
+    read_tensors,
+)
+from .kernel.wire import WireError
+
+__version__ = "0.1.0"
+
+__all__ = ["CheckFailed", "Fresh", "Largest", "WireError", "call_keeping_arguments", "draw_parameters", "fresh",
+           "generator_entry", "input_gradients", "is_remote", "largest_tensor", "load_tensors", "module_tensors",
+           "parameter_and_input_gradients", "parameter_gradients", "read_state", "read_tensors"]

@@ -1,0 +1,1 @@
+"""What runs in nbgrader's process: the oracle's Execute step, the sandboxed kernels, repair, the review scan."""

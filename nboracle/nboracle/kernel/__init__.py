@@ -1,0 +1,1 @@
+"""What runs in the student's kernel: the wire format, the kernel's server, the probes, fresh objects."""

@@ -1,0 +1,615 @@
+"""Probes: what a test asks of the student's objects that only the kernel holds (gradients, tensors).
+
+Each public function works on a real object (in JupyterLab, where tests run in the kernel)
+and on a proxy of the student's object in the grader, where the work runs in the kernel
+(``PROBES``, answered by :mod:`nboracle.kernel.server`) and only data comes back. What a
+probe reports is checked where it can be (gradients against finite differences of the
+student's own outputs; tensors read back bit for bit); a module's tensors are read from the
+dicts torch.nn.Module keeps them in, never through the module's own methods.
+
+``largest_tensor(fn, *args)`` calls ``fn`` and reports the largest tensor produced by any
+ATen operation inside it, including the intermediates of composite calls such as
+``torch.einsum`` (measured by the storage behind each tensor, so a broadcast view of a small
+tensor counts as small): a test tells a function that builds a large intermediate from one
+that never does, without reading its code.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .wire import WireError
+
+__all__ = ["CheckFailed", "is_remote", "parameter_gradients", "input_gradients", "parameter_and_input_gradients",
+           "draw_parameters", "call_keeping_arguments", "module_tensors", "read_tensors", "read_state",
+           "load_tensors", "largest_tensor", "Largest"]
+
+
+class CheckFailed(AssertionError):
+    """A probe's check failed (a name the module does not hold, gradients that do not belong to the
+    output): an ``AssertionError`` (the test scores zero) shown as its message only, never as a
+    traceback into this package (IPython asks for ``_render_traceback_`` first)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
+
+def is_remote(obj: Any) -> bool:
+    """True for a proxy of a kernel object (only ever in the grader's process)."""
+    return getattr(type(obj), "_oracle_proxy", False) is True
+
+
+def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Run probe ``name`` where ``args[0]`` lives: in the kernel for a proxy, here otherwise."""
+    target = args[0]
+    if is_remote(target):
+        return type(target)._oracle_probe(target, name, *args, **kwargs)
+    return PROBES[name](*args, **kwargs)
+
+
+class _GradientsOn:
+    """A probe that runs a backward pass does it with gradients on (and inference mode off),
+    whatever the caller's mode: ``parameter_gradients`` in a test's ``torch.no_grad()`` block works."""
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.modes = (torch.inference_mode(False), torch.enable_grad())
+        for mode in self.modes:
+            mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
+
+
+def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
+    G = _genuine()
+    held = [(name, t) for name, kind, t, _ in _slots(module) if kind == "parameter"]
+    with _GradientsOn():
+        for _, tensor in held:  # not module.zero_grad(): the module's own method
+            G.grad.__set__(tensor, None)
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        _backward(module(*inputs, **(kwargs or {})), direction)
+    return {name: _gradient_of(t) for name, t in held}
+
+
+def _backward(output: Any, direction: Any) -> None:
+    """``(output * direction).sum().backward()`` (``output.sum()`` without a direction), with
+    torch's own functions; a tuple's first item is the output."""
+    G = _genuine()
+    output = _first(output)
+    if not isinstance(output, G.Tensor) or not G.requires_grad.__get__(output):
+        raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a "
+                        "tensor computed from the inputs (no .item(), no float(), no .detach())")
+    with G.plain():
+        G.backward(G.sum(output if direction is None else G.mul(output, direction)))
+
+
+def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> dict:
+    """``{parameter name: gradient or None}`` of ``(module(*inputs) * direction).sum()``.
+
+    The same call works on a real module (in JupyterLab) and on a proxy of the student's
+    module in the grader, where the backward pass runs in the kernel and only the gradients
+    come back, as data. Each gradient is checked against how the module's output changes when
+    its parameter moves a little (a finite difference of the same forward), wherever it runs.
+    """
+    gradients = _probe("gradients", module, inputs, direction, kwargs)
+    _checked_parameter_gradients(module, gradients, inputs, direction, kwargs)
+    return gradients
+
+
+def _leaves(inputs: Any) -> tuple:
+    """``inputs`` (one or a tuple) with every floating-point tensor copied into a new leaf that requires grad."""
+    import torch
+
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    return tuple(torch.Tensor.detach(a).clone().requires_grad_(True)
+                 if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
+
+
+def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        _backward(function(*leaves, **(kwargs or {})), direction)
+    return tuple(_gradient_of(leaf) for leaf in leaves)
+
+
+def input_gradients(function: Any, inputs: Any, direction: Any = None, **kwargs: Any) -> tuple:
+    """The gradients of ``(function(*inputs) * direction).sum()`` (``function(*inputs).sum()``
+    without a direction) with respect to each input: a tuple with a tensor for every
+    floating-point tensor input and ``None`` for the others (masks, integers).
+
+    The inputs are copied into new leaves first, so the caller's tensors keep no gradient. The
+    same call works on a real function (in JupyterLab) and on a proxy of the student's
+    function in the grader, where the backward pass runs in the kernel and only the gradients
+    come back, as data. Each gradient is checked against a finite difference of the same
+    function's outputs, as :func:`parameter_gradients` does.
+    """
+    gradients = _probe("input_gradients", function, inputs, direction, kwargs)
+    _checked_input_gradients(function, gradients, inputs, direction, kwargs)
+    return gradients
+
+
+def _is_instance(obj: Any, cls: Any) -> bool:
+    return isinstance(obj, cls) is True
+
+
+def draw_parameters(module: Any, generator: Any) -> dict:
+    """Give every trainable floating-point parameter of ``module`` values drawn from ``generator``.
+
+    Tests choose every input, parameters included: the values are drawn where the test runs
+    (in the grader, under the oracle) and written into the module's own tensors with
+    :func:`load_tensors` (never through the module's methods). Each tensor is uniform in
+    ``(-1/sqrt(n), 1/sqrt(n))``, ``n`` its last dimension (PyTorch's default for a Linear
+    layer's weight). Returns the ``{name: tensor}`` loaded.
+    """
+    import torch
+
+    drawn = {}
+    for row in module_tensors(module):
+        dtype = getattr(torch, str(row["dtype"]), None)
+        if row["kind"] == "parameter" and row["requires_grad"] is True and isinstance(dtype, torch.dtype) \
+                and dtype.is_floating_point:  # trainable: frozen ones are design
+            shape = tuple(int(n) for n in row["shape"])
+            bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
+            uniform = torch.rand(shape, generator=generator, dtype=torch.float64)
+            drawn[row["name"]] = ((2 * uniform - 1) * bound).to(dtype)
+    load_tensors(module, drawn)
+    return drawn
+
+
+def _arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:
+    return function(*args, **kwargs), args
+
+
+def call_keeping_arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:
+    """``(function(*args, **kwargs), args)``: the result, and the arguments as the call left them.
+
+    A test that must see whether a function modified its arguments in place calls it this
+    way: in JupyterLab ``args`` are the caller's own objects; under the oracle, where
+    arguments travel by value, they are the kernel's copies after the call, sent back as data.
+    """
+    return _probe("arguments", function, *args, **kwargs)
+
+
+def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
+    result, largest = largest_tensor(fn, *args, **kwargs)
+    return result, int(largest.entries), tuple(int(n) for n in largest.shape)
+
+
+def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
+    with _GradientsOn():
+        leaves = _leaves(inputs)
+        parameters = _gradients(module, leaves, direction, kwargs)
+    return parameters, tuple(_gradient_of(x) for x in leaves)
+
+
+def parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> tuple:
+    """``(parameter_gradients(...), gradients of the inputs)`` of ``(module(*inputs) * direction).sum()``.
+
+    The second item has one entry per input: its gradient for a floating-point tensor (a copy of
+    it is the leaf; the caller's tensor is not touched), else None. Under the oracle both are
+    computed in the kernel and come back as data, in one round trip; both are checked against
+    finite differences of the module's outputs, as :func:`parameter_gradients` does.
+    """
+    answer = _probe("parameter_and_input_gradients", module, inputs, direction, kwargs)
+    if type(answer) is not tuple or len(answer) != 2:
+        raise WireError("the gradients are not a pair")
+    _checked_parameter_gradients(module, answer[0], inputs, direction, kwargs)
+    _checked_input_gradients(module, answer[1], inputs, direction, kwargs)
+    return answer
+
+
+# ---------------------------------------------------------------- a module's tensors, read and written as they are
+#
+# A student's module may answer for itself with anything: ``named_parameters()``, ``state_dict()``,
+# ``load_state_dict`` (and its hooks), ``zero_grad``, attributes and properties are its own code.
+# The functions below never call them: they read the dicts in which torch.nn.Module keeps its
+# parameters, buffers and submodules, and write tensors with torch's own copy_, through
+# functions captured when the kernel started (listen()), before any student code ran.
+
+_GENUINE: Any = None  # torch's own functions, captured by listen() (None: torch as it is, here)
+
+
+def _torch_functions() -> Any:
+    import torch
+
+    base = torch._C.TensorBase
+    return types.SimpleNamespace(
+        Module=torch.nn.Module, Parameter=torch.nn.Parameter, Tensor=torch.Tensor,
+        get=object.__getattribute__, items=dict.items, detach=base.detach, clone=base.clone,
+        copy_=base.copy_, size=base.size, mul=base.mul, sum=base.sum,
+        grad=base.__dict__["grad"], dtype=base.__dict__["dtype"], requires_grad=base.__dict__["requires_grad"],
+        is_floating_point=base.is_floating_point, plain=torch._C.DisableTorchFunction,
+        set_grad=torch._C._set_grad_enabled, grad_on=torch._C.is_grad_enabled, backward=torch.autograd.backward)
+
+
+def _genuine() -> Any:
+    global _GENUINE
+    if _GENUINE is None:  # outside a grading kernel (JupyterLab, the grader): torch as it is, captured once
+        _GENUINE = _torch_functions()
+    return _GENUINE
+
+
+def _slots(module: Any, aliases: dict | None = None) -> list[tuple[str, str, Any, bool]]:
+    """``(name, "parameter" | "buffer", tensor, persistent)`` of every tensor ``module`` holds, in
+    the order of ``named_parameters()`` then ``named_buffers()`` (a tensor held twice: its first
+    name; ``aliases``, if given, gets ``{id(tensor): [its other names]}``)."""
+    G = _genuine()
+    if not issubclass(type(module), G.Module):
+        raise TypeError(f"a {type(module).__name__} is not a torch.nn.Module")
+    parameters: list = []
+    buffers: list = []
+    seen_tensors: dict = {}  # id -> the other names it is held under
+    seen_modules: set = set()
+
+    def walk(prefix: str, part: Any, depth: int) -> None:
+        if depth > 64:
+            return
+        if id(part) in seen_modules:  # a shared module: its tensors get this name too
+            shared.append((prefix, part))
+            return
+        seen_modules.add(id(part))
+        held = G.get(part, "__dict__")
+        dicts = [held.get(key) for key in ("_parameters", "_buffers", "_modules")]
+        if not all(isinstance(d, dict) for d in dicts):
+            raise TypeError(f"the module {prefix or 'itself'} does not keep its tensors as torch.nn.Module does")
+        skipped = held.get("_non_persistent_buffers_set") or set()
+        for (kind, found, wanted), table in zip(
+                (("parameter", parameters, G.Parameter), ("buffer", buffers, G.Tensor)), dicts, strict=False):
+            for key, tensor in G.items(table):
+                if tensor is None:
+                    continue
+                if type(tensor) is not wanted and not (kind == "buffer" and type(tensor) is G.Parameter):
+                    raise TypeError(f"the {kind} {prefix}{key} is a {type(tensor).__name__}: "
+                                    f"the grader reads only a plain {wanted.__name__}")
+                if id(tensor) not in seen_tensors:
+                    seen_tensors[id(tensor)] = []
+                    found.append((f"{prefix}{key}", kind, tensor, kind == "parameter" or key not in skipped))
+                else:  # a tensor held twice (a module shared by two attributes, tied weights): an alias
+                    seen_tensors[id(tensor)].append(f"{prefix}{key}")
+        for key, child in G.items(dicts[2]):
+            if child is not None:
+                if not issubclass(type(child), G.Module):
+                    raise TypeError(f"the submodule {prefix}{key} is a {type(child).__name__}, not a torch.nn.Module")
+                walk(f"{prefix}{key}.", child, depth + 1)
+
+    shared: list = []
+    walk("", module, 0)
+    if aliases is not None:
+        for prefix, part in shared:  # every tensor of a shared module, under the prefix it is shared at
+            for name, _, tensor, _ in _slots(part):
+                aliases.setdefault(id(tensor), []).append(f"{prefix}{name}")
+        for key, names in seen_tensors.items():
+            aliases.setdefault(key, []).extend(names)
+    return parameters + buffers
+
+
+def _tensor_list(module: Any) -> list:
+    """``[[name, kind, shape, dtype, requires_grad, persistent], ...]`` of :func:`_slots`, as data."""
+    G = _genuine()
+    aliases: dict = {}
+    return [[name, kind, [int(n) for n in G.size(t)], str(G.dtype.__get__(t)).replace("torch.", ""),
+             bool(G.requires_grad.__get__(t)), persistent, aliases.get(id(t), [])]
+            for name, kind, t, persistent in _slots(module, aliases)]
+
+
+def _every_name(module: Any) -> tuple[dict, list]:
+    """``({name: tensor} with every name a tensor is held under, aliases included, [first names])``."""
+    aliases: dict = {}
+    slots = _slots(module, aliases)
+    held = {name: tensor for name, _, tensor, _ in slots}
+    for _, _, tensor, _ in slots:
+        held.update({alias: tensor for alias in aliases.get(id(tensor), [])})
+    return held, [name for name, _, _, _ in slots]
+
+
+def _copy_of(tensor: Any) -> Any:
+    G = _genuine()
+    with G.plain():
+        return G.clone(G.detach(tensor))
+
+
+def _gradient_of(tensor: Any) -> Any:
+    """A copy of ``tensor``'s gradient, read with torch's own accessor; None for none (or a non-tensor)."""
+    G = _genuine()
+    gradient = G.grad.__get__(tensor) if isinstance(tensor, G.Tensor) else None
+    return None if gradient is None else _copy_of(gradient)
+
+
+def _read(module: Any, names: Any = None) -> dict:
+    """``{name: a copy of the tensor}`` for ``names`` (every tensor without them)."""
+    held, first_names = _every_name(module)
+    wanted = first_names if names is None else list(names)
+    missing = [name for name in wanted if name not in held]
+    if missing:
+        raise KeyError(f"the module holds no tensor named {missing[0]!r}")
+    return {name: _copy_of(held[name]) for name in wanted}
+
+
+def _load(module: Any, values: dict) -> dict:
+    """Write ``values`` into the module's own tensors (cast to each one's dtype, the shape as it is);
+    returns what the tensors hold afterwards, read back."""
+    G = _genuine()
+    held, _ = _every_name(module)
+    for name, value in values.items():
+        if name not in held:
+            raise KeyError(f"the module holds no tensor named {name!r}")
+        if tuple(G.size(held[name])) != tuple(G.size(value)):
+            raise ValueError(f"{name} has shape {tuple(G.size(held[name]))}, the values {tuple(G.size(value))}")
+    saved = G.grad_on()
+    try:
+        G.set_grad(False)
+        with G.plain():
+            for name, value in values.items():
+                G.copy_(held[name], value)
+    finally:
+        G.set_grad(saved)
+    return {name: _copy_of(held[name]) for name in values}
+
+
+def _outputs_at(module: Any, settings: list, inputs: Any, kwargs: dict | None = None) -> list:
+    """The module's first output on ``inputs`` with each of ``settings`` (``{name: values}``)
+    loaded in turn; the tensors it held before are back afterwards."""
+    names = sorted({name for setting in settings for name in setting})
+    before = _read(module, names)
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    outputs = []
+    try:
+        for setting in settings:
+            _load(module, setting)
+            outputs.append(_first_output(module(*inputs, **(kwargs or {}))))
+    finally:
+        _load(module, before)
+    return outputs
+
+
+def _function_at(function: Any, input_sets: list, kwargs: dict | None = None) -> list:
+    """``function``'s first output on each tuple of ``input_sets``."""
+    return [_first_output(function(*inputs, **(kwargs or {}))) for inputs in input_sets]
+
+
+def _first(output: Any) -> Any:
+    """A module's output: a tuple's first item (``(out, weights)``), else the output itself."""
+    return output[0] if isinstance(output, tuple) and output else output
+
+
+def _first_output(output: Any) -> Any:
+    """A copy of the first output, for the grader (a non-tensor as it is)."""
+    output = _first(output)
+    return _copy_of(output) if isinstance(output, _genuine().Tensor) else output
+
+
+def module_tensors(module: Any) -> list[dict]:
+    """Every parameter and buffer ``module`` holds, as the module itself keeps them (never asking
+    its methods): ``[{"name", "kind" ("parameter"/"buffer"), "shape", "dtype", "requires_grad",
+    "persistent", "aliases"}, ...]``, in the order of ``named_parameters()`` then ``named_buffers()``;
+    a tensor held under several names (a shared module, tied weights) is listed once, its other
+    names in ``"aliases"``."""
+    listed = _probe("tensors", module)
+    keys = ("name", "kind", "shape", "dtype", "requires_grad", "persistent", "aliases")
+    if type(listed) not in (list, tuple) or not all(type(row) in (list, tuple) and len(row) == len(keys) for row in listed):
+        raise WireError("the list of a module's tensors is not in its format")
+    return [dict(zip(keys, (row[0], row[1], tuple(row[2]), row[3], row[4], row[5], tuple(row[6])), strict=True))
+            for row in listed]
+
+
+def read_tensors(module: Any, names: Any = None) -> dict:
+    """``{name: tensor}``: copies of what ``module`` holds (every parameter and buffer, or ``names``),
+    read from the module's own tensors, never through its methods (``state_dict``)."""
+    read = _probe("read", module, None if names is None else [str(n) for n in names])
+    if type(read) is not dict:
+        raise WireError("the tensors read are not a dict")
+    return read
+
+
+def read_state(module: Any) -> dict:
+    """``{name: tensor}`` of what ``state_dict()`` would list (parameters, persistent buffers), read
+    from the module's own tensors: a trained model's weights as they are, whatever its methods say."""
+    names = [name for row in module_tensors(module) if row["persistent"] is True for name in (row["name"], *row["aliases"])]
+    return read_tensors(module, names)
+
+
+def load_tensors(module: Any, values: dict) -> None:
+    """Write ``values`` (``{name: tensor}``) into ``module``'s own parameters and buffers, never
+    through its methods (``load_state_dict`` and its hooks), and check, bit for bit, that they
+    hold them afterwards (two names for one memory fail).
+
+    A name the module does not hold, or a tensor of another shape, fails with a message that
+    names it (the shapes the module has)."""
+    import torch
+
+    rows = module_tensors(module)
+    listed = {name: row for row in rows for name in (row["name"], *row["aliases"])}
+    last = {}  # a tensor written under several of its names holds the last value written
+    for name in values:
+        if name in listed:
+            last[listed[name]["name"]] = name
+    for name, value in values.items():
+        if name not in listed:
+            known = ", ".join(row["name"] for row in rows) or "none"
+            raise CheckFailed(f"the module has no parameter or buffer named {name!r} (it has: {known}): "
+                              "name the layers as the text does")
+        if tuple(value.shape) != listed[name]["shape"]:
+            raise CheckFailed(f"{name} has shape {listed[name]['shape']}, expected {tuple(value.shape)}")
+    read_back = _probe("load", module, {str(k): v for k, v in values.items()})
+    for name, value in values.items():
+        if last[listed[name]["name"]] != name:
+            continue
+        held = read_back.get(name) if type(read_back) is dict else None
+        expected = value.detach().to(getattr(torch, listed[name]["dtype"], value.dtype))
+        if not (isinstance(held, torch.Tensor) and held.dtype == expected.dtype and held.shape == expected.shape
+                and torch.equal(held.view(-1).view(torch.uint8) if held.dtype.is_floating_point else held,
+                                expected.view(-1).view(torch.uint8) if expected.dtype.is_floating_point else expected)):
+            raise CheckFailed(f"after loading, {name} holds other values than were written: does it share "
+                              "memory with another parameter (one tensor registered twice, or a view of another)?")
+
+
+# The gradients a probe reports are credited only if they belong to the forward that was graded:
+# along two directions for each tensor (the reported gradient's own, and a random one), the
+# change of (output * direction).sum() over a small step, computed from the student's own
+# outputs, must match what the gradient predicts. A straight-through sum (y.detach() + r -
+# r.detach()), a hook that rescales a gradient, or a graph built beside the output fails.
+# (step, rtol) by dtype: a step of ``step * max(1, |tensor|)``; ReLU's kinks and float32 rounding
+# keep an honest module within a few tenths of rtol (measured on chapters 04, 05, 06 and 09)
+STEPS = {"float64": (1e-4, 1e-2), "float32": (1e-3, 5e-2), "bfloat16": (1e-2, 2e-1), "float16": (1e-2, 2e-1)}
+# the rounding of (output * direction).sum() in an output's dtype, per unit of |direction|
+ROUNDING = {"float64": 1e-13, "float32": 2e-5, "bfloat16": 1e-1, "float16": 1e-2}
+
+
+def _steps(points: dict, gradients: dict) -> tuple[list, list]:
+    """``(settings, checks)``: the points to evaluate (two per direction) and what each pair checks."""
+    import torch
+
+    generator = torch.Generator().manual_seed(20261202)  # the grader's own: the test's generators move on as in Lab
+    settings, checks = [], []
+    for name, gradient in gradients.items():
+        base = points.get(name)
+        if not isinstance(gradient, torch.Tensor) or not isinstance(base, torch.Tensor) \
+                or not base.is_floating_point() or base.numel() == 0:
+            continue
+        step, rtol = STEPS.get(str(base.dtype).replace("torch.", ""), STEPS["float32"])
+        grad64, base64_ = gradient.detach().double(), base.detach().double()
+        size = step * max(1.0, float(base64_.norm()))
+        directions = [torch.randn(base.shape, generator=generator, dtype=torch.float64)]
+        if float(grad64.norm()) > 0:
+            directions.insert(0, grad64)
+        for direction in directions:
+            direction = direction / direction.norm().clamp_min(1e-300)
+            plus, minus = (base64_ + size * direction).to(base.dtype), (base64_ - size * direction).to(base.dtype)
+            settings += [{name: plus}, {name: minus}]
+            checks.append((name, plus.double() - minus.double(), rtol * 2 * size * float(grad64.norm()), rtol))
+    return settings, checks
+
+
+def _check_differences(what: str, gradients: dict, checks: list, outputs: list, direction: Any) -> None:
+    import torch
+
+    weight = None if direction is None else torch.as_tensor(direction).detach().double()
+    for index, (name, moved, scale, rtol) in enumerate(checks):
+        rounding = ROUNDING.get(str(outputs[2 * index].dtype).replace("torch.", ""), ROUNDING["float32"]) \
+            if isinstance(outputs[2 * index], torch.Tensor) else 0.0
+        values = []
+        for output in outputs[2 * index: 2 * index + 2]:
+            if not isinstance(output, torch.Tensor) or not (output.is_floating_point() or output.is_complex()):
+                raise CheckFailed(f"{what} returned a {type(output).__name__} when the grader moved {name} a little: "
+                                  "it should return the same kind of tensor for any values")
+            output = output.detach().double()
+            values.append((output if weight is None else output * weight).sum())
+        observed = float(values[0] - values[1])
+        predicted = float((gradients[name].detach().double() * moved).sum())
+        floor = rounding * (float(weight.abs().sum()) if weight is not None else outputs[2 * index].numel())
+        tolerance = rtol * max(abs(observed), abs(predicted)) + scale + floor
+        if not abs(observed - predicted) <= tolerance:
+            raise CheckFailed(f"the gradient of {name} does not belong to {what}'s output: moving {name} a little "
+                              "changes the output otherwise than that gradient says. Is part of the computation "
+                              "detached (.detach(), .data, torch.no_grad()) and added back, or a hook changing "
+                              "gradients?")
+
+
+def _checked_parameter_gradients(module: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict) -> None:
+    if type(gradients) is not dict:
+        raise WireError("the gradients are not a dict")
+    points = read_tensors(module, [name for name, g in gradients.items() if g is not None])
+    settings, checks = _steps(points, gradients)
+    if settings:
+        outputs = _probe("outputs_at", module, settings, inputs, kwargs)
+        _check_differences(_name_of(module), gradients, checks, list(outputs), direction)
+
+
+def _checked_input_gradients(function: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict) -> None:
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    if type(gradients) is not tuple or len(gradients) != len(inputs):
+        raise WireError("the input gradients are not one entry per input")
+    names = [f"input {i + 1}" for i in range(len(inputs))]
+    named = dict(zip(names, gradients, strict=True))
+    settings, checks = _steps(dict(zip(names, inputs, strict=True)), named)
+    if settings:
+        input_sets = [tuple(setting.get(name, x) for name, x in zip(names, inputs, strict=True)) for setting in settings]
+        outputs = _probe("function_at", function, input_sets, kwargs)
+        _check_differences(_name_of(function), named, checks, list(outputs), direction)
+
+
+def _name_of(obj: Any) -> str:
+    name = getattr(obj, "__name__", None) if not is_remote(obj) else None
+    if not isinstance(name, str):
+        name = type(obj).__name__
+    return name
+
+
+# ---------------------------------------------------------------- what a function allocates
+
+
+@dataclass
+class Largest:
+    """The biggest tensor seen: its number of entries (storage) and its shape."""
+
+    entries: int = 0
+    shape: tuple[int, ...] = ()
+
+
+_WATCH: list = []  # the dispatch mode's class, made on first use (it needs torch)
+
+
+def _watch() -> Any:
+    """A TorchDispatchMode that records the largest tensor any ATen operation produces."""
+    if _WATCH:
+        return _WATCH[0]()
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class _Watch(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # By default torch wraps __torch_dispatch__ in torch._disable_dynamo, which imports
+            # torch._dynamo: seconds on first use, for a mode that is never compiled.
+            return False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.largest = Largest()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for value in tree_flatten(out)[0]:
+                if isinstance(value, torch.Tensor) and value.element_size() > 0:
+                    entries = value.untyped_storage().nbytes() // value.element_size()
+                    if entries > self.largest.entries:
+                        self.largest = Largest(int(entries), tuple(value.shape))
+            return out
+
+    _WATCH.append(_Watch)
+    return _Watch()
+
+
+def largest_tensor(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Largest]:
+    """Call ``fn(*args, **kwargs)``; return its result and the largest tensor built inside it.
+
+    Under the grader's oracle ``fn`` may be a proxy of the student's function: the call is then
+    watched where it runs, in the kernel (probe ``largest_tensor``), and only the result and the
+    two numbers come back, as data. What the kernel reports is the student's to fake, so a graded
+    test never rests on it alone.
+    """
+    if is_remote(fn):
+        result, entries, shape = _probe("largest_tensor", fn, *args, **kwargs)
+        if type(entries) is not int or type(shape) is not tuple or not all(type(n) is int for n in shape):
+            raise WireError("the kernel's largest_tensor report is not two numbers")
+        return result, Largest(entries, shape)
+    watch = _watch()
+    with watch:
+        result = fn(*args, **kwargs)
+    return result, watch.largest
+
+
+PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _arguments,
+                                       "largest_tensor": _largest_tensor, "input_gradients": _input_gradients,
+                                       "parameter_and_input_gradients": _parameter_and_input_gradients,
+                                       "isinstance": _is_instance, "tensors": _tensor_list, "read": _read,
+                                       "load": _load, "outputs_at": _outputs_at, "function_at": _function_at}
+
+
