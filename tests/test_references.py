@@ -76,23 +76,6 @@ PENDING = {
         "test_model_block_weights": "the wanted weights from a tuple with the model read as the student's",
         "test_model_gradients": "the twin's gradients from a tuple with the model read as the student's",
     },
-    # found by this check and not yet rewritten (issue 29 item 4): each needs a grader reference per output
-    "02_scaling": {
-        "test_statistics_uses_rng": "two runs of score_statistics compared with each other",
-        "test_jacobian_batched": "a batched softmax_jacobian compared with a single one of the student's",
-    },
-    "06_multihead_attention": {
-        "test_mhsa_causal": "outputs before and after changing the last token, compared with each other",
-    },
-    "07_seq2seq_beam_search": {
-        "test_batch_generator": "two batches from equal / different generators compared with each other",
-        "test_forward_masks": "logits before and after changing later decoder tokens, compared with each other",
-    },
-    "08_attention_cost": {
-        "test_linear_attention_matches": "linear_attention compared with the student's linear_attention_quadratic",
-        "test_linear_attention_causal": "causal outputs before and after changing the last value",
-        "test_step_keeps_state": "the same step taken twice, and the state before and after, compared",
-    },
 }
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)

@@ -356,7 +356,7 @@ for call, (d_k, expected) in enumerate(TABLE.items()):
 # %% nbgrader={"grade": true, "grade_id": "test_statistics_uses_rng", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """score_statistics draws from the generator it is given: same seed, same numbers; the generator moves on."""
 def same_statistics(a, b):
-    return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)
+    return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)  # message only: names the mistake
 
 
 first = score_statistics(8, np.random.default_rng(7), n_queries=50)
@@ -384,6 +384,16 @@ for trial in range(3):
                f"after score_statistics(d_k={d_k}, rng, n_queries={n_q}, n_keys={n_k}) the generator is not where "
                "drawing q (n_queries, 1, d_k) and then k (n_queries, n_keys, d_k) leaves it: "
                "draw exactly those two arrays from `rng`, nothing more")
+# _reference_statistics is defined in the hidden part of test_statistics_table; each run against the grader's draws
+continued = np.random.default_rng(9)  # default_rng(a generator) returns it: the second reference continues the first
+runs = {"a generator seeded 7": first, "another generator seeded 7": again, "a generator seeded 8": other,
+        "the first call on one generator": first_call, "the second call on that generator": second_call}
+for what, generator in (("a generator seeded 7", 7), ("another generator seeded 7", 7), ("a generator seeded 8", 8),
+                        ("the first call on one generator", continued), ("the second call on that generator", continued)):
+    expected = _reference_statistics(8, generator, 50, 8)
+    check_close(f"raw_std of score_statistics(8, {what}, n_queries=50)", runs[what]["raw_std"], expected["raw_std"],
+                atol=1e-9, rtol=1e-6, hint="draw q (n_queries, 1, d_k), then k (n_queries, n_keys, d_k), from `rng` "
+                "and from nothing else; raw_std is np.std of all raw scores")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -496,7 +506,9 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_jacobian_batched", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax_jacobian of a batch (..., n) returns one Jacobian per row, shape (..., n, n)."""
-p = torch.softmax(torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4))), dim=-1).numpy()
+softmax_last = lambda s: torch.softmax(s, dim=-1)
+scores = torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4)))
+p = softmax_last(scores).numpy()
 try:
     J = softmax_jacobian(p)
 except NotImplementedError:
@@ -507,7 +519,8 @@ except Exception as error:
                          "with broadcasting over the leading axes") from None
 check_shape("softmax_jacobian(p) for p of shape (2, 3, 4)", J, (2, 3, 4, 4),
             hint="one (n, n) Jacobian per row of p: build both terms with broadcasting over the leading axes")
-check_close("softmax_jacobian(p)[1, 2]", J[1, 2], softmax_jacobian(p[1, 2]), atol=1e-12,
+autograd_J = torch.autograd.functional.jacobian(softmax_last, scores[1, 2])  # (4, 4): torch's, at row [1, 2]
+check_close("softmax_jacobian(p)[1, 2]", J[1, 2], autograd_J.numpy(), atol=1e-12,
             hint="each row of the batch must get the Jacobian of that row alone")
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(33)

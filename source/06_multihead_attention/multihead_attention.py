@@ -547,9 +547,22 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With causal=True no query looks at a later key, each row of weights sums to 1, and the past ignores the future."""
+def multihead_reference(params, D, H):
+    """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj)."""
+    has_bias = "qkv.bias" in params
+    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias)
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(params["qkv.weight"])
+        reference.out_proj.weight.copy_(params["proj.weight"])
+        if has_bias:
+            reference.in_proj_bias.copy_(params["qkv.bias"])
+            reference.out_proj.bias.copy_(params["proj.bias"])
+    return reference
+
+
 def check_causal(B, T, D, H):
     block = MultiHeadSelfAttention(D, H, max_len=T + 2)
-    draw_parameters(block, torch.Generator().manual_seed(B * 100 + T * 10 + H))
+    params = draw_parameters(block, torch.Generator().manual_seed(B * 100 + T * 10 + H))
     x = torch.randn(B, T, D)
     out, weights = block(x, return_weights=True)
     check_finite("the causal weights", weights, hint="a row whose keys are all masked gives NaN: masked_fill fills "
@@ -563,10 +576,17 @@ def check_causal(B, T, D, H):
     changed = x.clone()
     changed[:, -1] += 3.0
     out_changed = block(changed)
-    check_close("the outputs of the earlier positions after changing only the last token",
-                out_changed[:, :-1], out[:, :-1], atol=1e-5, hint="the future leaks into the past")
-    check_true(not torch.allclose(out_changed[:, -1], out[:, -1]),
-               "changing the last token did not change its own output: does the block use its input?")
+    moved = not torch.allclose(out_changed[:, :-1], out[:, :-1], atol=1e-5)  # message only: names the leak
+    check_true(not moved, "changing only the last token moved the outputs of the earlier positions: the future "
+               "leaks into the past")
+    same_last = torch.allclose(out_changed[:, -1], out[:, -1])  # message only: the comparisons below decide
+    check_true(not same_last, "changing the last token did not change its own output: does the block use its input?")
+    reference = multihead_reference(params, D, H)
+    with torch.no_grad():  # attn_mask=future: True = may NOT attend
+        expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, changed))
+    hint = "scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj"
+    check_close("block(x) with causal=True", out, expected, atol=1e-5, hint=hint)
+    check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
 
 
 torch.manual_seed(34)
@@ -644,14 +664,7 @@ def compare_with_multihead(B, T, H, d_head, seed):
     torch.manual_seed(seed)
     block = MultiHeadSelfAttention(D, H, max_len=T + 1)
     params = draw_parameters(block, torch.Generator().manual_seed(seed))  # the test chooses the weights
-    has_bias = "qkv.bias" in params
-    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias)
-    with torch.no_grad():
-        reference.in_proj_weight.copy_(params["qkv.weight"])
-        reference.out_proj.weight.copy_(params["proj.weight"])
-        if has_bias:
-            reference.in_proj_bias.copy_(params["qkv.bias"])
-            reference.out_proj.bias.copy_(params["proj.bias"])
+    reference = multihead_reference(params, D, H)
     x = torch.randn(B, T, D)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)

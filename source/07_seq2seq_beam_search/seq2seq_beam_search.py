@@ -615,18 +615,20 @@ for n, length in [(3, 1), (4, 3), (2, 9)]:
 
 # %% nbgrader={"grade": true, "grade_id": "test_batch_generator", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A generator makes the batch reproducible and leaves the global random state alone."""
-first = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))
-second = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))
-check_true(all(torch.equal(a, b) for a, b in zip(first, second)),
-           "two generators seeded alike gave different batches: pass generator=generator to torch.randint")
+first = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))[0]
+second = make_reversal_batch(4, generator=torch.Generator().manual_seed(5))[0]
+drawn = torch.randint(2, VOCAB, (4, LENGTH), generator=torch.Generator().manual_seed(5))  # what the text's call draws
+for what, src in (("first", first), ("second", second)):
+    check_true(torch.equal(src, drawn), f"the {what} of two batches from generators seeded 5 is not what "
+               "torch.randint(2, VOCAB, (n, length), generator=generator) draws: pass generator=generator to "
+               "torch.randint, and draw the source with that call only")
 ### BEGIN HIDDEN TESTS
-src = make_reversal_batch(16, generator=torch.Generator().manual_seed(6))[0]
-check_true(torch.equal(src, torch.randint(2, VOCAB, (16, LENGTH), generator=torch.Generator().manual_seed(6))),
-           "src is not what torch.randint(2, VOCAB, (n, length), generator=generator) draws from the generator "
-           "given: draw the source with exactly that call, from that generator only")
-a = make_reversal_batch(64, generator=torch.Generator().manual_seed(7))[0]
-b = make_reversal_batch(64, generator=torch.Generator().manual_seed(8))[0]
-check_true(not torch.equal(a, b), "generators seeded differently gave the same batch: draw the source at random")
+for n, seed in ((16, 6), (64, 7), (64, 8)):
+    src = make_reversal_batch(n, generator=torch.Generator().manual_seed(seed))[0]
+    check_true(torch.equal(src, torch.randint(2, VOCAB, (n, LENGTH), generator=torch.Generator().manual_seed(seed))),
+               f"src of make_reversal_batch({n}, generator=...) is not what torch.randint(2, VOCAB, (n, length), "
+               "generator=generator) draws from the generator given: draw the source with exactly that call, "
+               "from that generator only")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -729,16 +731,24 @@ def choose_weights(net, seed):
     return {**params, **scales}
 
 
+def masks_setup(net, seed):
+    """Weights loaded into `net` and a batch drawn by the test: params, src, dec_in, and dec_in changed from 4 on."""
+    params = choose_weights(net, seed)
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(2, VOCAB, (4, LENGTH), generator=gen)
+    dec_in = torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
+    changed = dec_in.clone()
+    changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+    return params, src, dec_in, changed
+
+
 net = ReversalTransformer().eval()
-params = choose_weights(net, 3)
-gen = torch.Generator().manual_seed(3)
-src, dec_in = torch.randint(2, VOCAB, (4, LENGTH), generator=gen), torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
-changed = dec_in.clone()
-changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+params, src, dec_in, changed = masks_setup(net, 3)
 with torch.no_grad():
-    check_close("logits at decoder positions 0 to 3 after changing the decoder tokens from position 4 on",
-                net(src, changed)[:, :4], net(src, dec_in)[:, :4], atol=1e-5,
-                hint="a position must not see later decoder tokens: pass the causal tgt_mask")
+    before, after = net(src, dec_in), net(src, changed)
+leaked = not torch.allclose(after[:, :4], before[:, :4], atol=1e-5)  # message only: names the leak
+check_true(not leaked, "the logits at decoder positions 0 to 3 changed when the decoder tokens from position 4 on "
+           "changed: a position must not see later decoder tokens; pass the causal tgt_mask")
 silent = {name: torch.zeros_like(value) for name, value in params.items()  # switch off the encoder's mixing:
           if name.startswith("transformer.encoder.layers.") and ".self_attn.out_proj." in name}  # row j <- token j
 load_tensors(net, silent)
@@ -749,6 +759,12 @@ with torch.no_grad():
 check_true(reaction > 1e-4, "the first decoder position does not see the last source position: is there a mask on "
            "the cross-attention (memory_mask)? The source is known in full, so cross-attention takes no mask")
 ### BEGIN HIDDEN TESTS
+reference = _reference_model(params)  # the weights of the run above, before the encoder was silenced
+causal = torch.triu(torch.full((LENGTH + 1, LENGTH + 1), float("-inf")), diagonal=1)
+runs = {"dec_in": before, "dec_in changed from position 4 on": after}  # each run against the reference
+for what, tokens in (("dec_in", dec_in), ("dec_in changed from position 4 on", changed)):
+    check_close(f"logits for src (4, 6) and {what}", runs[what], reference(src, tokens, tgt_mask=causal), atol=1e-4,
+                likely_causes={"the decoder's self-attention has no causal mask (tgt_mask)": reference(src, tokens)})
 for seed in range(3):
     net = ReversalTransformer().eval()
     params = choose_weights(net, 40 + seed)
@@ -770,11 +786,7 @@ for seed in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_forward_causal_flag", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """ReversalTransformer(causal=False) puts no mask on the decoder's self-attention; causal=True masks it."""
 net = ReversalTransformer(causal=False).eval()
-params = choose_weights(net, 5)
-gen = torch.Generator().manual_seed(5)
-src, dec_in = torch.randint(2, VOCAB, (4, LENGTH), generator=gen), torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
-changed = dec_in.clone()
-changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
+params, src, dec_in, changed = masks_setup(net, 5)
 with torch.no_grad():
     reaction = (net(src, changed)[:, :4] - net(src, dec_in)[:, :4]).abs().max().item()
 check_true(reaction > 1e-4, "with causal=False the logits at decoder positions 0 to 3 did not change when the decoder "

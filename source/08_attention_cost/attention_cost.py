@@ -622,8 +622,16 @@ q, k, v = (torch.randn(3, 7, n, generator=gen, dtype=torch.float64) for n in (5,
 out = linear_attention(q, k, v)
 check_shape("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (3, 7, 2),
             hint="the output has one row of width d_v per query")
-check_close("linear_attention against your linear_attention_quadratic", out, linear_attention_quadratic(q, k, v),
+same_keys = k[:, :1].expand(3, 7, 5)
+check_close("linear_attention when all seven keys are equal", linear_attention(q, same_keys, v),
+            v.mean(dim=-2, keepdim=True).expand(3, 7, 2), atol=1e-10,
+            hint="equal keys give equal weights, so every output is the plain mean of v: divide phi(q_i)^T S by "
+                 "phi(q_i) . z, with z = sum_j phi(k_j)")
+### BEGIN HIDDEN TESTS
+kernel = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)  # (3, 7, 7), built here, not by you
+check_close("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (kernel / kernel.sum(-1, keepdim=True)) @ v,
             atol=1e-9, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
+### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_causal", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention(causal=True) uses only tokens j <= i, like the causal quadratic form."""
@@ -665,9 +673,17 @@ check_close("causal output of token 0", out[:, 0], v[:, 0], atol=1e-10,
             hint="token 0 sees only itself, so its output must be v_0: the running sums at i include j = i")
 changed = v.clone()
 changed[:, -1] += 100.0
-check_close("causal outputs of tokens 0..4 after changing the last value",
-            linear_attention(q, k, changed, causal=True)[:, :-1], out[:, :-1], atol=1e-9,
-            hint="a later token changed an earlier output: the running sums look into the future")
+out_changed = linear_attention(q, k, changed, causal=True)
+leaked = not torch.allclose(out_changed[:, :-1], out[:, :-1], atol=1e-9)  # message only: names the leak
+check_true(not leaked, "the causal outputs of tokens 0..4 changed when the last value changed: a later token "
+           "changed an earlier output, so the running sums look into the future")
+### BEGIN HIDDEN TESTS
+hint = "query i uses S_i = sum_{j<=i} phi(k_j) v_j^T and z_i = sum_{j<=i} phi(k_j) (torch.cumsum)"
+check_close("linear_attention(q (2, 6, 4), k, v (2, 6, 3), causal=True)", out, hidden_masked_reference(q, k, v, -6, 0),
+            atol=1e-9, hint=hint)
+check_close("causal outputs after changing the last value", out_changed, hidden_masked_reference(q, k, changed, -6, 0),
+            atol=1e-9, hint=hint)
+### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_is_linear", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """linear_attention never builds an L x L tensor (checked with largest_tensor at L = 2048)."""
@@ -858,19 +874,22 @@ check_close("output of the first token", out_0, v[:, 0], atol=1e-10,
 # %% nbgrader={"grade": true, "grade_id": "test_step_keeps_state", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The step does not change the state it is given: the same state twice gives the same output."""
 gen = torch.Generator().manual_seed(89)
-q, k, v = (torch.randn(4, n, generator=gen, dtype=torch.float64) for n in (3, 3, 2))  # 4 tokens, batch-free
-state = None
-for t in range(3):
-    _, state = causal_linear_attention_step(state, q[t], k[t], v[t])
-kept = tuple(s.clone() for s in state)
+q, k, v = (torch.randn(n, generator=gen, dtype=torch.float64) for n in (3, 3, 2))  # one token, batch-free
+state = (torch.rand(3, 2, generator=gen, dtype=torch.float64), 1 + torch.rand(3, generator=gen, dtype=torch.float64))
+kept = tuple(s.clone() for s in state)  # running sums S (d, d_v) and z (d,) of some earlier tokens
 # the state as the step left it: your own objects here, the kernel's copies under the grader
-(first, _), (after, *_) = call_keeping_arguments(causal_linear_attention_step, state, q[3], k[3], v[3])
+(first, _), (after, *_) = call_keeping_arguments(causal_linear_attention_step, state, q, k, v)
 unchanged = all(torch.equal(a, b) for a, b in zip(kept, after))
 check_true(unchanged, "the step changed the (S, z) it was given (an in-place S += ... ?): build new tensors, "
            "S = S + ..., so that an earlier state can be reused")
-second, _ = causal_linear_attention_step(after, q[3], k[3], v[3])
-check_close("the same step taken twice from one state", second, first, atol=1e-12)
+second, _ = causal_linear_attention_step(after, q, k, v)
+check_close("the same step taken twice from one state", second, first, atol=1e-12)  # message only: names the change
 ### BEGIN HIDDEN TESTS
+fq, fk = F.elu(q) + 1, F.elu(k) + 1
+expected = (fq @ (kept[0] + torch.outer(fk, v))) / (fq @ (kept[1] + fk))  # out_t from the state given
+for what, mine in (("the first", first), ("the second", second)):
+    check_close(f"{what} step from one state", mine, expected, atol=1e-12,
+                hint="add phi(k_t) v_t^T to S and phi(k_t) to z, then read out_t = phi(q_t)^T S_t / (phi(q_t) . z_t)")
 state = (torch.randn(2, 3, 5, generator=gen, dtype=torch.float64).abs(),
          torch.randn(2, 3, generator=gen, dtype=torch.float64).abs() + 1)
 kept = tuple(s.clone() for s in state)
