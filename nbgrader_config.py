@@ -49,19 +49,16 @@ c.GenerateFeedback.exporter_class = FeedbackExporter
 # Execution while autograding. The slowest cell (chapter 07 trains a small model) needs
 # well under a minute; an infinite loop is interrupted after `timeout` seconds and scores 0.
 c.Execute.timeout = 120
-# Kernel start includes importing torch (course.integrity, below): give a loaded machine time.
+# Kernel start includes importing torch (the notebook's imports, course.integrity): give a loaded
+# machine time.
 c.Execute.startup_timeout = 180
 # Minimal tracebacks: a failing hidden test shows its AssertionError message, not its source.
-# course.integrity.install() runs before any student code: it remembers the genuine
-# np.allclose, torch.testing.assert_close, course checks, builtins, sys hooks and IPython's
-# execution machinery (transformers, events, exception handlers, showtraceback, ...) and puts
-# them back after every cell if student code changed them (saying so in that cell's output).
-# GuardedExecute (below, in place of nbgrader's Execute) checks that guard from outside after
-# every cell; its settings are the Execute ones (c.Execute.* applies to the subclass).
+# OracleExecute (below, in place of nbgrader's Execute; c.Execute.* applies to it) starts the
+# kernel's side (course.integrity.install(): the oracle's handlers, and the builtins put back
+# after every cell) with a silent request before any student code runs.
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--InteractiveShell.xmode=Minimal",
-    "--InteractiveShellApp.exec_lines=import course.integrity; course.integrity.install()",
 ]
 # A test cell the student deleted is put back from the gradebook (else its points vanish
 # from both the score and the maximum).
@@ -84,8 +81,8 @@ c.Autograde.autograde_preprocessors = (
     _autograde_steps[: _autograde_steps.index(LimitOutput) + 1]
     + [LimitOutputSize]
     + _autograde_steps[_autograde_steps.index(LimitOutput) + 1:]
-    # last: mark the submission for review (guard reports, static scan of the student's cells,
-    # sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
+    # last: mark the submission for review (dropped kernel messages, static scan of the student's
+    # cells, sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
     + [ReviewFlags]
 )
 # `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and

@@ -6,9 +6,12 @@
 Each kernel is started as autograde starts it (the OS sandbox when this machine has one, the
 ``c.Execute.extra_arguments`` of ``nbgrader_config.py``) and runs the first code cell of
 chapter 01's released notebook (its imports). Settings differ only in the kernel's
-``--InteractiveShellApp.exec_lines``: ``config`` is what ``nbgrader_config.py`` runs today,
-``bare`` none at all, and each ``--also NAME=CODE`` another line to compare. Prints the median
-of each and its ratio over ``bare``.
+``--InteractiveShellApp.exec_lines``: ``bare`` none at all, ``install`` what GuardedExecute has
+every grading kernel run before its first cell (``course.integrity.install()``), ``config`` what
+``nbgrader_config.py`` adds (none since issue 31), and each ``--also NAME=CODE`` another line to
+compare (``course.oracle.listen()`` alone; the in-kernel guard of before issue 31 on an older
+checkout, above). Prints the
+median of each and its ratio over ``bare``.
 """
 
 from __future__ import annotations
@@ -65,7 +68,9 @@ def main() -> int:
     args = parser.parse_args()
     configured = configured_arguments()
     others = [a for a in configured if not a.startswith(EXEC_LINES)]
-    settings = {"config": configured, "bare": others}
+    settings = {"bare": others, "install": [*others, EXEC_LINES + "import course.integrity; course.integrity.install()"]}
+    if configured != others:
+        settings["config"] = configured
     for item in args.also:
         name, _, code = item.partition("=")
         settings[name] = [*others, EXEC_LINES + code]

@@ -797,7 +797,8 @@ class Instructor:
 def listen() -> str:
     """Answer the grader's requests as messages of their own on the kernel's shell channel.
 
-    ``course.integrity.install()`` calls this when the kernel starts. Two handlers:
+    ``course.integrity.install()`` calls this when the grader (``instructor.nbgrader_ext.
+    GuardedExecute``) starts the kernel's side, before any student code runs. Two handlers:
 
     * ``course_oracle_request`` (``{"request": text}``), answered by :func:`serve` in a
       ``course_oracle_reply`` (``{"answer": text}``): no cell machinery, about half the time
@@ -817,7 +818,7 @@ def listen() -> str:
     if kernel is None or not hasattr(kernel, "shell_handlers"):
         return "no kernel"
     if getattr(kernel.shell_handlers.get(REQUEST), "course_oracle", False):
-        return LISTENING  # already (course.integrity.install() listens before it snapshots the kernel)
+        return LISTENING  # already
 
     # The functions of this module as they are now, before any student code ran: a cell that
     # replaces them (course.* made no-ops) must not leave the grader without answers. They are
