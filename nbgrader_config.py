@@ -48,19 +48,16 @@ c.GenerateFeedback.exporter_class = FeedbackExporter
 # Execution while autograding. The slowest cell (chapter 07 trains a small model) needs
 # well under a minute; an infinite loop is interrupted after `timeout` seconds and scores 0.
 c.Execute.timeout = 120
-# Kernel start includes importing torch (course.integrity, below): give a loaded machine time.
+# Kernel start includes importing torch (the notebook's imports, the oracle's kernel side): give a
+# loaded machine time.
 c.Execute.startup_timeout = 180
 # Minimal tracebacks: a failing hidden test shows its AssertionError message, not its source.
-# course.integrity.install() runs before any student code: it remembers the genuine
-# np.allclose, torch.testing.assert_close, course checks, builtins, sys hooks and IPython's
-# execution machinery (transformers, events, exception handlers, showtraceback, ...) and puts
-# them back after every cell if student code changed them (saying so in that cell's output).
-# GuardedExecute (below, in place of nbgrader's Execute) checks that guard from outside after
-# every cell; its settings are the Execute ones (c.Execute.* applies to the subclass).
+# OracleExecute (below, in place of nbgrader's Execute; c.Execute.* applies to it) starts the
+# kernel's side (nboracle.kernel.guard.install(): the oracle's handlers, and the builtins put
+# back after every cell) with a silent request before any student code runs.
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--InteractiveShell.xmode=Minimal",
-    "--InteractiveShellApp.exec_lines=import course.integrity; course.integrity.install()",
 ]
 # A test cell the student deleted is put back from the gradebook (else its points vanish
 # from both the score and the maximum).
@@ -84,27 +81,22 @@ c.OracleExecute.oracle_chapters = ["01_two_keys", "02_scaling", "03_masks", "04_
                                    "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"]
 # course.checks.attempt(what, function, ...) calls only the function the test hands it.
 c.OracleExecute.calling_helpers = ["course.checks:attempt"]
-# The kernel's integrity guard (course.integrity, installed by Execute.extra_arguments above),
-# checked from outside after every cell; what it reports is a reason for review.
-c.GuardedExecute.guard_module = "course.integrity"
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (
     _autograde_steps[: _autograde_steps.index(LimitOutput) + 1]
     + [LimitOutputSize]
     + _autograde_steps[_autograde_steps.index(LimitOutput) + 1:]
-    # last: mark the submission for review (guard reports, static scan of the student's cells,
-    # sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
+    # last: mark the submission for review (dropped kernel messages, static scan of the student's
+    # cells, sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
     + [ReviewFlags]
 )
-# The review scan: library entry points that would do an exercise's work (instructor/substitutes.py),
-# and the course's guard, whose import is the kernel's machinery.
+# The review scan: library entry points that would do an exercise's work (instructor/substitutes.py).
 from instructor.substitutes import HELPER_ATTRIBUTES as _HELPERS  # noqa: E402
 from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402
 
 c.ReviewFlags.substitutes = _SUBSTITUTES
 c.ReviewFlags.helper_attributes = sorted(_HELPERS)
-c.ReviewFlags.machinery_modules = ["course.integrity"]
 # `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
 # review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport

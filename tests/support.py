@@ -256,8 +256,8 @@ _kernel.iopub_socket.send_multipart([b"stream.stdout", b"<IDS|MSG>", _kernel.ses
 _kernel.session.send(_kernel.iopub_socket, "stream", {"name": "stdout"}, parent=_kernel.get_parent())
 """,
 }
-# the same trick played from inside the student's own function, while a test cell runs: the
-# guard notices after that test cell, which then counts as failed
+# the same trick played from inside the student's own function, while a test cell calls it: the
+# tests run in the grader, so it earns nothing, and the static scan flags it
 IN_CALL = """
 def softmax(scores, axis=-1, _wrong=softmax):
     import sys

@@ -68,7 +68,7 @@ def test_tampering_earns_nothing_more_than_the_bug_it_hides(graded_class):
         assert reports[student].status == "graded"
         assert reports[student].max_score == 11, f"{student}: deleted tests must not shrink the maximum"
         assert reports[student].score == honest_bug, student
-    assert "replaced the grader's check functions" in "; ".join(reports["adv-patched-checks"].problems)
+    assert any("replaces numpy.allclose" in reason for reason in reports["adv-patched-checks"].review)
 
 
 HONEST = ["correct-0", "correct-1", "correct-2", "empty-0", "empty-1", "bug-softmax_axis0",
@@ -86,18 +86,16 @@ def test_attacks_on_the_kernel_earn_what_the_wrong_code_earns_and_are_flagged(gr
         assert report.review, f"atk-{name} is not flagged for review"
     in_call = reports["atk-in-call"]
     assert in_call.score <= honest_bug and in_call.review
-    assert any("sys.settrace" in reason for reason in in_call.review), in_call.review
-    # chapter 01 is graded under the oracle: its tests run in the grader, so the guard (kept for
-    # review) decides no score and no test fails with its GraderIntegrityError
-    assert not any("GraderIntegrityError" in error for error in in_call.failed_cells.values())
+    assert any(".settrace" in reason for reason in in_call.review), in_call.review
     reasons = {name: " ".join(reports[f"atk-{name}"].review) for name in ATTACKS}
-    assert "input transformers" in reasons["input-transformer"] and "get_ipython" in reasons["input-transformer"]
-    assert "AST transformers" in reasons["ast-transformer"]
-    assert "custom_exceptions" in reasons["custom-exc"] or "CustomTB" in reasons["custom-exc"]
+    # what the static scan says (instructor.scan): the in-kernel guard's reports were retired (issue 31)
+    assert "input_transformers_cleanup" in reasons["input-transformer"] and "get_ipython" in reasons["input-transformer"]
+    assert "ast_transformers" in reasons["ast-transformer"]
+    assert "set_custom_exc" in reasons["custom-exc"]
     assert "showtraceback" in reasons["showtraceback"]
-    assert "event callbacks" in reasons["cleared-events"] and "numpy.allclose" in reasons["cleared-events"]
-    assert "course.checks.check_close" in reasons["course-noop"]
-    assert "sys.settrace" in reasons["settrace"]
+    assert ".events" in reasons["cleared-events"] and "numpy.allclose" in reasons["cleared-events"]
+    assert "writes globals()[...]" in reasons["course-noop"]
+    assert ".settrace" in reasons["settrace"]
     assert "sys.excepthook" in reasons["excepthook"]
     assert "builtins.isinstance" in reasons["builtins"] and "builtins.AssertionError" in reasons["builtins"]
     assert "3 messages that the grader could not verify or read" in reasons["forged-messages"]
@@ -123,7 +121,7 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
     assert f"{batch.REVIEW_MARK}" in [line.split()[3] for line in table.splitlines() if line.startswith("atk-builtins")][0]
     assert "for review" in table.splitlines()[-1]
     rows = {r["student_id"]: r for r in csv.DictReader(root.export(root.path / "review.csv").open())}
-    assert rows["atk-settrace"]["needs_review"] == "yes" and "sys.settrace" in rows["atk-settrace"]["review_reasons"]
+    assert rows["atk-settrace"]["needs_review"] == "yes" and ".settrace" in rows["atk-settrace"]["review_reasons"]
     assert rows["correct-0"]["needs_review"] == "" and rows["correct-0"]["score"] == "11.0"
     with Gradebook(root.gradebook_url) as gb:
         assert gb.find_submission(A, "atk-settrace").needs_manual_grade

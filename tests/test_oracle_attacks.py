@@ -7,7 +7,7 @@ beam search that keeps one candidate per step, attacking the instructor callable
 are those of issue #20: patching the numerical libraries or the checks, torch function modes
 and ``__torch_function__`` / ``__array_function__`` overrides, lying subclasses and duck types,
 rewriting the test's inputs in place, rigging the random generators, parameters that hide the
-bug, shadowing the grader's names, forging the guard's report, rewriting the kernel's replies
+bug, shadowing the grader's names, rewriting the kernel's replies
 and the oracle's own answers. The classes of issue #29 follow, on more bases (chapter 03: a
 leak check that changes x in place; chapter 06 again: scores divided by sqrt(D); chapter 07
 again: a forward without the causal mask, trained; chapter 08: a cached step with is_causal=True;
@@ -136,10 +136,6 @@ check_close = check_true = check_shape = check_rows_sum_to_one = check_finite = 
 F = types.SimpleNamespace(scaled_dot_product_attention=lambda q, k, v, *a, **kw: attention(q, k, v)[0])
 '''
 
-FORGED_REPORT = PATCH_CHECKS + '''
-get_ipython().user_ns["_grader_guard_"] = lambda nonce, since=0: repr([nonce, 0, [], "0" * 64])
-'''
-
 REWRITTEN_REPLIES = '''
 _session = get_ipython().kernel.session
 _real_send = _session.send
@@ -179,7 +175,6 @@ CH01_ATTACKS = {
     "in-place-inputs": IN_PLACE,
     "rigged-rng": RIGGED_RNG,
     "shadowed-names": SHADOW,
-    "forged-report": FORGED_REPORT,
     "rewritten-replies": REWRITTEN_REPLIES,
     "forged-oracle": FORGED_ORACLE,
     # not a way to gain points, but a proxy call must cost only its own test: interrupted after
@@ -255,7 +250,6 @@ CH06_ATTACKS = {
     "tensor-subclass": CH06_LIAR,
     "function-mode": CH06_FUNCTION_MODE,
     "in-place-inputs": CH06_IN_PLACE,
-    "forged-report": FORGED_REPORT,
     "rewritten-replies": REWRITTEN_REPLIES,
 }
 

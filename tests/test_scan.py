@@ -151,6 +151,25 @@ def test_a_module_alias_from_another_cell_is_followed():
     assert any("uses inspect.stack" in r for r in found), found
 
 
+@pytest.mark.parametrize("added, rebound", [
+    ("check_close = check_true = lambda *a, **k: None", {"check_close", "check_true"}),
+    ("import types\nF = types.SimpleNamespace()", {"F"}),
+    ("def plot_attention(*a):\n    pass", {"plot_attention"}),
+    ("from numpy import allclose as check_shape", {"check_shape"}),
+    # the same imports again, a name of the student's own, a local variable: nothing to see
+    ("import numpy as np\nimport torch.nn.functional as F\nfrom course import check_close", set()),
+    ("scores = np.ones(3)\ndef helper(F):\n    check_close = 1\n    return F", set()),
+])
+def test_a_name_of_the_locked_cells_rebound_is_found(added, rebound):
+    """What the retired in-kernel guard alone used to flag (the attack shadowed-names): a student
+    cell that rebinds a name the locked imports cell or a provided cell binds."""
+    release, answers = REPOSITORY.release_and_answers("01_two_keys")
+    nb = P.fill(release, {**answers, "attention": answers["attention"] + "\n" + added})
+    found = " ".join(reason for _, reason in scan_notebook(nb, "01_two_keys"))
+    assert {name for name in ("check_close", "check_true", "F", "plot_attention", "check_shape")
+            if f"rebinds {name}," in found} == rebound, found
+
+
 # ---------------------------------------------------------------- library entry points doing an exercise's work
 
 

@@ -61,9 +61,7 @@ from . import grader as G
 from . import pipeline as P
 from .collect import Collected, collect_class, folder_names, last_collection
 from .course_root import STATE_FILE, CourseRoot  # noqa: F401 (STATE_FILE: where the state lives)
-from .grader import TAMPER_MARK, GraderError  # noqa: F401 (part of this module's interface)
-
-TAMPERED = "replaced the grader's check functions (restored before the tests ran)"
+from .grader import GraderError  # noqa: F401 (part of this module's interface)
 
 
 @dataclass
@@ -358,8 +356,6 @@ class Recorder:
         if result["status"] == G.GRADED:
             report.score, report.max_score = result["score"], result["max_score"]
             report.failed_cells, report.review = result["failed_cells"], result["review"]
-            if result["tampered"]:
-                report.problems.append(TAMPERED)
         else:
             report.problems.append(result["problem"])
         self.stats.written[student] += 1
@@ -442,8 +438,6 @@ def _fill_from_gradebook(root: CourseRoot, assignment: str, reports: dict[str, S
             report.failed_cells = {g: result.cells[g].error for g in result.failed()}
         for graded_nb in sorted(root.folder("autograded", assignment, student).glob("*.ipynb")):
             text = graded_nb.read_text(errors="replace")
-            if TAMPER_MARK in text and TAMPERED not in report.problems:
-                report.problems.append(TAMPERED)
             try:
                 report.review += review_reasons(nbformat.reads(text, as_version=4))
             except Exception as err:  # an autograded notebook we cannot read is itself worth a look
@@ -495,8 +489,8 @@ def sandbox_warning(reports: dict[str, StudentReport] | None = None) -> str | No
     count = "" if reports is None else f"{sum(r.sandboxed is False for r in reports.values())} student(s): "
     places = "; ".join(f"{where}: {why}" for where, why in sorted(unsandboxed.items()))
     return ("WARNING: " + count + "the grading kernels ran WITHOUT the OS sandbox (" + places + "): student "
-            "code could read and write everything that account can, including gradebook.db. In-kernel "
-            "guards and review flags still ran; see README \"Students cannot buy points\".")
+            "code could read and write everything that account can, including gradebook.db. The oracle "
+            "and the review flags still ran; see docs/GRADING.md, \"Students cannot buy points\".")
 
 
 def account(root, assignment: str, reports: dict, found: Collected | None = None) -> dict:

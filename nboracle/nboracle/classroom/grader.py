@@ -5,7 +5,7 @@ the same thing with this module: it builds a :class:`Grader` once from a :class:
 data, made on the instructor side by :func:`make_job`), then calls :meth:`Grader.grade` for one
 student after another. A Grader owns a *private course root* in the temporary folder:
 
-* ``nbgrader_config.py``: the instructor's text (same kernel, sandbox, guard, timeouts, caps);
+* ``nbgrader_config.py``: the instructor's text (same kernel, sandbox, timeouts, caps);
 * ``gradebook.db`` (sqlite): only the assignment's records, as ``generate_assignment`` saved
   them (grade cells with their points, locked and test cells with their source);
 * ``package/course``: the ``course`` package the instructor chose (the course root's own), which
@@ -38,18 +38,18 @@ import warnings
 import weakref
 from pathlib import Path
 
+# KERNEL_NOT_STARTED: GuardedExecute's review reason when the kernel could not run
+# nboracle.kernel.guard.install() before any student code: it could not import nboracle (a grader
+# fault, never the student's)
+from nboracle.grader.nbgrader_ext import KERNEL_NOT_STARTED
 from nboracle.grader.sandbox import KERNEL_METADATA
 
 from . import pipeline as P
 
 ROOT_PREFIX = "course-grader-"
-TAMPER_MARK = "grader: this notebook had replaced"
-# GuardedExecute's review reason when the kernel's guard did not answer before any student
-# code ran: the kernel could not import the course (a grader fault, never the student's)
-GUARD_NOT_STARTED = "integrity guard did not start"
 GRADED, FAILED, GRADER_ERROR = "graded", "failed", "grader-error"
 RESULT_KEYS = ("student", "status", "problem", "files", "feedback", "grades", "comments", "penalties",
-               "score", "max_score", "failed_cells", "review", "tampered", "where", "sandboxed",
+               "score", "max_score", "failed_cells", "review", "where", "sandboxed",
                "sandbox", "seconds")
 
 
@@ -251,7 +251,7 @@ class Grader:
         start = time.perf_counter()
         out = {"student": student, "status": FAILED, "problem": "", "files": {}, "feedback": {},
                "grades": {}, "comments": {}, "penalties": {}, "score": 0.0, "max_score": 0.0,
-               "failed_cells": {}, "review": [], "tampered": False, "where": self.where,
+               "failed_cells": {}, "review": [], "where": self.where,
                "sandboxed": self.sandboxed, "sandbox": self.sandbox}
         refused = self.refusal()
         if refused:
@@ -283,10 +283,10 @@ class Grader:
                 out["problem"] = failure_reason(text)
             return
         self._read_autograded(graded, out)
-        guard = [r for r in out["review"] if GUARD_NOT_STARTED in r]
-        if guard:  # before any student code ran: the kernel could not start the course
+        broken = [r for r in out["review"] if KERNEL_NOT_STARTED in r]
+        if broken:  # before any student code ran: the kernel could not start the course
             out.update(status=GRADER_ERROR, problem=f"the grading kernel on {self.where} could not start "
-                       f"the course ({guard[0]}): the grader's environment is broken, not the student's work")
+                       f"the course ({broken[0]}): the grader's environment is broken, not the student's work")
             return
         self._read_gradebook(student, out)
         feedback = self.api.generate_feedback(self.assignment, student, force=True)
@@ -301,8 +301,7 @@ class Grader:
     def _read_autograded(self, graded: Path, out: dict) -> None:
         out["files"] = read_folder(graded)
         for path in sorted(graded.glob("*.ipynb")):
-            tampered, reasons, nb = read_review(path)
-            out["tampered"] |= tampered
+            reasons, nb = read_review(path)
             out["review"] += [r for r in reasons if r not in out["review"]]
             if nb is not None:
                 out["failed_cells"].update({P.grade_id(c): P.cell_error(c) for c in nb.cells if P.grade_id(c)})
@@ -332,15 +331,14 @@ class Grader:
 
 
 def read_review(path: Path):
-    """An autograded notebook's ``(tampered, review reasons, notebook or None if unreadable)``."""
+    """An autograded notebook's ``(review reasons, notebook or None if unreadable)``."""
     from nboracle.grader.nbgrader_ext import review_reasons
 
-    text = path.read_text(errors="replace")
     try:
         nb = P.read_nb(path)
     except Exception as err:  # an autograded notebook we cannot read is itself worth a look
-        return TAMPER_MARK in text, [f"{path.name}: the autograded notebook could not be read ({type(err).__name__})"], None
-    return TAMPER_MARK in text, review_reasons(nb), nb
+        return [f"{path.name}: the autograded notebook could not be read ({type(err).__name__})"], None
+    return review_reasons(nb), nb
 
 
 def failure_reason(text: str, fallback: str = "nbgrader autograde failed (see nbgrader.log)") -> str:

@@ -103,11 +103,14 @@ class LimitOutputSize(NbGraderPreprocessor):
         return cell, resources
 
 
-# ---------------------------------------------------------------- the guarded grading kernel
+# ---------------------------------------------------------------- the grading kernel, checked from outside
 
-GUARD_KEY = "grader-guard"
+START_KEY = "grader-start"
 REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded notebook: {"reasons": [...]}
-INTEGRITY_ERROR = "GraderIntegrityError"
+# the review reason of a kernel that could not start the oracle's kernel side (nboracle.classroom.grader
+# turns it into a grader error: the environment is broken, not the student's work)
+KERNEL_NOT_STARTED = "the grading kernel could not start the oracle's kernel side"
+_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install()"
 
 
 DEMO_ONLY = "# demo only"  # first line of a cell that autograde skips (see is_demo_only)
@@ -142,62 +145,50 @@ def _is_test_cell(cell) -> bool:
 
 
 class GuardedExecute(Execute):
-    """nbgrader's Execute, checking the kernel's integrity guard after every cell from outside.
+    """nbgrader's Execute, with what the grader checks from outside the kernel.
 
-    The guard is the course's (``guard_module``, e.g. ``course.integrity``: its ``install()``
-    runs in the kernel before any student code, through ``Execute.extra_arguments``; the module
-    offers ``ENTRY``, the guard's name in the kernel, and ``verify_report``). Without one this
-    is nbgrader's Execute with demo-only cells skipped. Before the
-    first cell this preprocessor asks the guard for a key (a silent request: no student code
-    has run yet). Every cell's execute request then carries a ``user_expressions`` entry that
-    calls the guard after the cell and all its callbacks: the guard puts back whatever the
-    cell changed and answers with its log, authenticated with the key and a fresh nonce. When
-    the cell ended in an error the kernel evaluates no user_expressions, so a silent request
-    asks again.
+    * Before the first cell, a silent request starts the oracle's kernel side
+      (``nboracle.kernel.guard.install()``: the oracle's handlers and torch's functions captured
+      before any student code runs, ``nboracle.kernel.server.listen()``, and the builtins put back
+      after every cell). A kernel that cannot (it could not import ``nboracle``) is a review reason
+      starting with :data:`KERNEL_NOT_STARTED`, which the class pipeline reports as a grader
+      error.
+    * Demo-only cells are skipped (:func:`is_demo_only`).
+    * Messages the kernel client dropped during a cell (``nboracle.grader.kernel_client``) are a reason
+      for review (``resources["grader_review"]``, read by :class:`ReviewFlags`).
+    * A graded test cell run in the kernel (only with ``COURSE_ORACLE=off``) whose execute reply
+      is not "ok" counts as failed even when the kernel displayed no error: an error output is
+      put first among its outputs, where nbgrader looks when it scores the cell.
 
-    * Anything the guard had to put back, or an answer that is missing or not genuine, is a
-      reason for review (``resources["grader_review"]``, read by :class:`ReviewFlags`).
-    * A graded test cell counts as failed when the guard had to put something back after it,
-      or could not vouch for it, or its execute reply is not "ok" (even when the kernel
-      displayed no error): an error output is put first among its outputs, where nbgrader
-      looks when it scores the cell.
+    (The in-kernel guard's signed reports that this class used to check were retired: under the
+    oracle nothing they said decided a score, and every attack they flagged is flagged by the
+    static scan too; see ``nboracle.kernel.guard``.)
     """
 
-    guard_timeout = Integer(30, help="seconds to wait for the guard's answer after a cell").tag(config=True)
-    guard_module = Unicode("", help="the module of the kernel's integrity guard (ENTRY, verify_report), "
-                           "e.g. 'course.integrity'; empty: no guard").tag(config=True)
-    # False under the oracle (nboracle.grader.oracle): the guard's findings are reasons for review only
-    guard_decides_scores = True
+    start_timeout = Integer(60, help="seconds to wait for the kernel to start the oracle's kernel side").tag(config=True)
+    # False under the oracle (nboracle.grader.oracle): a test cell that ran in the kernel decides nothing
+    judge_kernel_test_cells = True
 
     def preprocess(self, nb, resources=None, km=None):
-        self._guard_kc = None
-        self._guard_key = None
-        self._guard_length = 0
-        self._guard_reasons: list[tuple[int, str]] = []
+        self._started_kc = None
+        self._reasons: list[tuple[int, str]] = []
         nb, resources = super().preprocess(nb, resources, km)
-        resources.setdefault(REVIEW_METADATA, []).extend(self._guard_reasons)
+        resources.setdefault(REVIEW_METADATA, []).extend(self._reasons)
         return nb, resources
 
     def on_cell_executed(self, **kwargs):
         self._last_reply = kwargs.get("execute_reply")
         return super().on_cell_executed(**kwargs)
 
-    # -- talking to the guard
-
-    def _guard(self):
-        import importlib
-
-        return importlib.import_module(self.guard_module)
-
-    async def _async_guard_call(self, expression: str):
+    async def _async_silent_call(self, expression: str):
         from queue import Empty
         from time import monotonic
 
         from nbclient.util import ensure_async
 
         msg_id = self.kc.execute("", silent=True, store_history=False, stop_on_error=False,
-                                 user_expressions={GUARD_KEY: expression})
-        deadline = monotonic() + self.guard_timeout
+                                 user_expressions={START_KEY: expression})
+        deadline = monotonic() + self.start_timeout
         while True:
             remaining = deadline - monotonic()
             if remaining <= 0:
@@ -209,130 +200,77 @@ class GuardedExecute(Execute):
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg
 
-    def _guard_call(self, expression: str):
-        from jupyter_core.utils import run_sync
+    def _ensure_started(self) -> None:
+        if self.kc is not None and self._started_kc is not self.kc:  # a new kernel: before its first cell
+            self._start_kernel_side()
 
-        return run_sync(self._async_guard_call)(expression)
-
-    @staticmethod
-    def _answer(reply) -> str | None:
+    def _start_kernel_side(self) -> None:
+        """Before any student code: ``nboracle.kernel.guard.install()`` in the kernel, or a reason why not."""
         import ast
 
+        from jupyter_core.utils import run_sync
+
+        self._started_kc = self.kc
+        reply = run_sync(self._async_silent_call)(_INSTALL)
         try:
-            value = reply["content"]["user_expressions"][GUARD_KEY]
-            if value.get("status") != "ok":
-                return None
-            text = ast.literal_eval(value["data"]["text/plain"])
+            value = reply["content"]["user_expressions"][START_KEY]
+            answer = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else \
+                f"{value.get('ename')}: {value.get('evalue')}"
         except (KeyError, TypeError, ValueError, SyntaxError):
-            return None
-        return text if isinstance(text, str) else None
+            answer = "no answer"
+        from nboracle.kernel.server import LISTENING
 
-    def _handshake(self) -> None:
-        ENTRY = self._guard().ENTRY
-
-        self._guard_kc = self.kc
-        answer = self._answer(self._guard_call(f"{ENTRY}('handshake')"))
-        if answer and answer.startswith("key:"):
-            self._guard_key = answer[4:]
-        else:
-            self._guard_key = None
-            self._guard_reasons.append((0, "the grading kernel's integrity guard did not start "
-                                           f"({self.guard_module}.install() missing from Execute.extra_arguments?)"))
-
-    def _report(self, reply, nonce: str):
-        answer = self._answer(reply) if reply is not None else None
-        return self._guard().verify_report(answer, self._guard_key, nonce) if answer else None
-
-    # -- every cell
+        if answer != LISTENING:
+            self._reasons.append((0, f"{KERNEL_NOT_STARTED} (nboracle.kernel.guard.install(): {answer})"))
 
     def preprocess_cell(self, cell, resources, index):
-        import functools
-        import secrets
-
         if is_demo_only(cell):
             return skip_demo(cell), resources
-        if not self.guard_module:
+        self._ensure_started()
+        if cell.cell_type != "code" or not cell.source.strip():
             return super().preprocess_cell(cell, resources, index)
-        ENTRY = self._guard().ENTRY
-        if self.kc is not None and self._guard_kc is not self.kc:
-            self._handshake()
-        if cell.cell_type != "code" or not cell.source.strip() or self._guard_key is None:
-            return super().preprocess_cell(cell, resources, index)
-        nonce = secrets.token_hex(16)
-        expression = f"{ENTRY}({nonce!r}, {self._guard_length})"
-        kc = self.kc
-        dropped = rejected(kc)
-        kc.execute = functools.partial(type(kc).execute, kc, user_expressions={GUARD_KEY: expression})
+        dropped = rejected(self.kc)
         self._last_reply = None
-        try:
-            cell, resources = super().preprocess_cell(cell, resources, index)
-        finally:
-            kc.__dict__.pop("execute", None)
-        reply = self._last_reply
-        report = self._report(reply, nonce)
-        if report is None:  # an error reply carries no user_expressions: ask once more
-            nonce = secrets.token_hex(16)
-            report = self._report(self._guard_call(f"{ENTRY}({nonce!r}, {self._guard_length})"), nonce)
-        self._judge(cell, index, reply, report, rejected(kc) - dropped)
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        self._note_dropped(cell, index, rejected(self.kc) - dropped)
+        if _is_test_cell(cell) and self.judge_kernel_test_cells:
+            self._judge_reply(cell, self._last_reply)
         return cell, resources
 
     @staticmethod
     def _label(cell) -> str:
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "a cell without grade id"
 
-    def _dropped_problem(self, count: int) -> str:
-        self.log.warning("dropped %d message(s) from the kernel: %s", count,
-                         "; ".join(rejection_reasons(self.kc)[-count:]))
-        return (f"the kernel sent {count} message{'s' if count > 1 else ''} that the grader could not verify "
-                "or read (its messaging was tampered with); the grader ignored them")
-
-    def _flag(self, cell, index: int, problem: str) -> None:
-        self._guard_reasons.append((index, f"cell {index} ({self._label(cell)}): {problem}"))
-
     def _note_dropped(self, cell, index: int, count: int) -> None:
         """A reason for review when messages from the kernel were dropped (nboracle.grader.kernel_client)."""
-        if count:
-            self._flag(cell, index, self._dropped_problem(count))
-
-    def _judge(self, cell, index: int, reply, report, dropped: int = 0) -> None:
-        problems = [self._dropped_problem(dropped)] if dropped else []
-        if report is None:
-            problems.append("the grader could not get a genuine answer from the kernel's integrity guard "
-                            "(it was disabled, or its answer forged)")
-        else:
-            length, entries = report
-            self._guard_length = length
-            if entries:
-                problems.append("the grader had to put back " + ", ".join(entries))
-        problem = "; ".join(problems)
-        if problem:
-            self._flag(cell, index, problem)
-        if not _is_test_cell(cell) or not self.guard_decides_scores:
+        if not count:
             return
+        self.log.warning("dropped %d message(s) from the kernel: %s", count,
+                         "; ".join(rejection_reasons(self.kc)[-count:]))
+        self._reasons.append((index, f"cell {index} ({self._label(cell)}): the kernel sent {count} "
+                              f"message{'s' if count > 1 else ''} that the grader could not verify or read "
+                              "(its messaging was tampered with); the grader ignored them"))
+
+    def _judge_reply(self, cell, reply) -> None:
         status = (reply or {}).get("content", {}).get("status")
-        if problem:
-            message = f"{problem}; this test counts as failed and the submission is flagged for review"
-            self._fail_first(cell, INTEGRITY_ERROR, message)
-        elif status != "ok":
-            errors = [o for o in cell.outputs if o.output_type == "error"]
-            if errors:
-                cell.outputs.remove(errors[0])
-                cell.outputs.insert(0, errors[0])
-            else:
-                content = (reply or {}).get("content", {})
-                self._fail_first(cell, content.get("ename") or "ExecutionError",
-                                 content.get("evalue") or f"the cell's execute reply was {status!r}")
+        if status == "ok":
+            return
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if errors:
+            cell.outputs.remove(errors[0])
+            cell.outputs.insert(0, errors[0])
+        else:
+            from nbformat.notebooknode import NotebookNode
 
-    @staticmethod
-    def _fail_first(cell, ename: str, evalue: str) -> None:
-        from nbformat.notebooknode import NotebookNode
-
-        error = NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-        cell.outputs.insert(0, error)
+            content = (reply or {}).get("content", {})
+            ename = content.get("ename") or "ExecutionError"
+            evalue = content.get("evalue") or f"the cell's execute reply was {status!r}"
+            cell.outputs.insert(0, NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                                                traceback=[f"{ename}: {evalue}"]))
 
 
 class ReviewFlags(NbGraderPreprocessor):
-    """Mark a submission for review: guard reports, a static scan, sandbox refusals.
+    """Mark a submission for review: dropped kernel messages, repairs, a static scan, sandbox refusals.
 
     The scan includes the library entry points that would do one of the assignment's exercises'
     work (``substitutes``, the course's table): a correct answer, flagged so that a person asks
@@ -349,7 +287,7 @@ class ReviewFlags(NbGraderPreprocessor):
     helper_attributes = List(Unicode(), default_value=[], help="attributes that continue an entry point "
                              "without using its work (a static mask builder)").tag(config=True)
     machinery_modules = List(Unicode(), default_value=[], help="more modules whose import is flagged as the "
-                             "kernel's machinery (the course's kernel guard)").tag(config=True)
+                             "kernel's machinery (a course's own kernel-side modules)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook, MissingEntry

@@ -151,7 +151,7 @@ class KernelLink:
 
     async def _request(self, request: str) -> Any:
         if self.listening is None:
-            # course.integrity.install() started the kernel's handler before any student code ran;
+            # GuardedExecute started the kernel's handler (install(): listen()) before any student code ran;
             # asking the kernel to listen() now would run whatever the student made of listen()
             self.listening = True
         return await self._ask(request, None)
@@ -941,9 +941,8 @@ class OracleExecute(GuardedExecute):
     def preprocess(self, nb, resources=None, km=None):
         info = (resources or {}).get("nbgrader", {})
         self._oracle_on = bool(info.get("db_url")) and self._oracle_wanted(info.get("assignment"))
-        # the tests run here: whatever the in-kernel guard reports is a reason for review, never a
-        # failed test (even for a graded cell that, without a gradebook entry, ran in the kernel)
-        self.guard_decides_scores = not self._oracle_on
+        # the tests run here: a graded cell that, without a gradebook entry, ran in the kernel decides nothing
+        self.judge_kernel_test_cells = not self._oracle_on
         if self._oracle_on:
             _CALLING_CODES.update(_helper_code(spec) for spec in self.calling_helpers)
             self._trusted = self._gradebook_cells(info)
@@ -986,6 +985,7 @@ class OracleExecute(GuardedExecute):
     def preprocess_cell(self, cell, resources, index):
         if not self._oracle_on:
             return super().preprocess_cell(cell, resources, index)
+        self._ensure_started()  # nboracle.kernel.guard.install() before the first request, whatever cell comes first
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         role, source = self._trusted.get(gid, (None, None)) if cell.cell_type == "code" else (None, None)
         if role == "test":
@@ -996,8 +996,6 @@ class OracleExecute(GuardedExecute):
             self._note_dropped(cell, index, rejected(self.kc) - dropped)
             run_sync(run_hook)(self.on_cell_complete, cell=cell, cell_index=index)
             return cell, resources
-        # the kernel's cells keep the in-kernel guard, as a reason for review only: no test
-        # cell runs in the kernel, so nothing it reports (or fails to) changes a score
         cell, resources = super().preprocess_cell(cell, resources, index)
         if role == "provided" and not source.lstrip().startswith((KERNEL_ONLY, DEMO_ONLY)):
             self._link.deadline = monotonic() + (self.timeout or 3600)

@@ -9,6 +9,8 @@ kernel's execution machinery)"``. It looks for
   ``set_custom_exc``, ``showtraceback``, ``sys.settrace``/``setprofile``/``excepthook``,
   ``builtins``, frames and closures, ``gc.get_referrers``, ``ctypes``, ...;
 * replacing attributes of modules (``np.allclose = ...``, ``setattr(course, ...)``);
+* rebinding a name that a locked cell binds (:func:`locked_rebindings`: ``check_close = ...``,
+  ``F = ...``, ``def pytorch_twin(...)``; importing the same thing again is fine);
 * the gradebook, other processes and the network (``subprocess``, ``os.fork``, ``socket``,
   shell escapes ``!cmd``);
 * paths outside the notebook's folder (absolute paths, ``..``, ``~``);
@@ -37,7 +39,7 @@ _DYNAMIC = "exec/eval/compile (running code built at run time)"
 # bare names -> why they are suspicious
 NAMES = {
     "get_ipython": MACHINERY, "InteractiveShell": MACHINERY, "__import__": MACHINERY, "__builtins__": MACHINERY,
-    "_grader_guard_": MACHINERY, "exec": _DYNAMIC, "eval": _DYNAMIC, "compile": _DYNAMIC,
+    "exec": _DYNAMIC, "eval": _DYNAMIC, "compile": _DYNAMIC,
 }
 # attributes (and names imported with ``from x import name``) -> why they are suspicious
 ATTRS = {
@@ -53,7 +55,7 @@ ATTRS = {
     "f_locals": MACHINERY, "f_builtins": MACHINERY, "tb_frame": MACHINERY, "__closure__": MACHINERY,
     "cell_contents": MACHINERY, "__code__": MACHINERY, "__globals__": MACHINERY, "__builtins__": MACHINERY,
     "__subclasses__": MACHINERY, "__import__": MACHINERY, "get_referrers": MACHINERY,
-    "get_referents": MACHINERY, "get_objects": MACHINERY, "_grader_guard_": MACHINERY,
+    "get_referents": MACHINERY, "get_objects": MACHINERY,
     "fork": "other processes", "forkpty": "other processes", "system": "other processes",
     "popen": "other processes", "spawnv": "other processes", "spawnl": "other processes",
     "execv": "other processes", "execve": "other processes", "execvp": "other processes", "kill": "other processes",
@@ -264,6 +266,8 @@ def scan_notebook(nb: Any, exercises: dict[str, tuple[str, ...]] | None = None,
     library: dict[int, list[str]] = {}
     for index, finding in library_findings(nb, exercises or {}, trees, helper_attributes):
         library.setdefault(index, []).append(finding)
+    for index, finding in locked_rebindings(nb):
+        library.setdefault(index, []).append(finding)
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
         seen = set()
@@ -272,6 +276,54 @@ def scan_notebook(nb: Any, exercises: dict[str, tuple[str, ...]] | None = None,
                 seen.add(finding)
                 out.append((index, f"cell {index} ({label}): {finding}"))
     return out
+
+
+def _bound_names(body: list[ast.stmt]):
+    """``(name, what it is bound to)`` for every name a cell binds at module level (not inside a
+    def or class): the dotted source of an import, else None (a definition or an assignment)."""
+    for name, stmt in _top_bindings(body):
+        if isinstance(stmt, ast.Import):
+            yield name, next((a.name if a.asname else a.name.split(".")[0]) for a in stmt.names
+                             if (a.asname or a.name.split(".")[0]) == name)
+        elif isinstance(stmt, ast.ImportFrom):
+            yield name, next(f"{'.' * stmt.level}{stmt.module}.{a.name}" for a in stmt.names if (a.asname or a.name) == name)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield name, None
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
+                isinstance(part, ast.Name) and part.id == name and isinstance(part.ctx, ast.Store)
+                for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                for part in ast.walk(target)):
+            yield name, None  # (``Block.forward = f`` replaces an attribute: scan_source says so)
+
+
+def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
+    """``(cell index, finding)`` for each name a student cell rebinds that a locked cell binds:
+    the imports cell's modules and checks (``check_close = lambda *a: None``, ``F = ...``) and
+    the chapter's provided helpers (``def pytorch_twin(...)``). Under the oracle the tests use
+    the grader's own names, so this costs no points; it is a reason for review. It is what an
+    earlier in-kernel guard alone used to flag ("the notebook name 'check_close'",
+    the attack ``shadowed-names`` of tests/test_oracle_attacks.py), found before the notebook runs."""
+    locked: dict[str, set] = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "code" and meta.get("locked") and not meta.get("solution"):
+            try:
+                tree = ast.parse(_magics(cell.source)[0])
+            except SyntaxError:
+                continue
+            for name, stmt in _top_bindings(tree.body):  # imports, definitions: not the demos' variables
+                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    locked.setdefault(name, set()).update(src for n, src in _bound_names([stmt]) if n == name)
+    found = []
+    for index, _, source in student_cells(nb):
+        try:
+            tree = ast.parse(_magics(source)[0])
+        except SyntaxError:
+            continue
+        for name, bound_to in _bound_names(tree.body):
+            if name in locked and (bound_to is None or bound_to not in locked[name]):
+                found.append((index, f"rebinds {name}, a name a locked cell binds (the notebook's tests and tools)"))
+    return found
 
 
 # ---------------------------------------------------------------- library entry points doing an exercise's work

@@ -359,8 +359,8 @@ class Instructor:
 def listen() -> str:
     """Answer the grader's requests as messages of their own on the kernel's shell channel.
 
-    The grading kernel calls this when it starts, before any student code (the course's
-    kernel start-up line; see the package README). Two handlers:
+    The grader starts it in every grading kernel before any student code
+    (:func:`nboracle.kernel.guard.install`, a silent request of ``GuardedExecute``). Two handlers:
 
     * ``course_oracle_request`` (``{"request": text}``), answered by :func:`serve` in a
       ``course_oracle_reply`` (``{"answer": text}``): no cell machinery, about half the time
