@@ -372,13 +372,13 @@ with torch.no_grad():
     base = attempt("cross_attention(attention, x, memory)", cross_attention, attention, x, memory)[0]
     moved_x = attempt("cross_attention with x edited", cross_attention, attention, edited_x, memory)[0]
     moved_memory = attempt("cross_attention with memory edited", cross_attention, attention, x, edited_memory)[0]
-check_true(torch.allclose(base[:, 1:], moved_x[:, 1:], atol=1e-6),
-           "changing decoder position 0 moved the outputs of positions 1 to 3: in cross-attention the keys and "
+mixed = not torch.allclose(base[:, 1:], moved_x[:, 1:], atol=1e-6)  # message only: names the mix-up
+check_true(not mixed, "changing decoder position 0 moved the outputs of positions 1 to 3: in cross-attention the keys and "
            "values come from memory, not from x, so the decoder positions do not mix")
-check_true(not torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6),
-           "changing decoder position 0 did not change its own output: the queries must come from x")
-check_true(not torch.allclose(base, moved_memory, atol=1e-6),
-           "changing the memory did not change the output: the keys and values come from memory")
+same_own = torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6)  # message only: each output meets the test's below
+check_true(not same_own, "changing decoder position 0 did not change its own output: the queries must come from x")
+same_memory = torch.allclose(base, moved_memory, atol=1e-6)  # message only: each output meets the test's below
+check_true(not same_memory, "changing the memory did not change the output: the keys and values come from memory")
 ### BEGIN HIDDEN TESTS
 with torch.no_grad():  # each output above, with the test's attention
     for what, mine, (queries, source) in (("x, memory", base, (x, memory)), ("x edited, memory", moved_x, (edited_x, memory)),
@@ -433,7 +433,7 @@ def check_memory_padding(attention, heads, x, memory, lengths):
     check_rows_sum_to_one("weights with a memory padding mask", weights)
     masked = "PAD memory positions must not influence any output"
     check_close("outputs of sequence 0 with PAD appended to its memory vs without", out[:1], short, atol=1e-5,
-                hint=masked)
+                hint=masked)  # message only: each of the two is compared with the test's attention below
     with torch.no_grad():  # each output, with the test's attention
         want, want_weights = attention(x, memory, memory, key_padding_mask=pad, need_weights=True,
                                        average_attn_weights=False)
@@ -669,16 +669,16 @@ def check_decoder_causal(block, layer, x, memory):
     with torch.no_grad():
         before, after, elsewhere = (attempt(call, block, *inputs, causal_mask=future, hint=BLOCK_HINT)[0]
                                     for call, inputs in runs.items())
-    check_true(not torch.allclose(before, elsewhere, atol=1e-5),
-               "the block's output does not depend on memory at all: the cross-attention must take its keys and "
+    ignores_memory = torch.allclose(before, elsewhere, atol=1e-5)  # message only: names a missing memory
+    check_true(not ignores_memory, "the block's output does not depend on memory at all: the cross-attention must take its keys and "
                "values from memory (with them from x it is a second self-attention, and one without a causal mask)")
     check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
                  "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
     leak = "pass causal_mask to the self-attention as attn_mask (True = forbidden pair)"
-    check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
-               f"changing the last decoder token moved the outputs of earlier positions: {leak}")
-    check_true(not torch.allclose(before[:, -1], after[:, -1], atol=1e-5),
-               "changing the last decoder token did not change its own output: does the block use x?")
+    past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
+    check_true(not past_moved, f"changing the last decoder token moved the outputs of earlier positions: {leak}")
+    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the layer decides below
+    check_true(not same_last, "changing the last decoder token did not change its own output: does the block use x?")
     with torch.no_grad():  # each output, with the layer holding the same parameters
         for (call, inputs), mine in zip(runs.items(), (before, after, elsewhere)):
             check_close(f"out of {call}", mine, layer(*inputs, tgt_mask=future), atol=1e-4, hint=LAYER_HINT,
@@ -711,8 +711,8 @@ def check_sees_all_memory(block, layer, heads, x, memory):
     check_true(weights[:, :, 0, 1:].sum() > 0, "the first decoder position puts no weight on memory positions 1 and "
                "later: is the causal mask also applied to the cross-attention? The source is known in full; only the "
                "self-attention is causal")
-    check_true(not torch.allclose(before[:, 0], after[:, 0], atol=1e-5),
-               "changing the last memory position did not move the first decoder output: the cross-attention must "
+    unmoved = torch.allclose(before[:, 0], after[:, 0], atol=1e-5)  # message only: the layer decides below
+    check_true(not unmoved, "changing the last memory position did not move the first decoder output: the cross-attention must "
                "see the whole memory, with no causal mask")
     with torch.no_grad():  # each output, with the layer holding the same parameters
         check_close("cross_weights with a causal mask", weights, layer_cross_weights(layer, x, memory, future),
@@ -754,7 +754,8 @@ def check_decoder_padding(block, layer, heads, x, memory, lengths):
                "memory_padding_mask to the cross-attention (as key_padding_mask)")
     check_rows_sum_to_one(f"cross_weights of {call}", weights)
     masked = "PAD memory positions must not influence the decoder: mask them in the cross-attention"
-    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4, hint=masked)
+    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
+                hint=masked)  # message only: each of the two is compared with the layer below
     with torch.no_grad():  # each output, with the layer holding the same parameters
         check_close(f"cross_weights of {call}", weights, layer_cross_weights(layer, x, memory, future, pad),
                     atol=1e-5, hint=LAYER_HINT)
@@ -916,11 +917,12 @@ _compare_with_pytorch(norm_first=True, seed=100)
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
-def check_decoder_gradients(block, x, memory):
+def check_decoder_gradients(block, layer, x, memory):
     block.train()
     future = future_mask(x.shape[1])
-    out = attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)[0].detach().requires_grad_()
-    out.square().mean().backward()  # the test's loss; its gradient on out is the direction of the backward pass
+    attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)  # an error reads as a message
+    out = layer(x, memory, tgt_mask=future).detach().requires_grad_()  # the layer's output with the same parameters
+    out.square().mean().backward()  # the test's loss there; its gradient on out is the direction of the backward pass
     gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
     for name, grad in gradients.items():
         check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
@@ -932,7 +934,7 @@ def check_decoder_gradients(block, x, memory):
 
 
 torch.manual_seed(10)
-direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10)[0], torch.randn(2, 3, 8),
+direction, memory_grad = check_decoder_gradients(*new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8),
                                                  torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(101)
@@ -941,7 +943,7 @@ for trial in range(2):
     width, norm_first = heads * d_head, bool(trial)
     block, layer = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
     x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
-    direction, memory_grad = check_decoder_gradients(block, x, memory)
+    direction, memory_grad = check_decoder_gradients(block, layer, x, memory)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
     leaf = memory.clone()
     (layer(x, leaf.requires_grad_(), tgt_mask=future_mask(4)) * direction).sum().backward()
@@ -1189,13 +1191,14 @@ def check_model_masks(model, twin, source_length, n):
                "the logits do not depend on the source at all: the decoder reads it only through the memory, "
                "so the cross-attention must take its keys and values from memory")
     check_close("logits of the earlier decoder positions after changing the last decoder token",
-                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,
+                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,  # message only: every run meets the twin below
                 hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
     check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
                "react to the last source token: every decoder position must see the whole memory (no causal mask on "
                "the cross-attention)")
     check_close("logits with two PAD tokens appended to the source (and a padding mask)", logits(calls[5]), base,
-                atol=1e-4, hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
+                atol=1e-4,  # message only: every run meets the twin below
+                hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
                                 "memory_padding_mask) in decode")
     with torch.no_grad():  # each output, with nn.Transformer holding the same weights
         for call, inputs in runs.items():
@@ -1369,10 +1372,11 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
-def check_encoder_learns(model, src, dec_in, dec_out):
+def check_encoder_learns(model, twin, src, dec_in, dec_out):
     model.train()
-    logits = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT).detach().requires_grad_()
-    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss; its gradient on the logits
+    attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)  # an error reads as a message
+    logits = twin(src, dec_in).detach().requires_grad_()  # nn.Transformer's logits with the same weights
+    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss there; its gradient on the logits
     gradients = parameter_gradients(model, (src, dec_in), logits.grad)
     encoder = {name: grad for name, grad in gradients.items() if name.startswith(("encoder_blocks.", "encoder_norm."))}
     reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
@@ -1388,14 +1392,15 @@ def check_encoder_learns(model, src, dec_in, dec_out):
 
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
-direction, encoder_gradients = check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in, dec_out)
+model_, state = new_model(14, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
+direction, encoder_gradients = check_encoder_learns(model_, pytorch_twin(state, heads=2), src, dec_in, dec_out)
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
     net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
-    direction, mine = check_encoder_learns(net, src, dec_in, dec_out)
-    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
     twin = pytorch_twin(state, heads=3, norm_first=bool(trial))
+    direction, mine = check_encoder_learns(net, twin, src, dec_in, dec_out)
+    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
     (twin(src, dec_in) * direction).sum().backward()
     theirs = dict(twin.named_parameters())
     for name in ("encoder_blocks.0.attention.in_proj_weight", "encoder_blocks.0.ffn.linear1.weight", "encoder_norm.weight"):
