@@ -57,7 +57,7 @@ from course import (
 )
 from course.diagrams import draw_encoder_decoder
 from course.oracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
-                           read_state)
+                           read_state, set_training)
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -266,7 +266,8 @@ def new_block(width, heads, hidden, norm_first=False, seed=0):
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
     block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
     state = block_state(width, hidden, seed)
-    return load_state(what, block, state).eval(), decoder_layer(state, width, heads, hidden, norm_first)
+    set_training(load_state(what, block, state), False)  # eval mode, set as nn.Module.eval() does
+    return block, decoder_layer(state, width, heads, hidden, norm_first)
 
 
 def check_cross_weights_shape(call, weights, expected):
@@ -592,7 +593,7 @@ def check_decoder_modules(width, heads, hidden, norm_first, seed):
     build = f"build it as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True)"
     with torch.no_grad():
         for mode in ("eval", "train"):  # dropout acts in train mode only
-            attempt(f"{what}.{mode}()", getattr(block, mode))
+            set_training(block, mode == "train")  # the test sets the mode, as nn.Module's train() and eval() do
             for name, theirs in (("self_attention", layer.self_attn), ("cross_attention", layer.multihead_attn)):
                 call = f"{what}.{name}(x, kv, kv) in {mode} mode"
                 mine = attempt(call, getattr(block, name), x, kv, kv, need_weights=False, hint=build)
@@ -851,7 +852,8 @@ def _compare_with_pytorch(norm_first, seed):
         width = 2 * heads * d_head
         state = block_state(width, hidden, seed=10 * seed + trial)
         what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state).eval()
+        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state)
+        set_training(block, False)
         layer = decoder_layer(state, width, heads, hidden, norm_first)
         x = torch.randn(batch, length, width, generator=gen)
         memory = torch.randn(batch, source_length, width, generator=gen)
@@ -883,7 +885,8 @@ _compare_with_pytorch(norm_first=False, seed=99)
 torch.manual_seed(8)
 state = block_state(8, 16, seed=8)
 state["norm3.weight"], state["norm3.bias"] = torch.ones(8), torch.zeros(8)  # norm3 as at initialisation
-block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state).eval()
+block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state)
+set_training(block, False)
 with torch.no_grad():
     out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
                      causal_mask=future_mask(4), hint=BLOCK_HINT)
@@ -900,7 +903,8 @@ def check_clean_residual(width, heads, hidden, x, memory, seed):
         if key.startswith(("self_attention.out_proj.", "cross_attention.out_proj.", "ffn.linear2.")):
             state[key] = torch.zeros_like(state[key])
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first=True)"
-    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state).eval()
+    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state)
+    set_training(block, False)
     with torch.no_grad():
         out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=future_mask(x.shape[1]),
                          hint=BLOCK_HINT)
@@ -918,7 +922,7 @@ _compare_with_pytorch(norm_first=True, seed=100)
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
 def check_decoder_gradients(block, layer, x, memory):
-    block.train()
+    set_training(block, True)
     future = future_mask(x.shape[1])
     attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)  # an error reads as a message
     out = layer(x, memory, tgt_mask=future).detach().requires_grad_()  # the layer's output with the same parameters
@@ -1208,12 +1212,14 @@ def check_model_masks(model, twin, source_length, n):
 
 
 model_, state_ = new_model(12)
-check_model_masks(model_.eval(), pytorch_twin(state_, heads=4), 6, 6)
+set_training(model_, False)
+check_model_masks(model_, pytorch_twin(state_, heads=4), 6, 6)
 ### BEGIN HIDDEN TESTS
 for seed in range(2):
     model_, state_ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed),
                                noise=0.1)
-    check_model_masks(model_.eval(), pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
+    set_training(model_, False)
+    check_model_masks(model_, pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -1274,7 +1280,7 @@ for trial in range(4):
     heads = int(torch.randint(1, 4, (1,), generator=gen))
     net, state = new_model(1050 + trial, width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
                            layers=1 + trial % 3, norm_first=bool(trial % 2), noise=0.3)
-    net.train()
+    set_training(net, True)
     reference = _Reference(state, heads, bool(trial % 2))
     source_length, n = (int(v) for v in torch.randint(2, 9, (2,), generator=gen))
     src = torch.randint(2, VOCAB, (3, source_length), generator=gen)
@@ -1356,7 +1362,8 @@ def check_weights_per_block(model, reference, src, dec_in):
 
 
 model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
-check_weights_per_block(model_.eval(), RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
+set_training(model_, False)
+check_weights_per_block(model_, RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
                         torch.randint(0, VOCAB, (2, 6)))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(107)
@@ -1365,7 +1372,8 @@ for trial in range(3):
     net, state = new_model(1070 + trial, width=4 * heads, heads=heads, hidden=12, layers=layers,
                            norm_first=bool(trial % 2), noise=0.3)
     source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
-    check_weights_per_block(net.eval(), _Reference(state, heads, bool(trial % 2)),
+    set_training(net, False)
+    check_weights_per_block(net, _Reference(state, heads, bool(trial % 2)),
                             torch.randint(2, VOCAB, (2, source_length), generator=gen),
                             torch.randint(0, VOCAB, (2, n), generator=gen))
 ### END HIDDEN TESTS
@@ -1373,7 +1381,7 @@ for trial in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_model_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
 def check_encoder_learns(model, twin, src, dec_in, dec_out):
-    model.train()
+    set_training(model, True)
     attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)  # an error reads as a message
     logits = twin(src, dec_in).detach().requires_grad_()  # nn.Transformer's logits with the same weights
     F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss there; its gradient on the logits
