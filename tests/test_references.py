@@ -6,7 +6,10 @@ in the grader: not `# kernel only`), an earlier or the same test cell, or Python
 define it; a value computed from a student name (called, indexed, an attribute read, an
 argument passed to anything) is **tainted**, and so is everything assigned from it. The
 grader's own draws are clean: `draw_parameters` returns the tensors the test drew, and
-`fresh(...)` is the grader's copy.
+`fresh(...)` is the grader's copy. A tuple keeps each item's taint (`block, layer = new_block(...)`, also
+through a helper's `return block, layer`, `f(*new_block(...))`, `zip`, `enumerate` and a literal of tuples
+iterated); used whole it is the union of its items. A comprehension's calls give a new output per item, and a
+`.backward()` leaves its taint in every `.grad` the cell reads afterwards.
 
 Two rules, over every comparison in a test cell (course checks, `torch.allclose` and friends,
 `==`, `<`, ...):
@@ -18,8 +21,8 @@ Two rules, over every comparison in a test cell (course checks, `torch.allclose`
   the marker `# message only: <why>`, and its cell must also hold a reference comparison (a
   tainted side against a clean one), which is what awards the point.
 
-`PENDING` lists the cells not yet held to this (cells of 02, 06, 07, 08 and 09 still to rewrite or to
-mark, and the analysis's limits), each with what it compares; remove an entry once its cell is fixed
+`PENDING` lists the cells not yet held to this (cells of 02, 04, 06, 07 and 08 still to rewrite or to
+mark), each with what it compares; remove an entry once its cell is fixed
 (`test_pending_cells_are_still_flagged` fails while a listed cell already passes).
 """
 
@@ -61,25 +64,82 @@ DATA_METHODS = set(dir(torch.Tensor)) | set(dir(np.ndarray)) | set(dir(dict)) | 
 # Cells not yet held to the rules (see the module docstring): {assignment: {grade_id: why}}. Empty an entry once its
 # cell compares each student output with the grader's own reference; the test then keeps it so.
 PENDING = {
-    # chapter 09 compares every output with the grader's layer or twin (issue 29 items 1 and 4, session 31); what
-    # is left here: comparisons of two student outputs that come first only to pick a message, not yet marked
-    # `# message only:`, and the analysis's limit that `block, layer = new_block(...)` keeps the block's taint on
-    # the grader's layer (a tuple's items are not told apart)
-    "09_decoder": {
-        "test_cross_attention_values": "unmarked message-only comparisons of the moved outputs, before the references",
-        "test_cross_attention_padding": "PAD appended against the short memory, unmarked (no reference for the short one)",
-        "test_decoder_causal": "the layer from new_block's tuple reads as the student's",
-        "test_decoder_sees_all_memory": "unmarked message-only comparison; the layer from new_block's tuple",
-        "test_decoder_memory_padding": "unmarked message-only comparison; the layer from new_block's tuple",
-        "test_model_masks": "unmarked message-only comparisons of changed logits, before the twin's",
-        "test_model_matches_pytorch": "the reference built from a tuple with the model reads as the student's",
-        "test_model_block_weights": "the wanted weights from a tuple with the model read as the student's",
-        "test_model_gradients": "the twin's gradients from a tuple with the model read as the student's",
+    # the reference gradient's direction is the student's own: d_encoded comes from the student's masked_token_loss at
+    # the student's encoded (found when the analysis learned that `.backward()` leaves its taint in every `.grad`)
+    "04_encoder_block": {
+        "test_gradients_reach_every_parameter": "nn.TransformerEncoderLayer's gradients along the student's d_encoded",
     },
 }
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)
 CLEAN: Taint = frozenset()
+
+
+class Parts(frozenset):
+    """The taint of a tuple: the union of its items' taints, and each item's own (`parts`), so that unpacking
+    `block, layer = new_block(...)` gives the grader's layer its own taint, not the block's."""
+
+    parts: tuple
+
+    def __new__(cls, parts):
+        self = super().__new__(cls, frozenset().union(*parts))
+        self.parts = tuple(parts)
+        return self
+
+
+class Rows(frozenset):
+    """The taint of an iterable whose every item has the taint `item` (a Parts for `zip(...)`, `enumerate(...)`);
+    used as a value, the union of everything in it."""
+
+    item: Taint
+
+    def __new__(cls, item):
+        self = super().__new__(cls, item)
+        self.item = item
+        return self
+
+
+def join(a: Taint, b: Taint) -> Taint:
+    """The taint of a value that is either `a` or `b`: item by item where both are tuples of one length."""
+    if not a:
+        return b
+    if not b:
+        return a
+    if isinstance(a, Parts) and isinstance(b, Parts) and len(a.parts) == len(b.parts):
+        return Parts(tuple(join(x, y) for x, y in zip(a.parts, b.parts, strict=True)))
+    if isinstance(a, Rows) and isinstance(b, Rows):
+        return Rows(join(a.item, b.item))
+    return frozenset(a | b)
+
+
+def item_of(taint: Taint) -> Taint:
+    """The taint of one item of what has the taint `taint`, when iterated."""
+    if isinstance(taint, Rows):
+        return taint.item
+    if isinstance(taint, Parts):
+        item = CLEAN
+        for part in taint.parts:
+            item = join(item, part)
+        return item
+    return taint
+
+
+def relabel(taint: Taint, label) -> Taint:
+    """`taint` with each (student, call) pair replaced by `label(student, call)`, tuples kept item by item."""
+    if isinstance(taint, Parts):
+        return Parts(tuple(relabel(part, label) for part in taint.parts))
+    if isinstance(taint, Rows):
+        return Rows(relabel(taint.item, label))
+    return frozenset(label(student, call) for student, call in taint)
+
+
+def shape(taint: Taint):
+    """A key that tells a tuple's taint from the plain union of its items (for the summaries' cache)."""
+    if isinstance(taint, Parts):
+        return ("parts", tuple(shape(part) for part in taint.parts))
+    if isinstance(taint, Rows):
+        return ("rows", shape(taint.item))
+    return frozenset(taint)
 
 
 @dataclass
@@ -109,6 +169,7 @@ class Analysis:
     references: dict = field(default_factory=dict)  # cell -> number of reference comparisons
     excused: dict = field(default_factory=dict)  # cell -> [line] of `# message only` comparisons
     lines: dict = field(default_factory=dict)  # cell -> its source lines
+    gradients: Taint = CLEAN  # what the backward passes of the current cell so far derive from (`.grad` reads it)
     _summaries: dict = field(default_factory=dict)
     _active: set = field(default_factory=set)
     cell: str = ""  # the cell whose statements are being read
@@ -129,23 +190,24 @@ class Analysis:
     def taint_of(value) -> Taint:
         return value if isinstance(value, frozenset) else CLEAN
 
-    def bind(self, target: ast.expr, taint: Taint, scopes: list, value_node=None) -> None:
+    def bind(self, target: ast.expr, taint: Taint, scopes: list) -> None:
         scope = scopes[-1] if scopes else self.globals
         if isinstance(target, ast.Name):
             scope[target.id] = taint
         elif isinstance(target, (ast.Tuple, ast.List)):
-            parts = value_node.elts if isinstance(value_node, (ast.Tuple, ast.List)) else None
-            for i, element in enumerate(target.elts):
+            starred = any(isinstance(element, ast.Starred) for element in target.elts)
+            parts = taint.parts if isinstance(taint, Parts) and len(taint.parts) == len(target.elts) else None
+            for i, element in enumerate(target.elts):  # a tuple's items one by one, anything else whole
                 if isinstance(element, ast.Starred):
                     element = element.value
-                part = parts[i] if parts is not None and len(parts) == len(target.elts) else None
-                self.bind(element, self.expr(part, scopes) if part is not None else taint, scopes)
+                self.bind(element, parts[i] if parts is not None and not starred else frozenset(taint), scopes)
         elif isinstance(target, (ast.Attribute, ast.Subscript)):
             base = target.value
             while isinstance(base, (ast.Attribute, ast.Subscript)):
                 base = base.value
-            if isinstance(base, ast.Name) and taint:  # an object that holds a student value is tainted
-                self.bind(base, self.taint_of(self.lookup(base.id, scopes)) | taint, scopes)
+            if isinstance(base, ast.Name) and taint:  # an object that holds a student value is tainted, where it lives
+                held = next((s for s in [*reversed(scopes), self.globals] if base.id in s), scope)
+                held[base.id] = self.taint_of(self.lookup(base.id, scopes)) | taint
         elif isinstance(target, ast.Starred):
             self.bind(target.value, taint, scopes)
 
@@ -158,6 +220,8 @@ class Analysis:
             return self.taint_of(self.lookup(node.id, scopes))
         if isinstance(node, ast.Constant):
             return CLEAN
+        if isinstance(node, ast.Attribute) and node.attr == "grad":  # what a backward pass left there
+            return frozenset(self.expr(node.value, scopes) | self.gradients)
         if isinstance(node, ast.Call):
             return self.call(node, scopes)
         if isinstance(node, ast.Compare):  # equality; an order (`scaled < raw`) is a property, not a reference
@@ -166,9 +230,15 @@ class Analysis:
                 if isinstance(op, (ast.Eq, ast.NotEq)):
                     self.compared(node, left, right)
             return frozenset().union(*sides)
+        if isinstance(node, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return Parts(tuple(self.expr(element, scopes) for element in node.elts))
         if isinstance(node, ast.Subscript):  # a clean table indexed by a student's key still holds clean values
             self.expr(node.slice, scopes)
-            return self.expr(node.value, scopes)
+            value = self.expr(node.value, scopes)
+            index = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            if isinstance(value, Parts) and isinstance(index, int) and -len(value.parts) <= index < len(value.parts):
+                return value.parts[index]  # `new_block(...)[1]`: that item's own
+            return value
         if isinstance(node, ast.Lambda):
             inner = dict.fromkeys(_parameters(node.args), CLEAN)
             return self.expr(node.body, [*scopes, inner])
@@ -176,12 +246,16 @@ class Analysis:
             inner: dict = {}
             local = [*scopes, inner]
             for generator in node.generators:
-                self.bind(generator.target, self.expr(generator.iter, local), local)
+                self.bind(generator.target, self.items(generator.iter, local), local)
                 for condition in generator.ifs:
                     self.expr(condition, local)
             if isinstance(node, ast.DictComp):
-                return self.expr(node.key, local) | self.expr(node.value, local)
-            return self.expr(node.elt, local)
+                taint = self.expr(node.key, local) | self.expr(node.value, local)
+            else:
+                taint = self.expr(node.elt, local)
+            inside = {id(n) for n in ast.walk(node) if isinstance(n, ast.Call)}  # a call here runs once per item
+            return frozenset(taint | {(student, "many") for student, call in taint
+                                      if (call[0] if isinstance(call, tuple) else call) in inside})
         if isinstance(node, ast.NamedExpr):
             taint = self.expr(node.value, scopes)
             self.bind(node.target, taint, scopes)
@@ -196,9 +270,26 @@ class Analysis:
                 taint |= self.expr(child.iter, scopes)
         return taint
 
+    def items(self, node: ast.expr, scopes: list) -> Taint:
+        """The taint of one item of the iterable `node` (a literal list item by item, like a tuple)."""
+        if isinstance(node, ast.List) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return item_of(Parts(tuple(self.expr(element, scopes) for element in node.elts)))
+        return item_of(self.expr(node, scopes))
+
     def call(self, node: ast.Call, scopes: list) -> Taint:
-        args = [self.expr(a.value if isinstance(a, ast.Starred) else a, scopes) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value, scopes) for k in node.keywords}
+        args, rest = [], CLEAN  # the positional arguments' taints; `rest`: what a `*value` of unknown length holds
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                value = self.expr(a.value, scopes)
+                if isinstance(value, Parts) and not rest:  # `f(*new_block(...))`: its items, in their places
+                    args.extend(value.parts)
+                else:
+                    rest |= value
+            elif rest:
+                rest |= self.expr(a, scopes)
+            else:
+                args.append(self.expr(a, scopes))
+        kwargs = {k.arg: self.expr(k.value, scopes) for k in node.keywords}  # `**value` under the key None
         name = _callee_name(node.func)
         callee = self.lookup(node.func.id, scopes) if isinstance(node.func, ast.Name) else None
         if name in EXPECTED_ARGUMENT and isinstance(node.func, ast.Name) and callee == CLEAN:
@@ -214,45 +305,60 @@ class Analysis:
             if len(sides) == 2:
                 self.compared(node, *sides)
         if isinstance(callee, Function):  # what its own calls of student code return is new at every call
-            given = {call for value in [*args, *kwargs.values()] for _, call in value}
-            return frozenset((student, call if call in given else (id(node), call))
-                             for student, call in self.summary(callee, node, args, kwargs))
+            given = {call for value in [*args, rest, *kwargs.values()] for _, call in value}
+            return relabel(self.summary(callee, node, args, kwargs, rest),
+                           lambda student, call: (student, call if call in given else (id(node), call)))
         if name in CLEAN_CALLS and isinstance(node.func, ast.Name):
             return CLEAN
+        if name in ("zip", "enumerate") and callee == CLEAN and not rest and None not in kwargs:
+            items = [item_of(value) for value in args]  # each item a tuple: one item of each argument
+            return Rows(Parts(tuple(items) if name == "zip" else (CLEAN, *items[:1])))
         taint = self.expr(node.func, scopes)
         if taint and (isinstance(node.func, ast.Name) or name not in DATA_METHODS):
             taint = frozenset((student, id(node)) for student, _ in taint)  # a call of the student's code: a new output
-        for value in [*args, *kwargs.values()]:
+        for value in [*args, rest, *kwargs.values()]:
             taint |= value
         if taint and name in RUNS_STUDENT_CODE and isinstance(node.func, ast.Name):
             taint = frozenset((student, (id(node), call)) for student, call in taint)
+        if name == "backward":  # `(twin(x) * direction).sum().backward()`: every gradient it leaves has its taint
+            self.gradients = frozenset(self.gradients | taint)
         if taint and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:  # `outs.append(student)`
             self.bind(node.func.value, taint | {(student, "many") for student, _ in taint}, scopes)
         return taint
 
-    def summary(self, function: Function, node: ast.Call, args: list, kwargs: dict) -> Taint:
-        """What `function` returns when called with arguments of these taints (its body analysed once per taint)."""
+    def summary(self, function: Function, node: ast.Call, args: list, kwargs: dict, rest: Taint = CLEAN) -> Taint:
+        """What `function` returns when called with arguments of these taints (its body analysed once per taint).
+
+        `rest` is what a `*value` of unknown length holds: any positional parameter from there on may get it."""
         names = _parameters(function.node.args)
         given = dict.fromkeys(names, CLEAN)
         positional = [a.arg for a in (*function.node.args.posonlyargs, *function.node.args.args)]
+        vararg, kwarg = (a.arg if a is not None else None for a in (function.node.args.vararg, function.node.args.kwarg))
         extra = CLEAN
         for i, taint in enumerate(args):
             if i < len(positional):
-                given[positional[i]] = given[positional[i]] | taint
-            elif function.node.args.vararg:
-                given[function.node.args.vararg.arg] |= taint
+                given[positional[i]] = join(given[positional[i]], taint)
+            elif vararg:
+                given[vararg] = frozenset(given[vararg] | taint)
             else:
                 extra |= taint
+        if rest:
+            for name in [*positional[len(args):], *([vararg] if vararg else [])]:
+                given[name] = frozenset(given[name] | rest)
         for key, taint in kwargs.items():
-            if key in given:
-                given[key] |= taint
-            elif function.node.args.kwarg:
-                given[function.node.args.kwarg.arg] |= taint
+            if key is None:  # `**value`: any parameter may get it
+                for name in given:
+                    given[name] = frozenset(given[name] | taint)
+            elif key in given:
+                given[key] = join(given[key], taint)
+            elif kwarg:
+                given[kwarg] = frozenset(given[kwarg] | taint)
             else:
                 extra |= taint
-        key = (id(function.node), tuple(sorted((k, v) for k, v in given.items())))
+        key = (id(function.node), id(function.scope), tuple(sorted((k, shape(v)) for k, v in given.items())),
+               self.gradients)  # its enclosing scope too: what it stores there is stored again
         if key in self._summaries:
-            return self._summaries[key] | extra
+            return self._summaries[key] if not extra else frozenset(self._summaries[key] | extra)
         if key in self._active:  # recursion: assume everything it was given
             return frozenset().union(*given.values()) | extra
         self._active.add(key)
@@ -265,7 +371,7 @@ class Analysis:
         self.cell = caller  # what the caller's later lines find is the caller's
         self._active.discard(key)
         self._summaries[key] = result
-        return result | extra
+        return result if not extra else frozenset(result | extra)
 
     # ------------------------------------------------------------ statements
 
@@ -273,7 +379,7 @@ class Analysis:
         """Analyse statements; the union of the taints of what `return` statements return."""
         returned = CLEAN
         for statement in body:
-            returned |= self.statement(statement, scopes, cell)
+            returned = join(returned, self.statement(statement, scopes, cell))
         return returned
 
     def statement(self, node: ast.stmt, scopes: list, cell: str) -> Taint:
@@ -299,7 +405,7 @@ class Analysis:
                         scope[target.id] = Function(node.value, cell, scopes[-1] if scopes else None)
                 return CLEAN
             for target in node.targets:
-                self.bind(target, taint, scopes, node.value)
+                self.bind(target, taint, scopes)
             return CLEAN
         if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             taint = self.expr(node.value, scopes)
@@ -310,21 +416,21 @@ class Analysis:
         if isinstance(node, ast.Return):
             return self.expr(node.value, scopes)
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            iterated = self.expr(node.iter, scopes)
+            iterated = self.items(node.iter, scopes)
             returned = CLEAN
             for _ in range(2):  # twice: what one pass taints reaches the next
                 self.bind(node.target, iterated, scopes)
-                returned |= self.block(node.body, scopes, cell)
-            return returned | self.block(node.orelse, scopes, cell)
+                returned = join(returned, self.block(node.body, scopes, cell))
+            return join(returned, self.block(node.orelse, scopes, cell))
         if isinstance(node, ast.While):
             returned = CLEAN
             for _ in range(2):
                 self.expr(node.test, scopes)
-                returned |= self.block(node.body, scopes, cell)
-            return returned | self.block(node.orelse, scopes, cell)
+                returned = join(returned, self.block(node.body, scopes, cell))
+            return join(returned, self.block(node.orelse, scopes, cell))
         if isinstance(node, ast.If):
             self.expr(node.test, scopes)
-            return self.block(node.body, scopes, cell) | self.block(node.orelse, scopes, cell)
+            return join(self.block(node.body, scopes, cell), self.block(node.orelse, scopes, cell))
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 taint = self.expr(item.context_expr, scopes)
@@ -336,8 +442,8 @@ class Analysis:
             for handler in node.handlers:
                 if handler.name:
                     scope[handler.name] = CLEAN
-                returned |= self.block(handler.body, scopes, cell)
-            return returned | self.block(node.orelse, scopes, cell) | self.block(node.finalbody, scopes, cell)
+                returned = join(returned, self.block(handler.body, scopes, cell))
+            return join(join(returned, self.block(node.orelse, scopes, cell)), self.block(node.finalbody, scopes, cell))
         for child in ast.iter_child_nodes(node):  # Expr, Assert, Raise, Delete, ...
             if isinstance(child, ast.expr):
                 self.expr(child, scopes)
@@ -419,6 +525,7 @@ def analyse(assignment: str) -> Analysis:
             continue  # it runs in the kernel only: what it defines is the kernel's (the student's side)
         gid = meta.get("grade_id")
         analysis.lines[gid] = cell.source.splitlines()
+        analysis.gradients = CLEAN  # a cell's gradients are its own
         analysis.block(ast.parse(cell.source).body, [], gid)
     return finish(analysis)
 
@@ -444,10 +551,12 @@ def _analyse_source(cells: list) -> Analysis:
     analysis = Analysis()
     for gid, source in cells:
         analysis.lines[gid] = source.splitlines()
+        analysis.gradients = CLEAN
         analysis.block(ast.parse(source).body, [], gid)
     return finish(analysis)
 
 
+PAIR = "def pair(n):\n    return M(n), torch.nn.Linear(n, n)\n"  # the student's block and the grader's layer
 IMPORTS = ("imports", "import torch\nfrom course import attempt, check_close, matches, check_true\n"
            "from nboracle.kernel import draw_parameters\nx, y = torch.ones(3), torch.zeros(3)\n")
 
@@ -469,6 +578,29 @@ IMPORTS = ("imports", "import torch\nfrom course import attempt, check_close, ma
     ("a, b = f(x), g(x)\nif not matches(a, b):  # message only: names the mistake before the reference check\n"
      "    check_true(False, 'm')\ncheck_close('f', a, torch.ones(2))", False),
     ("a, b = f(x), g(x)\ncheck_true(matches(a, b), 'm')  # message only: but no reference", True),
+    # a tuple's items keep their own taints, through a helper's `return a, b` too
+    (PAIR + "block, layer = pair(2)\ncheck_close('m', block(x), layer(x))", False),  # the grader's item stays clean
+    (PAIR + "block, layer = pair(2)\ncheck_close('m', M(2)(x), block(x))", True),  # the student's stays tainted
+    (PAIR + "both = pair(2)\ncheck_close('m', M(2)(x), both)", True),  # a tuple used whole: the union
+    (PAIR + "check_close('m', M(2)(x), pair(2)[1](x))", False),  # an item read by its index
+    (PAIR + "check_close('m', M(2)(x), pair(2)[0](x))", True),
+    (PAIR + "def judge(block, layer, v):\n    check_close('m', block(v), layer(x))\njudge(*pair(2), f(x))",
+     False),  # `*pair(2)` fills two parameters, `f(x)` the third
+    (PAIR + "def judge(layer, block):\n    check_close('m', block(x), layer(x))\njudge(*pair(2))", True),
+    ("def pick(c):\n    if c:\n        return f(x), torch.ones(3)\n    return g(x), torch.zeros(3)\n"
+     "out, want = pick(True)\ncheck_close('f', out, want)", False),  # every return a pair: item by item
+    ("outs = (f(x), f(y))\nfor out, want in zip(outs, (torch.ones(3), torch.zeros(3))):\n"
+     "    check_close('f', out, want)", False),  # zip's items, one of each
+    ("outs = (f(x), f(y))\nfor out, other in zip(outs, outs[::-1]):\n    check_close('f', out, other)", True),
+    ("for what, out, want in (('x', f(x), torch.ones(3)), ('y', f(y), torch.zeros(3))):\n"
+     "    check_close(what, out, want)", False),  # a literal of tuples: column by column
+    ("a, b = (f(t) for t in (x, y))\ncheck_true(torch.allclose(a, b), 'm')", True),  # one call, many outputs
+    # a backward pass leaves its taint in the gradients
+    ("ref = torch.nn.Linear(3, 3)\n(ref(x) * f(x)).sum().backward()\ncheck_close('g', g(x), ref.weight.grad)", True),
+    ("ref = torch.nn.Linear(3, 3)\n(ref(x) * y).sum().backward()\ncheck_close('g', g(x), ref.weight.grad)", False),
+    # a container a nested function fills is the enclosing function's
+    ("def run():\n    got = {}\n    def keep(k):\n        got[k] = f(x)\n    keep('a')\n"
+     "    check_close('f', f(y), got['a'])\nrun()", True),
 ])
 def test_the_analysis_flags_student_references(source, flagged):
     analysis = _analyse_source([IMPORTS, ("test", source)])

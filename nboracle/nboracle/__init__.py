@@ -20,6 +20,7 @@ from .kernel.probes import (
     parameter_gradients,
     read_state,
     read_tensors,
+    set_training,
 )
 from .kernel.wire import WireError
 
@@ -27,4 +28,5 @@ __version__ = "0.1.0"
 
 __all__ = ["CheckFailed", "Fresh", "Largest", "WireError", "call_keeping_arguments", "draw_parameters", "fresh",
            "generator_entry", "input_gradients", "is_remote", "largest_tensor", "load_tensors", "module_tensors",
-           "parameter_and_input_gradients", "parameter_gradients", "read_state", "read_tensors"]
+           "parameter_and_input_gradients", "parameter_gradients", "read_state", "read_tensors",
+           "set_training"]

@@ -668,6 +668,31 @@ def test_a_modules_tensors_are_read_and_written_as_it_holds_them_never_through_i
         probes.load_tensors(layer, {"weight": torch.zeros(3, 2)})
 
 
+def test_the_test_sets_a_modules_mode_without_its_train_or_eval():
+    """set_training writes `training` on every submodule as nn.Module.train does: a train() that keeps eval mode
+    (hiding a dropout) changes nothing, and a class whose `training` reads another mode fails (issue 29)."""
+    class KeepsEval(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.Dropout(0.5)
+            self.shared = self.attention
+
+        def train(self, mode=True):
+            return super().train(False)
+
+    module = KeepsEval()
+    probes.set_training(module, True)
+    assert all(part.training for part in module.modules())
+    probes.set_training(module, False)
+    assert not any(part.training for part in module.modules())
+
+    class Stuck(torch.nn.Module):
+        training = property(lambda self: False, lambda self, mode: None)
+
+    with pytest.raises(TypeError, match="does not keep its mode"):
+        probes.set_training(Stuck(), True)
+
+
 def test_two_names_for_one_memory_fail_the_read_back():
     """Writing two parameters that share memory leaves one of them holding other values: the read-back says so."""
     module = torch.nn.Module()

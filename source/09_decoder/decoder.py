@@ -57,7 +57,7 @@ from course import (
 )
 from course.diagrams import draw_encoder_decoder
 from nboracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
-                      read_state)
+                      read_state, set_training)
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -266,7 +266,8 @@ def new_block(width, heads, hidden, norm_first=False, seed=0):
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
     block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
     state = block_state(width, hidden, seed)
-    return load_state(what, block, state).eval(), decoder_layer(state, width, heads, hidden, norm_first)
+    set_training(load_state(what, block, state), False)  # eval mode, set as nn.Module.eval() does
+    return block, decoder_layer(state, width, heads, hidden, norm_first)
 
 
 def check_cross_weights_shape(call, weights, expected):
@@ -372,13 +373,13 @@ with torch.no_grad():
     base = attempt("cross_attention(attention, x, memory)", cross_attention, attention, x, memory)[0]
     moved_x = attempt("cross_attention with x edited", cross_attention, attention, edited_x, memory)[0]
     moved_memory = attempt("cross_attention with memory edited", cross_attention, attention, x, edited_memory)[0]
-check_true(torch.allclose(base[:, 1:], moved_x[:, 1:], atol=1e-6),
-           "changing decoder position 0 moved the outputs of positions 1 to 3: in cross-attention the keys and "
+mixed = not torch.allclose(base[:, 1:], moved_x[:, 1:], atol=1e-6)  # message only: names the mix-up
+check_true(not mixed, "changing decoder position 0 moved the outputs of positions 1 to 3: in cross-attention the keys and "
            "values come from memory, not from x, so the decoder positions do not mix")
-check_true(not torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6),
-           "changing decoder position 0 did not change its own output: the queries must come from x")
-check_true(not torch.allclose(base, moved_memory, atol=1e-6),
-           "changing the memory did not change the output: the keys and values come from memory")
+same_own = torch.allclose(base[:, 0], moved_x[:, 0], atol=1e-6)  # message only: each output meets the test's below
+check_true(not same_own, "changing decoder position 0 did not change its own output: the queries must come from x")
+same_memory = torch.allclose(base, moved_memory, atol=1e-6)  # message only: each output meets the test's below
+check_true(not same_memory, "changing the memory did not change the output: the keys and values come from memory")
 ### BEGIN HIDDEN TESTS
 with torch.no_grad():  # each output above, with the test's attention
     for what, mine, (queries, source) in (("x, memory", base, (x, memory)), ("x edited, memory", moved_x, (edited_x, memory)),
@@ -433,7 +434,7 @@ def check_memory_padding(attention, heads, x, memory, lengths):
     check_rows_sum_to_one("weights with a memory padding mask", weights)
     masked = "PAD memory positions must not influence any output"
     check_close("outputs of sequence 0 with PAD appended to its memory vs without", out[:1], short, atol=1e-5,
-                hint=masked)
+                hint=masked)  # message only: each of the two is compared with the test's attention below
     with torch.no_grad():  # each output, with the test's attention
         want, want_weights = attention(x, memory, memory, key_padding_mask=pad, need_weights=True,
                                        average_attn_weights=False)
@@ -592,7 +593,7 @@ def check_decoder_modules(width, heads, hidden, norm_first, seed):
     build = f"build it as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True)"
     with torch.no_grad():
         for mode in ("eval", "train"):  # dropout acts in train mode only
-            attempt(f"{what}.{mode}()", getattr(block, mode))
+            set_training(block, mode == "train")  # the test sets the mode, as nn.Module's train() and eval() do
             for name, theirs in (("self_attention", layer.self_attn), ("cross_attention", layer.multihead_attn)):
                 call = f"{what}.{name}(x, kv, kv) in {mode} mode"
                 mine = attempt(call, getattr(block, name), x, kv, kv, need_weights=False, hint=build)
@@ -669,16 +670,16 @@ def check_decoder_causal(block, layer, x, memory):
     with torch.no_grad():
         before, after, elsewhere = (attempt(call, block, *inputs, causal_mask=future, hint=BLOCK_HINT)[0]
                                     for call, inputs in runs.items())
-    check_true(not torch.allclose(before, elsewhere, atol=1e-5),
-               "the block's output does not depend on memory at all: the cross-attention must take its keys and "
+    ignores_memory = torch.allclose(before, elsewhere, atol=1e-5)  # message only: names a missing memory
+    check_true(not ignores_memory, "the block's output does not depend on memory at all: the cross-attention must take its keys and "
                "values from memory (with them from x it is a second self-attention, and one without a causal mask)")
     check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
                  "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
     leak = "pass causal_mask to the self-attention as attn_mask (True = forbidden pair)"
-    check_true(torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5),
-               f"changing the last decoder token moved the outputs of earlier positions: {leak}")
-    check_true(not torch.allclose(before[:, -1], after[:, -1], atol=1e-5),
-               "changing the last decoder token did not change its own output: does the block use x?")
+    past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
+    check_true(not past_moved, f"changing the last decoder token moved the outputs of earlier positions: {leak}")
+    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the layer decides below
+    check_true(not same_last, "changing the last decoder token did not change its own output: does the block use x?")
     with torch.no_grad():  # each output, with the layer holding the same parameters
         for (call, inputs), mine in zip(runs.items(), (before, after, elsewhere)):
             check_close(f"out of {call}", mine, layer(*inputs, tgt_mask=future), atol=1e-4, hint=LAYER_HINT,
@@ -711,8 +712,8 @@ def check_sees_all_memory(block, layer, heads, x, memory):
     check_true(weights[:, :, 0, 1:].sum() > 0, "the first decoder position puts no weight on memory positions 1 and "
                "later: is the causal mask also applied to the cross-attention? The source is known in full; only the "
                "self-attention is causal")
-    check_true(not torch.allclose(before[:, 0], after[:, 0], atol=1e-5),
-               "changing the last memory position did not move the first decoder output: the cross-attention must "
+    unmoved = torch.allclose(before[:, 0], after[:, 0], atol=1e-5)  # message only: the layer decides below
+    check_true(not unmoved, "changing the last memory position did not move the first decoder output: the cross-attention must "
                "see the whole memory, with no causal mask")
     with torch.no_grad():  # each output, with the layer holding the same parameters
         check_close("cross_weights with a causal mask", weights, layer_cross_weights(layer, x, memory, future),
@@ -754,7 +755,8 @@ def check_decoder_padding(block, layer, heads, x, memory, lengths):
                "memory_padding_mask to the cross-attention (as key_padding_mask)")
     check_rows_sum_to_one(f"cross_weights of {call}", weights)
     masked = "PAD memory positions must not influence the decoder: mask them in the cross-attention"
-    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4, hint=masked)
+    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
+                hint=masked)  # message only: each of the two is compared with the layer below
     with torch.no_grad():  # each output, with the layer holding the same parameters
         check_close(f"cross_weights of {call}", weights, layer_cross_weights(layer, x, memory, future, pad),
                     atol=1e-5, hint=LAYER_HINT)
@@ -850,7 +852,8 @@ def _compare_with_pytorch(norm_first, seed):
         width = 2 * heads * d_head
         state = block_state(width, hidden, seed=10 * seed + trial)
         what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state).eval()
+        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state)
+        set_training(block, False)
         layer = decoder_layer(state, width, heads, hidden, norm_first)
         x = torch.randn(batch, length, width, generator=gen)
         memory = torch.randn(batch, source_length, width, generator=gen)
@@ -882,7 +885,8 @@ _compare_with_pytorch(norm_first=False, seed=99)
 torch.manual_seed(8)
 state = block_state(8, 16, seed=8)
 state["norm3.weight"], state["norm3.bias"] = torch.ones(8), torch.zeros(8)  # norm3 as at initialisation
-block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state).eval()
+block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state)
+set_training(block, False)
 with torch.no_grad():
     out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
                      causal_mask=future_mask(4), hint=BLOCK_HINT)
@@ -899,7 +903,8 @@ def check_clean_residual(width, heads, hidden, x, memory, seed):
         if key.startswith(("self_attention.out_proj.", "cross_attention.out_proj.", "ffn.linear2.")):
             state[key] = torch.zeros_like(state[key])
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first=True)"
-    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state).eval()
+    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state)
+    set_training(block, False)
     with torch.no_grad():
         out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=future_mask(x.shape[1]),
                          hint=BLOCK_HINT)
@@ -916,11 +921,12 @@ _compare_with_pytorch(norm_first=True, seed=100)
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
-def check_decoder_gradients(block, x, memory):
-    block.train()
+def check_decoder_gradients(block, layer, x, memory):
+    set_training(block, True)
     future = future_mask(x.shape[1])
-    out = attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)[0].detach().requires_grad_()
-    out.square().mean().backward()  # the test's loss; its gradient on out is the direction of the backward pass
+    attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)  # an error reads as a message
+    out = layer(x, memory, tgt_mask=future).detach().requires_grad_()  # the layer's output with the same parameters
+    out.square().mean().backward()  # the test's loss there; its gradient on out is the direction of the backward pass
     gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
     for name, grad in gradients.items():
         check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
@@ -932,7 +938,7 @@ def check_decoder_gradients(block, x, memory):
 
 
 torch.manual_seed(10)
-direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10)[0], torch.randn(2, 3, 8),
+direction, memory_grad = check_decoder_gradients(*new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8),
                                                  torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(101)
@@ -941,7 +947,7 @@ for trial in range(2):
     width, norm_first = heads * d_head, bool(trial)
     block, layer = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
     x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
-    direction, memory_grad = check_decoder_gradients(block, x, memory)
+    direction, memory_grad = check_decoder_gradients(block, layer, x, memory)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
     leaf = memory.clone()
     (layer(x, leaf.requires_grad_(), tgt_mask=future_mask(4)) * direction).sum().backward()
@@ -1189,13 +1195,14 @@ def check_model_masks(model, twin, source_length, n):
                "the logits do not depend on the source at all: the decoder reads it only through the memory, "
                "so the cross-attention must take its keys and values from memory")
     check_close("logits of the earlier decoder positions after changing the last decoder token",
-                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,
+                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,  # message only: every run meets the twin below
                 hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
     check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
                "react to the last source token: every decoder position must see the whole memory (no causal mask on "
                "the cross-attention)")
     check_close("logits with two PAD tokens appended to the source (and a padding mask)", logits(calls[5]), base,
-                atol=1e-4, hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
+                atol=1e-4,  # message only: every run meets the twin below
+                hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
                                 "memory_padding_mask) in decode")
     with torch.no_grad():  # each output, with nn.Transformer holding the same weights
         for call, inputs in runs.items():
@@ -1205,12 +1212,14 @@ def check_model_masks(model, twin, source_length, n):
 
 
 model_, state_ = new_model(12)
-check_model_masks(model_.eval(), pytorch_twin(state_, heads=4), 6, 6)
+set_training(model_, False)
+check_model_masks(model_, pytorch_twin(state_, heads=4), 6, 6)
 ### BEGIN HIDDEN TESTS
 for seed in range(2):
     model_, state_ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed),
                                noise=0.1)
-    check_model_masks(model_.eval(), pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
+    set_training(model_, False)
+    check_model_masks(model_, pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -1271,7 +1280,7 @@ for trial in range(4):
     heads = int(torch.randint(1, 4, (1,), generator=gen))
     net, state = new_model(1050 + trial, width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
                            layers=1 + trial % 3, norm_first=bool(trial % 2), noise=0.3)
-    net.train()
+    set_training(net, True)
     reference = _Reference(state, heads, bool(trial % 2))
     source_length, n = (int(v) for v in torch.randint(2, 9, (2,), generator=gen))
     src = torch.randint(2, VOCAB, (3, source_length), generator=gen)
@@ -1353,7 +1362,8 @@ def check_weights_per_block(model, reference, src, dec_in):
 
 
 model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
-check_weights_per_block(model_.eval(), RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
+set_training(model_, False)
+check_weights_per_block(model_, RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
                         torch.randint(0, VOCAB, (2, 6)))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(107)
@@ -1362,17 +1372,19 @@ for trial in range(3):
     net, state = new_model(1070 + trial, width=4 * heads, heads=heads, hidden=12, layers=layers,
                            norm_first=bool(trial % 2), noise=0.3)
     source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
-    check_weights_per_block(net.eval(), _Reference(state, heads, bool(trial % 2)),
+    set_training(net, False)
+    check_weights_per_block(net, _Reference(state, heads, bool(trial % 2)),
                             torch.randint(2, VOCAB, (2, source_length), generator=gen),
                             torch.randint(0, VOCAB, (2, n), generator=gen))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
-def check_encoder_learns(model, src, dec_in, dec_out):
-    model.train()
-    logits = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT).detach().requires_grad_()
-    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss; its gradient on the logits
+def check_encoder_learns(model, twin, src, dec_in, dec_out):
+    set_training(model, True)
+    attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)  # an error reads as a message
+    logits = twin(src, dec_in).detach().requires_grad_()  # nn.Transformer's logits with the same weights
+    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss there; its gradient on the logits
     gradients = parameter_gradients(model, (src, dec_in), logits.grad)
     encoder = {name: grad for name, grad in gradients.items() if name.startswith(("encoder_blocks.", "encoder_norm."))}
     reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
@@ -1388,14 +1400,15 @@ def check_encoder_learns(model, src, dec_in, dec_out):
 
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
-direction, encoder_gradients = check_encoder_learns(new_model(14, width=16, heads=2, hidden=32)[0], src, dec_in, dec_out)
+model_, state = new_model(14, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
+direction, encoder_gradients = check_encoder_learns(model_, pytorch_twin(state, heads=2), src, dec_in, dec_out)
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
     net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
-    direction, mine = check_encoder_learns(net, src, dec_in, dec_out)
-    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
     twin = pytorch_twin(state, heads=3, norm_first=bool(trial))
+    direction, mine = check_encoder_learns(net, twin, src, dec_in, dec_out)
+    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
     (twin(src, dec_in) * direction).sum().backward()
     theirs = dict(twin.named_parameters())
     for name in ("encoder_blocks.0.attention.in_proj_weight", "encoder_blocks.0.ffn.linear1.weight", "encoder_norm.weight"):

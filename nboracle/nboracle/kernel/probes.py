@@ -25,7 +25,7 @@ from .wire import WireError
 
 __all__ = ["CheckFailed", "is_remote", "parameter_gradients", "input_gradients", "parameter_and_input_gradients",
            "draw_parameters", "call_keeping_arguments", "module_tensors", "read_tensors", "read_state",
-           "load_tensors", "largest_tensor", "Largest"]
+           "load_tensors", "set_training", "largest_tensor", "Largest"]
 
 
 class CheckFailed(AssertionError):
@@ -407,6 +407,44 @@ def read_tensors(module: Any, names: Any = None) -> dict:
     return read
 
 
+def _set_training(module: Any, mode: Any) -> bool:
+    """``training = mode`` on ``module`` and every submodule, written in their own ``__dict__`` as
+    ``nn.Module.train`` does, with no method of theirs called; a module that then reads another
+    mode (a ``training`` property of its class) fails."""
+    G = _genuine()
+    mode, seen = mode is True, set()
+
+    def walk(prefix: str, part: Any, depth: int) -> None:
+        if depth > 64 or id(part) in seen:
+            return
+        if not issubclass(type(part), G.Module):
+            raise TypeError(f"the submodule {prefix or 'itself'} is a {type(part).__name__}, not a torch.nn.Module")
+        seen.add(id(part))
+        held = G.get(part, "__dict__")
+        children = held.get("_modules")
+        if not isinstance(children, dict):
+            raise TypeError(f"the module {prefix or 'itself'} does not keep its submodules as torch.nn.Module does")
+        held["training"] = mode
+        if G.get(part, "training") is not mode:
+            raise TypeError(f"the module {prefix or 'itself'} does not keep its mode in `training` as torch.nn.Module "
+                            "does")
+        for key, child in G.items(children):
+            if child is not None:
+                walk(f"{prefix}{key}.", child, depth + 1)
+
+    walk("", module, 0)
+    return mode
+
+
+def set_training(module: Any, mode: bool = True) -> None:
+    """Train mode (``mode=False``: eval mode) for ``module`` and every submodule, as
+    ``module.train(mode)`` sets it, without calling any method of the module: the test chooses the
+    mode, and no ``train`` or ``eval`` of the student's can keep another. The same call works on a
+    real module and on a proxy of the student's (the probe runs in the kernel)."""
+    if _probe("training", module, mode is True) is not (mode is True):
+        raise WireError("the kernel did not report the mode it set")
+
+
 def read_state(module: Any) -> dict:
     """``{name: tensor}`` of what ``state_dict()`` would list (parameters, persistent buffers), read
     from the module's own tensors: a trained model's weights as they are, whatever its methods say."""
@@ -610,6 +648,7 @@ PROBES: dict[str, Callable[..., Any]] = {"gradients": _gradients, "arguments": _
                                        "largest_tensor": _largest_tensor, "input_gradients": _input_gradients,
                                        "parameter_and_input_gradients": _parameter_and_input_gradients,
                                        "isinstance": _is_instance, "tensors": _tensor_list, "read": _read,
-                                       "load": _load, "outputs_at": _outputs_at, "function_at": _function_at}
+                                       "load": _load, "outputs_at": _outputs_at, "function_at": _function_at,
+                                       "training": _set_training}
 
 
