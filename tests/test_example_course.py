@@ -2,8 +2,9 @@
 
 It proves that the grading machinery is generic: another subject (NumPy, sorting), its own
 nbgrader_config.py and notebooks, no import of this course's helpers. The course is copied
-to a temporary folder; `nbgrader generate_assignment`, `autograde` and `generate_feedback`
-run there, as its instructor would run them. Every student is the released notebook with
+to a temporary folder (once per assignment, graded side by side); `nbgrader
+generate_assignment`, `autograde` and `generate_feedback` run there, as its instructor would
+run them. Every student is the released notebook with
 its solution cells filled in: the solution, the untouched stub, and each file of
 examples/sorting_course/wrong/<assignment>/ (a wrong version says which tests it loses and
 what they say; an attack says which wrong version it must score exactly as).
@@ -125,13 +126,15 @@ def nbgrader(root: Path, *args: str) -> None:
 
 @dataclass
 class Graded:
-    root: Path
+    roots: dict[str, Path]  # assignment -> the course copy it was graded in
     scores: dict[tuple[str, str], dict[str, float]]  # (assignment, student) -> {test grade id: score}
     maxima: dict[str, dict[str, float]]  # assignment -> {test grade id: points}
 
+    def file(self, folder: str, assignment: str, student: str, suffix: str = ".ipynb") -> Path:
+        return self.roots[assignment] / folder / student / assignment / f"{ASSIGNMENTS[assignment]}{suffix}"
+
     def notebook(self, assignment: str, student: str) -> nbformat.NotebookNode:
-        path = self.root / "autograded" / student / assignment / f"{ASSIGNMENTS[assignment]}.ipynb"
-        return nbformat.read(path, as_version=4)
+        return nbformat.read(self.file("autograded", assignment, student), as_version=4)
 
     def said(self, assignment: str, student: str, gid: str | None = None) -> str:
         """What the cells (or the cell ``gid``) of the autograded notebook printed and raised."""
@@ -144,37 +147,47 @@ class Graded:
         return "\n".join(texts)
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> Graded:
+def grade(root: Path, assignment: str) -> tuple[dict, dict]:
+    """Release, submit every student, autograde, feedback: the scores by student and the points."""
     from nbgrader.api import Gradebook
 
-    root = tmp_path_factory.mktemp("example") / "sorting_course"
+    name = ASSIGNMENTS[assignment]
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("wrong", "__pycache__", ".ipynb_checkpoints"))
-    for assignment, name in ASSIGNMENTS.items():
-        nbgrader(root, "generate_assignment", assignment, "--force")
-        release = nbformat.read(root / "release" / assignment / f"{name}.ipynb", as_version=4)
-        answers = solution_answers(nbformat.read(root / "source" / assignment / f"{name}.ipynb", as_version=4))
-        students = {SOLUTION: answers, STUB: {}}
-        students.update({e.name: {**answers, **e.cells} for e in ENTRIES if e.assignment == assignment})
-        for student, cells in students.items():
-            nb = nbformat.from_dict(json.loads(json.dumps(release)))
-            for cell in nb.cells:
-                if grade_id(cell) in cells:
-                    cell.source = cells[grade_id(cell)]
-            assert {grade_id(c) for c in nb.cells} >= set(cells), f"{student}: a cell it fills is not in {name}"
-            folder = root / "submitted" / student / assignment
-            folder.mkdir(parents=True)
-            nbformat.write(nb, folder / f"{name}.ipynb")
-        nbgrader(root, "autograde", assignment, "--force", "--create")
-        nbgrader(root, "generate_feedback", assignment, "--force")
-    scores, maxima = {}, {}
+    nbgrader(root, "generate_assignment", assignment, "--force")
+    release = nbformat.read(root / "release" / assignment / f"{name}.ipynb", as_version=4)
+    answers = solution_answers(nbformat.read(root / "source" / assignment / f"{name}.ipynb", as_version=4))
+    students = {SOLUTION: answers, STUB: {}}
+    students.update({e.name: {**answers, **e.cells} for e in ENTRIES if e.assignment == assignment})
+    for student, cells in students.items():
+        nb = nbformat.from_dict(json.loads(json.dumps(release)))
+        for cell in nb.cells:
+            if grade_id(cell) in cells:
+                cell.source = cells[grade_id(cell)]
+        assert {grade_id(c) for c in nb.cells} >= set(cells), f"{student}: a cell it fills is not in {name}"
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    nbgrader(root, "autograde", assignment, "--force", "--create")
+    nbgrader(root, "generate_feedback", assignment, "--force")
+    scores, points = {}, {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for assignment, name in ASSIGNMENTS.items():
-            for submission in gb.assignment_submissions(assignment):
-                notebook = gb.find_submission_notebook(name, assignment, submission.student_id)
-                scores[assignment, submission.student_id] = {g.name: g.score for g in notebook.grades}
-                maxima[assignment] = {g.name: g.max_score for g in notebook.grades}
-    return Graded(root, scores, maxima)
+        for submission in gb.assignment_submissions(assignment):
+            notebook = gb.find_submission_notebook(name, assignment, submission.student_id)
+            scores[assignment, submission.student_id] = {g.name: g.score for g in notebook.grades}
+            points = {g.name: g.max_score for g in notebook.grades}
+    return scores, points
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Graded:
+    """Both assignments at once, each in a copy of its own (the time is mostly kernels starting)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    roots = {a: tmp_path_factory.mktemp(a.split("_", 1)[1]) / "sorting_course" for a in ASSIGNMENTS}
+    with ThreadPoolExecutor(len(roots)) as pool:
+        results = dict(zip(roots, pool.map(grade, roots.values(), roots), strict=True))
+    scores = {key: value for assignment_scores, _ in results.values() for key, value in assignment_scores.items()}
+    return Graded(roots, scores, {a: points for a, (_, points) in results.items()})
 
 
 # ---------------------------------------------------------------- the tests
@@ -184,6 +197,8 @@ def graded(tmp_path_factory) -> Graded:
 def test_solution_scores_full_marks_and_stub_zero(graded, assignment):
     assert graded.scores[assignment, SOLUTION] == graded.maxima[assignment], graded.said(assignment, SOLUTION)
     assert set(graded.scores[assignment, STUB].values()) == {0.0}
+    for student in (SOLUTION, STUB):  # the example's sandbox line took effect
+        assert graded.notebook(assignment, student).metadata["grading_kernel"] == {"sandboxed": True}
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=lambda e: e.name)
@@ -211,7 +226,7 @@ def test_an_attack_scores_exactly_as_the_wrong_code_it_hides(graded, entry):
 @pytest.mark.parametrize("student", [SOLUTION, STUB])
 def test_feedback_shows_no_hidden_test(graded, student):
     for assignment, name in ASSIGNMENTS.items():
-        page = (graded.root / "feedback" / student / assignment / f"{name}.html").read_text()
+        page = graded.file("feedback", assignment, student, ".html").read_text()
         text = html.unescape(re.sub(r"<[^>]+>", "", page))
         assert "BEGIN HIDDEN TESTS" not in text
         source = (EXAMPLE / "source" / assignment / f"{name}.py").read_text()
