@@ -23,7 +23,7 @@ demo: setup            ## build, release, grade three sample students, print the
 	$(PY) -m instructor demo
 
 test: setup            ## lint, then the core test suite on 2 workers (the slow stage: make test-slow; browser: make test-browser)
-	$(PY) -m ruff check course instructor tests bench source nboracle
+	$(PY) -m ruff check course instructor tests bench source nboracle examples
 	$(PY) -m pytest -n 2 --ignore=tests/browser --ignore=tests/hub -m "not slow"
 
 test-slow: setup       ## the slow stage: the class on a Dask cluster with a PostgreSQL gradebook (.ci/install-postgres)
@@ -81,7 +81,7 @@ bench: setup           ## speed figures, measured side by side (BENCH_ARGS="--on
 	$(PY) bench/benchmark.py $(BENCH_ARGS)
 
 lint: setup
-	$(PY) -m ruff check course instructor tests bench source nboracle
+	$(PY) -m ruff check course instructor tests bench source nboracle examples
 
 clean:                 ## remove generated grading state (never source/, release/ or submitted/)
 	rm -rf autograded/*/ autograded/.batch-state.json feedback/ downloaded/ report-*.txt gradebook.db grades.csv .pytest_cache .exchange/
