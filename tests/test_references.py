@@ -21,8 +21,8 @@ Two rules, over every comparison in a test cell (course checks, `torch.allclose`
   the marker `# message only: <why>`, and its cell must also hold a reference comparison (a
   tainted side against a clean one), which is what awards the point.
 
-`PENDING` lists the cells not yet held to this (cells of 02, 04, 06, 07 and 08 still to rewrite or to
-mark), each with what it compares; remove an entry once its cell is fixed
+`PENDING` lists the cells not yet held to this, each with what it compares (empty since every
+chapter's cells were rewritten); remove an entry once its cell is fixed
 (`test_pending_cells_are_still_flagged` fails while a listed cell already passes).
 """
 
@@ -63,13 +63,7 @@ DATA_METHODS = set(dir(torch.Tensor)) | set(dir(np.ndarray)) | set(dir(dict)) | 
 
 # Cells not yet held to the rules (see the module docstring): {assignment: {grade_id: why}}. Empty an entry once its
 # cell compares each student output with the grader's own reference; the test then keeps it so.
-PENDING = {
-    # the reference gradient's direction is the student's own: d_encoded comes from the student's masked_token_loss at
-    # the student's encoded (found when the analysis learned that `.backward()` leaves its taint in every `.grad`)
-    "04_encoder_block": {
-        "test_gradients_reach_every_parameter": "nn.TransformerEncoderLayer's gradients along the student's d_encoded",
-    },
-}
+PENDING: dict[str, dict[str, str]] = {}
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)
 CLEAN: Taint = frozenset()

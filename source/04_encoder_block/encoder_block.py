@@ -863,10 +863,13 @@ for trial in range(3):
     block = EncoderBlock(width, heads, 9, norm_first=norm_first)
     params = draw_parameters(block, gen)
     x = torch.randn(batch, length, width, generator=gen)
-    gradients, d_encoded = check_gradients(block, x, pad, future)
-    # the same backward pass through nn.TransformerEncoderLayer holding the same parameters
+    check_gradients(block, x, pad, future)  # the loss's gradients exist and are finite
+    # the block's gradients along a direction of the test's own, against the same backward pass through
+    # nn.TransformerEncoderLayer holding the same parameters
+    direction = torch.randn(batch, length, width, generator=gen)  # (B, T, D)
+    gradients = parameter_gradients(block, x, direction, padding_mask=pad, causal_mask=future)
     layer = reference_layer(params, width, heads, 9, norm_first)
-    (layer(x, src_mask=future, src_key_padding_mask=pad) * d_encoded).sum().backward()
+    (layer(x, src_mask=future, src_key_padding_mask=pad) * direction).sum().backward()
     reference = dict(layer.named_parameters())
     for name, grad in gradients.items():
         theirs = [pt + name[len(mine):] for mine, pt in PYTORCH_NAMES.items() if name.startswith(mine)]
