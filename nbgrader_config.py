@@ -1,6 +1,6 @@
 """nbgrader configuration for the course (nbgrader 0.9.6).
 
-Every line here answers a pitfall we measured; see README "Grading pipeline".
+Every line here answers a pitfall we measured; see docs/GRADING.md, "Grading pipeline".
 """
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -131,7 +131,7 @@ if not _shared_exchange_named():
     c.Exchange.root = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".exchange")
 
 # Every grading kernel runs in an OS sandbox (bubblewrap; see nboracle/nboracle/grader/sandbox.py and the
-# README "What is protected where"): no gradebook, no other students, no network, capped memory
+# docs/GRADING.md, "The grading sandbox: what is protected where"): no gradebook, no other students, no network, capped memory
 # and processes. COURSE_SANDBOX=on|auto|off (the CLI's --no-sandbox sets off). nbgrader's Execute
 # hard-codes its kernel manager, so c.Execute.kernel_manager_class would be ignored: the Execute
 # step is swapped for a subclass that uses nboracle.grader.sandbox.SandboxedKernelManager.

@@ -177,7 +177,7 @@ OWN_CODE = {"check", "demo"}
 
 
 def _sandbox_gate(args) -> int | None:
-    """Refuse (exit 2) or warn before grading when the OS sandbox cannot run (README: sandbox)."""
+    """Refuse (exit 2) or warn before grading when the OS sandbox cannot run (docs/GRADING.md, "The grading sandbox")."""
     from nboracle.grader import sandbox
 
     if getattr(args, "no_sandbox", False):
