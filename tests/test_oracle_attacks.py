@@ -182,7 +182,7 @@ CH01_ATTACKS = {
     "endless-call": "def attention(Q, K, V):\n    while True:\n        pass\n",
 }
 
-# chapter 06: the block of the zoo variant that never applies self.proj (13 of 19 honestly)
+# chapter 06: the block of the zoo variant that never applies self.proj (12 of 19 honestly)
 HIDDEN_PROJECTION = '''
 class MultiHeadSelfAttention(MultiHeadSelfAttention):
     """Parameters that hide the bug: proj is the identity, and stays it."""
@@ -1095,7 +1095,9 @@ def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
 def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
     check_class(results, reviews, CH06_ATTACKS, 19)
-    assert results["honest-wrong"].auto_score == 13
+    # 12 since test_mhsa_causal compares each output with nn.MultiheadAttention (issue 29 item 4): the wrong
+    # scale now costs that test too
+    assert results["honest-wrong"].auto_score == 12
 
 
 def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale):

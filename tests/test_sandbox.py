@@ -74,7 +74,6 @@ top_marks("ROOT/gradebook.db")
 ''',
     "adv-write-other-grades": ATTEMPT + '''
 import sqlite3
-from instructor.repository import REPO
 def zero(path):
     db = sqlite3.connect(path)
     db.execute("""update grade set manual_score = 0 where notebook_id in (
