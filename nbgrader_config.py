@@ -59,6 +59,10 @@ c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--InteractiveShell.xmode=Minimal",
 ]
+# The course's helper package is imported with it: a package that cannot be imported (a broken
+# copy of the course) stops a class batch as the grader's error instead of costing every student
+# the imports cell.
+c.GuardedExecute.kernel_imports = ["course"]
 # A test cell the student deleted is put back from the gradebook (else its points vanish
 # from both the score and the maximum).
 c.OverwriteCells.add_missing_cells = True

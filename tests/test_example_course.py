@@ -2,7 +2,7 @@
 
 It proves that the grading machinery is generic: another subject (NumPy, sorting), its own
 nbgrader_config.py and notebooks, no import of this course's helpers. The course is copied
-to a temporary folder (once per assignment, graded side by side); `nbgrader
+to a temporary folder (once per assignment); `nbgrader
 generate_assignment`, `autograde` and `generate_feedback` run there, as its instructor would
 run them. Every student is the released notebook with
 its solution cells filled in: the solution, the untouched stub, and each file of
@@ -169,12 +169,9 @@ def grade(root: Path, assignment: str) -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Graded:
-    """Both assignments at once, each in a copy of its own (the time is mostly kernels starting)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Each assignment in a copy of its own, one after the other."""
     roots = {a: tmp_path_factory.mktemp(a.split("_", 1)[1]) / "sorting_course" for a in ASSIGNMENTS}
-    with ThreadPoolExecutor(len(roots)) as pool:
-        results = dict(zip(roots, pool.map(grade, roots.values(), roots), strict=True))
+    results = {assignment: grade(root, assignment) for assignment, root in roots.items()}
     scores = {key: value for assignment_scores, _ in results.values() for key, value in assignment_scores.items()}
     return Graded(roots, scores, {a: points for a, (_, points) in results.items()})
 

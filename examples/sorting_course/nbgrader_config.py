@@ -10,7 +10,6 @@ import of the package is in this file (and one line of 02_sorting's imports cell
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades
-
 from nboracle.grader.oracle import OracleExecute
 from nboracle.grader.repair import RepairNotes, RepairSubmission
 from nboracle.grader.sandbox import sandboxed_steps

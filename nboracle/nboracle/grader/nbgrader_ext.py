@@ -107,10 +107,11 @@ class LimitOutputSize(NbGraderPreprocessor):
 
 START_KEY = "grader-start"
 REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded notebook: {"reasons": [...]}
-# the review reason of a kernel that could not start the oracle's kernel side (nboracle.classroom.grader
+# the review reason of a kernel that could not start the course's kernel side (nboracle.classroom.grader
 # turns it into a grader error: the environment is broken, not the student's work)
-KERNEL_NOT_STARTED = "the grading kernel could not start the oracle's kernel side"
-_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install()"
+KERNEL_NOT_STARTED = "the grading kernel could not start the course's kernel side"
+_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install(*{imports!r})"
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 DEMO_ONLY = "# demo only"  # first line of a cell that autograde skips (see is_demo_only)
@@ -150,7 +151,8 @@ class GuardedExecute(Execute):
     * Before the first cell, a silent request starts the oracle's kernel side
       (``nboracle.kernel.guard.install()``: the oracle's handlers and torch's functions captured
       before any student code runs, ``nboracle.kernel.server.listen()``, and the builtins put back
-      after every cell). A kernel that cannot (it could not import ``nboracle``) is a review reason
+      after every cell), and imports the course's packages (``kernel_imports``). A kernel that
+      cannot (it could not import ``nboracle`` or one of those) is a review reason
       starting with :data:`KERNEL_NOT_STARTED`, which the class pipeline reports as a grader
       error.
     * Demo-only cells are skipped (:func:`is_demo_only`).
@@ -165,6 +167,9 @@ class GuardedExecute(Execute):
     static scan too; see ``nboracle.kernel.guard``.)
     """
 
+    kernel_imports = List(Unicode(), default_value=[], help="modules every grading kernel imports before any "
+                          "student code, such as the course's helper package: one that cannot be imported is "
+                          "a grader error (the batch stops), never a student's zero").tag(config=True)
     start_timeout = Integer(60, help="seconds to wait for the kernel to start the oracle's kernel side").tag(config=True)
     # False under the oracle (nboracle.grader.oracle): a test cell that ran in the kernel decides nothing
     judge_kernel_test_cells = True
@@ -211,7 +216,11 @@ class GuardedExecute(Execute):
         from jupyter_core.utils import run_sync
 
         self._started_kc = self.kc
-        reply = run_sync(self._async_silent_call)(_INSTALL)
+        imports = [str(name) for name in self.kernel_imports]
+        bad = [name for name in imports if not _MODULE_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"c.GuardedExecute.kernel_imports: not a module name: {bad}")
+        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=imports))
         try:
             value = reply["content"]["user_expressions"][START_KEY]
             answer = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else \

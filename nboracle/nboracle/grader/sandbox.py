@@ -38,12 +38,14 @@ environment:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -432,11 +434,21 @@ def sandbox_status(refresh: bool = False) -> tuple[bool, str]:
     probe = [*_base_args(bwrap), "--", sys.executable, "-I", "-S", "-c",
              "import socket, os; s = socket.socket(); "
              "print(os.path.exists('/proc/self'), len(os.listdir('/tmp')))"]
-    try:
-        proc = subprocess.run(probe, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        _status = (False, f"bwrap failed to run: {err}")
-        return _status
+    for attempt in range(3):
+        try:
+            proc = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+            break
+        except OSError as err:
+            # a process that could not be created (EFAULT, EAGAIN, ENOMEM: seen once here with several
+            # graders starting at the same moment) is tried again before it counts as no sandbox
+            if err.errno in (errno.EFAULT, errno.EAGAIN, errno.ENOMEM) and attempt < 2:
+                time.sleep(0.5 * (attempt + 1))
+                continue
+            _status = (False, f"bwrap failed to run: {err}")
+            return _status
+        except subprocess.TimeoutExpired as err:
+            _status = (False, f"bwrap failed to run: {err}")
+            return _status
     if proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         _status = (False, f"bwrap cannot start here ({reason}); user namespaces disabled?")

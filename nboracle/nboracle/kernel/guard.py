@@ -61,11 +61,16 @@ def _builtins_guard(shell: Any):
     return restore
 
 
-def install(shell: Any = None) -> str:
-    """Start the oracle's kernel side and guard the builtins of every following cell; the
-    answer of :func:`nboracle.kernel.server.listen` (the grader checks it)."""
+def install(*imports: str, shell: Any = None) -> str:
+    """Import ``imports`` (the course's packages: an ImportError here is the grader's to report,
+    before any student code), start the oracle's kernel side and guard the builtins of every
+    following cell; the answer of :func:`nboracle.kernel.server.listen` (the grader checks it)."""
+    import importlib
+
     from . import server
 
+    for name in imports:
+        importlib.import_module(name)
     answer = server.listen()
     if shell is None:
         from IPython import get_ipython
