@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml nboracle/pyproject.toml
+$(VENV)/.installed: requirements.txt pyproject.toml nbgrader-oracle/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
@@ -23,7 +23,7 @@ demo: setup            ## build, release, grade three sample students, print the
 	$(PY) -m instructor demo
 
 test: setup            ## lint, then the core test suite on 2 workers (the slow stage: make test-slow; browser: make test-browser)
-	$(PY) -m ruff check course instructor tests bench source nboracle examples
+	$(PY) -m ruff check course instructor tests bench source nbgrader-oracle examples
 	$(PY) -m pytest -n 2 --ignore=tests/browser --ignore=tests/hub -m "not slow"
 
 test-slow: setup       ## the slow stage: the class on a Dask cluster with a PostgreSQL gradebook (.ci/install-postgres)
@@ -81,7 +81,7 @@ bench: setup           ## speed figures, measured side by side (BENCH_ARGS="--on
 	$(PY) bench/benchmark.py $(BENCH_ARGS)
 
 lint: setup
-	$(PY) -m ruff check course instructor tests bench source nboracle examples
+	$(PY) -m ruff check course instructor tests bench source nbgrader-oracle examples
 
 clean:                 ## remove generated grading state (never source/, release/ or submitted/)
 	rm -rf autograded/*/ autograded/.batch-state.json feedback/ downloaded/ report-*.txt gradebook.db grades.csv .pytest_cache .exchange/

@@ -71,9 +71,9 @@ c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 300
 c.LimitOutput.max_traceback = 60
 c.LimitOutputSize.max_chars = 20_000
-# Graded test cells of oracle chapters run in the grader's own process (nboracle/nboracle/grader/oracle.py) on
+# Graded test cells of oracle chapters run in the grader's own process (nbgrader-oracle/nboracle/grader/oracle.py) on
 # the data the student's kernel answers: while one runs, the grading process's data is capped at
-# this many MiB, and the kernel's answers to it at a quarter of that (nboracle/nboracle/grader/memory.py). A
+# this many MiB, and the kernel's answers to it at a quarter of that (nbgrader-oracle/nboracle/grader/memory.py). A
 # student whose answers need more fails that test, with a message naming the limit; the next
 # test and the next student are graded as usual. Honest work needs under 0.5 GiB; `--jobs N`
 # uses up to N times this besides the kernels. 0: no cap.
@@ -134,7 +134,7 @@ def _shared_exchange_named() -> bool:
 if not _shared_exchange_named():
     c.Exchange.root = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), ".exchange")
 
-# Every grading kernel runs in an OS sandbox (bubblewrap; see nboracle/nboracle/grader/sandbox.py and the
+# Every grading kernel runs in an OS sandbox (bubblewrap; see nbgrader-oracle/nboracle/grader/sandbox.py and the
 # docs/GRADING.md, "The grading sandbox: what is protected where"): no gradebook, no other students, no network, capped memory
 # and processes. COURSE_SANDBOX=on|auto|off (the CLI's --no-sandbox sets off). nbgrader's Execute
 # hard-codes its kernel manager, so c.Execute.kernel_manager_class would be ignored: the Execute
@@ -151,7 +151,7 @@ if _os.environ.get("COURSE_DB_URL"):
     c.CourseDirectory.db_url = _os.environ["COURSE_DB_URL"]
 
 # A handed-in notebook with a duplicated (copied in Lab), deleted, reordered or foreign graded
-# cell is mended before nbgrader sanitizes it (nboracle/nboracle/grader/repair.py; nbgrader 0.9.6 stops with
+# cell is mended before nbgrader sanitizes it (nbgrader-oracle/nboracle/grader/repair.py; nbgrader 0.9.6 stops with
 # "KeyError: 'grade_id'" otherwise); every repair becomes a review reason. The handed-in file
 # is never changed. A notebook of another assignment is refused by name.
 from nbgrader.converters import Autograde as _Autograde  # noqa: E402

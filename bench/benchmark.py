@@ -14,7 +14,7 @@
    long-lived workers) over plain nbclient execution of the same notebooks, and the old way
    (one `nbgrader autograde` and one `nbgrader generate_feedback` process per student).
 7. sandbox: nbgrader autograde per student and a bare kernel start, inside the OS sandbox
-   (nboracle/nboracle/grader/sandbox.py) over without it, interleaved on the same students.
+   (nbgrader-oracle/nboracle/grader/sandbox.py) over without it, interleaved on the same students.
 8. cluster: the class batch on a Dask LocalCluster of 2 worker processes versus --jobs 2
    (``--cluster-students``, default 200, on 01_two_keys), the instructor side alone (the
    pipeline with the grading replaced by the results just prepared), and the estimate for
@@ -22,10 +22,10 @@
 9. check: ``make check NB=...`` on a solved notebook of 01 and 09 whose source did not change,
    over plain nbclient execution of the same notebook, interleaved (``--only check``).
 10. oracle: nbgrader autograde per student with graded tests in the grader's process
-    (nboracle/nboracle/grader/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
+    (nbgrader-oracle/nboracle/grader/oracle.py, ``COURSE_ORACLE=on``) over today's in-kernel tests (``off``),
     interleaved on the same students, per chapter (``--oracle-chapters``; target <= 1.15).
 11. fork: one nbgrader run of ``--students`` students without the sandbox, kernels forked from
-    a process that imported torch once (nboracle/nboracle/grader/forkserver.py, what the test suite uses for
+    a process that imported torch once (nbgrader-oracle/nboracle/grader/forkserver.py, what the test suite uses for
     the course's own code) over kernels started as usual, 01 and 09 (``--only fork``).
 12. training: chapter 07's locked ``train`` (301 steps, the solution's model, one thread) with
     ``AdamW(..., fused=True)``, as the notebook has it, over the plain per-parameter loop,

@@ -68,7 +68,7 @@ class GradedChapter:
 @contextmanager
 def trusted_kernels():
     """Grade the course's own code (solutions, stubs, both zoos) fast: no OS sandbox, and
-    kernels forked from a process that imported torch once (nboracle/nboracle/grader/forkserver.py).
+    kernels forked from a process that imported torch once (nbgrader-oracle/nboracle/grader/forkserver.py).
 
     What these runs prove is how the graded tests score and what they say; the sandbox is
     proven where untrusted students are graded (test_sandbox, test_oracle_attacks,

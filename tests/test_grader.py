@@ -1,4 +1,4 @@
-"""The grading side of the pipeline (nboracle/nboracle/classroom/grader.py): private course roots are swept,
+"""The grading side of the pipeline (nbgrader-oracle/nboracle/classroom/grader.py): private course roots are swept,
 and the instructor's sandbox policy holds on every grader, whatever its machine offers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The grader's own memory (nboracle/nboracle/grader/memory.py): a student whose answers make a test need more
+"""The grader's own memory (nbgrader-oracle/nboracle/grader/memory.py): a student whose answers make a test need more
 than the limit fails that test with a clear message, and grading goes on.
 
 The first tests run :class:`MemoryCap` in this process (milliseconds); the last grades chapter 01
@@ -53,8 +53,9 @@ def test_an_allocation_over_the_limit_fails_the_test_with_the_message_and_frees_
 
 
 def test_a_failure_inside_a_check_or_the_wire_is_still_the_memory_limit():
-    from course.checks import attempt
     from nboracle import WireError
+
+    from course.checks import attempt
 
     cap = _cap_above_now()
     for wrap in (lambda: attempt("attention(Q, K, V)", _over, cap),

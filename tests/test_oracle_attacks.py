@@ -1132,7 +1132,7 @@ def test_a_forged_server_is_undone_and_an_endless_call_costs_only_its_tests(chap
     results, _ = chapter01
     # a serve() replaced by the student is put back before every request (nboracle.kernel.server.listen):
     # the forged answers (a pickle as an array) never reach the grader, whose decoder would refuse
-    # them (nboracle/tests/test_wire.py); the submission fails exactly where its wrong code does
+    # them (nbgrader-oracle/tests/test_wire.py); the submission fails exactly where its wrong code does
     forged, honest = results["atk-forged-oracle"], results["honest-wrong"]
     assert forged.failed() == honest.failed() and forged.auto_score == honest.auto_score
     assert not any("WireError" in forged.cells[g].error for g in forged.failed())

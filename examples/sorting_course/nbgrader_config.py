@@ -1,7 +1,7 @@
 """nbgrader configuration of the example course: the lines a course author copies.
 
 Plain nbgrader 0.9.6 everywhere, except three things from the grader's package, nboracle
-(nbgrader-oracle, ``pip install -e ../../nboracle``): the graded test cells run in the grader
+(nbgrader-oracle, ``pip install -e ../../nbgrader-oracle``): the graded test cells run in the grader
 (OracleExecute, which also starts the kernel's side before any student code), every grading
 kernel runs in an OS sandbox, and a handed-in notebook with damaged cells is repaired. Every
 import of the package is in this file (and one line of 02_sorting's imports cell).

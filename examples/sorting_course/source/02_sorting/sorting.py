@@ -15,7 +15,6 @@
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import numpy as np
-
 from nboracle import call_keeping_arguments
 
 # %% [markdown]

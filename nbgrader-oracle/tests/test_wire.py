@@ -1,4 +1,4 @@
-"""The oracle's wire format (nboracle/nboracle/kernel/wire.py): what the grader accepts from a kernel.
+"""The oracle's wire format (nbgrader-oracle/nboracle/kernel/wire.py): what the grader accepts from a kernel.
 
 Only plain data crosses from the kernel: every answer is decoded strictly into fresh numpy
 arrays, tensors and Python values; anything else (a pickle, a subclass, a payload that is too

@@ -91,3 +91,16 @@ def test_the_test_cells_api_is_exported():
                  "parameter_and_input_gradients", "call_keeping_arguments", "module_tensors", "read_tensors",
                  "read_state", "load_tensors", "largest_tensor"):
         assert callable(getattr(nboracle, name)) and name in nboracle.__all__
+
+
+@pytest.mark.parametrize("folder", [PACKAGE.parent, PACKAGE.parent.parent], ids=["its folder", "the folder above"])
+def test_the_package_imports_as_itself_wherever_python_runs(folder):
+    """Run from the distribution's folder or the one holding it (a course's root), ``nboracle`` is the
+    installed package, never a namespace made of a folder that happens to carry its name."""
+    import subprocess
+    import sys
+
+    code = "import nboracle; print(nboracle.__file__); from nboracle import fresh"
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.split()[0]).resolve() == PACKAGE / "__init__.py"
