@@ -39,9 +39,9 @@ import weakref
 from pathlib import Path
 
 # KERNEL_NOT_STARTED: GuardedExecute's review reason when the kernel could not run
-# nboracle.kernel.guard.install() before any student code: it could not import nboracle (a grader
-# fault, never the student's)
-from nboracle.grader.nbgrader_ext import KERNEL_NOT_STARTED
+# nboracle.kernel.guard.install() before any student code: it could not import nboracle or the
+# course's packages (a grader fault, never the student's)
+from nboracle.grader.nbgrader_ext import KERNEL_NOT_STARTED, review_reasons
 from nboracle.grader.sandbox import KERNEL_METADATA
 
 from . import pipeline as P
@@ -332,8 +332,6 @@ class Grader:
 
 def read_review(path: Path):
     """An autograded notebook's ``(review reasons, notebook or None if unreadable)``."""
-    from nboracle.grader.nbgrader_ext import review_reasons
-
     try:
         nb = P.read_nb(path)
     except Exception as err:  # an autograded notebook we cannot read is itself worth a look

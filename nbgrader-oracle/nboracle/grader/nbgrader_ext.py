@@ -10,7 +10,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Dict, Integer, List, Unicode
+from traitlets import Dict, Integer, List, TraitError, Unicode, validate
 
 from .kernel_client import rejected, rejection_reasons
 
@@ -170,6 +170,13 @@ class GuardedExecute(Execute):
     kernel_imports = List(Unicode(), default_value=[], help="modules every grading kernel imports before any "
                           "student code, such as the course's helper package: one that cannot be imported is "
                           "a grader error (the batch stops), never a student's zero").tag(config=True)
+    @validate("kernel_imports")
+    def _module_names(self, proposal):
+        bad = [name for name in proposal["value"] if not _MODULE_NAME.fullmatch(name)]
+        if bad:
+            raise TraitError(f"c.GuardedExecute.kernel_imports: not a module name: {bad}")
+        return proposal["value"]
+
     start_timeout = Integer(60, help="seconds to wait for the kernel to start the oracle's kernel side").tag(config=True)
     # False under the oracle (nboracle.grader.oracle): a test cell that ran in the kernel decides nothing
     judge_kernel_test_cells = True
@@ -216,11 +223,7 @@ class GuardedExecute(Execute):
         from jupyter_core.utils import run_sync
 
         self._started_kc = self.kc
-        imports = [str(name) for name in self.kernel_imports]
-        bad = [name for name in imports if not _MODULE_NAME.fullmatch(name)]
-        if bad:
-            raise ValueError(f"c.GuardedExecute.kernel_imports: not a module name: {bad}")
-        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=imports))
+        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=list(self.kernel_imports)))
         try:
             value = reply["content"]["user_expressions"][START_KEY]
             answer = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else \
