@@ -547,10 +547,10 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With causal=True no query looks at a later key, each row of weights sums to 1, and the past ignores the future."""
-def multihead_reference(params, D, H):
+def multihead_reference(params, D, H, dtype=None):
     """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj)."""
     has_bias = "qkv.bias" in params
-    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias)
+    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias, dtype=dtype)
     with torch.no_grad():
         reference.in_proj_weight.copy_(params["qkv.weight"])
         reference.out_proj.weight.copy_(params["proj.weight"])
@@ -741,14 +741,7 @@ for trial in range(3):
     torch.manual_seed(300 + trial)
     block = MultiHeadSelfAttention(D, H, max_len=T).double()
     params = draw_parameters(block, gen)
-    has_bias = "qkv.bias" in params
-    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias, dtype=torch.float64)
-    with torch.no_grad():
-        reference.in_proj_weight.copy_(params["qkv.weight"])
-        reference.out_proj.weight.copy_(params["proj.weight"])
-        if has_bias:
-            reference.in_proj_bias.copy_(params["qkv.bias"])
-            reference.out_proj.bias.copy_(params["proj.bias"])
+    reference = multihead_reference(params, D, H, dtype=torch.float64)
     x, direction = torch.randn(2, B, T, D, dtype=torch.float64, generator=gen).unbind(0)
     gradients = parameter_gradients(block, x, direction)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
