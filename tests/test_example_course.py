@@ -104,8 +104,8 @@ def solution_answers(source_nb) -> dict[str, str]:
 
 def nbgrader(root: Path, *args: str) -> None:
     venv_bin = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    # the environment as installed (nboracle with it), nothing of this repository put on the path
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("COURSE_SANDBOX", "COURSE_ORACLE", "COURSE_KERNEL_FORK", "COURSE_ORACLE_CHANNEL"):
         env.pop(name, None)  # graded as the example's config says: sandbox on, oracle on
     done = subprocess.run([str(venv_bin / "nbgrader"), *args], cwd=root, env=env,
