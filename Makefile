@@ -11,13 +11,16 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt pyproject.toml nbgrader-oracle/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	# rfc3987-syntax is an optional extra of jsonschema that costs seconds at every
-	# nbgrader/jupytext start (it builds a grammar on import); nothing here needs it.
-	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
-	touch $@
+	@echo "setup: creating $(VENV)/ with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "setup: installing requirements.txt (PyTorch, nbgrader, JupyterLab, ...) and this course's two packages, editable; a few minutes on a fresh machine"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r requirements.txt
+	@# rfc3987-syntax is an optional extra of jsonschema that costs seconds at every
+	@# nbgrader/jupytext start (it builds a grammar on import); nothing here needs it.
+	@$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+	@touch $@
+	@echo "setup: done, $(VENV)/ is ready"
 
 demo: setup            ## build, release, grade three sample students, print the grade table
 	$(PY) -m instructor demo
