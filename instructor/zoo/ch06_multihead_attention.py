@@ -30,22 +30,41 @@ VARIANTS = [
         "split_view_straight",
         "split_heads views (B, T, D) straight as (B, H, T, d_head), so heads get whole tokens",
         edits={"split_merge": ((SPLIT, "return x.view(B, n_heads, T, D // n_heads)"),)},
-        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)"},
+        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)",
+                "test_mhsa_shapes": "make Part A's tests pass first"},  # the view raises on the block's slices
     ),
     Variant(
         "split_reshape_straight",
         "split_heads reshapes (B, T, D) straight to (B, H, T, d_head) (reshape, so the block runs)",
         edits={"split_merge": ((SPLIT, "return x.reshape(B, n_heads, T, D // n_heads)"),)},
-        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)",
-                "test_mhsa_matches_sdpa": "viewed straight as (B, H, T, d_head) when splitting"},
+        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)"},
+        only=True,  # the block's tests judge the block around the student's own split_heads
     ),
     Variant(
         "merge_without_transpose",
         "merge_heads reshapes (B, H, T, d_head) to (B, T, D) without transposing back",
         edits={"split_merge": ((MERGE, "return x.reshape(B, T, H * d_head)"),)},
-        expect={"test_merge_heads": "without transposing back",
-                "test_mhsa_matches_sdpa": "merged by reshaping (B, H, T, d_head) to (B, T, D) without transposing back",
-                "test_mhsa_matches_multihead": "the weights agree, so look after the softmax"},
+        expect={"test_merge_heads": "without transposing back"},
+        only=True,
+    ),
+    Variant(
+        "split_float_d_head",
+        "split_heads computes d_head as D / n_heads, a float, which view refuses",
+        edits={"split_merge": ((SPLIT, "return x.view(B, T, n_heads, D / n_heads).transpose(1, 2)"),)},
+        # the message names the student's line that raised (make check's summary shows the same message)
+        expect={"test_split_heads": "D / n_heads is a float",
+                "test_mhsa_shapes": "(`return x.view(B, T, n_heads, D / n_heads).transpose(1, 2)`): split_heads or "
+                                    "merge_heads fail"},
+    ),
+    Variant(
+        "three_linears",
+        "the block projects with three Linears q, k and v instead of one fused qkv",
+        edits=_mhsa(("self.qkv = nn.Linear(d_model, 3 * d_model)",
+                     "self.q, self.k, self.v = (nn.Linear(d_model, d_model) for _ in range(3))"),
+                    ("self.qkv(x).split(D, dim=-1)", "(self.q(x), self.k(x), self.v(x))")),
+        expect={"test_mhsa_structure": "the block holds no qkv.weight",
+                "test_mhsa_causal": "its projections are one fused Linear self.qkv",
+                "test_mhsa_matches_multihead": "its projections are one fused Linear self.qkv"},
     ),
     Variant(
         "mask_not_sliced",
@@ -134,7 +153,8 @@ VARIANTS = [
         "split_without_transpose",
         "split_heads views to (B, T, H, d_head) and stops there",
         edits={"split_merge": ((SPLIT, "return x.view(B, T, n_heads, D // n_heads)"),)},
-        expect={"test_split_heads": "then transpose(1, 2)"},
+        expect={"test_split_heads": "then transpose(1, 2)",
+                "test_mhsa_shapes": "make Part A's tests pass first"},
     ),
     Variant(
         "fuse_along_input_axis",

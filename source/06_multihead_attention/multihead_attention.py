@@ -48,7 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import (check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
+from course import (attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape,
                     check_true)
 from nboracle import draw_parameters, module_tensors, parameter_gradients
 from course.plots import plot_attention
@@ -71,10 +71,13 @@ np.set_printoptions(precision=4, suppress=True)
 #    problems, with `T` and `d_head` left in the last two places where `q @ k.transpose(-2, -1)`
 #    needs them.
 #
-# **The trap.** `x.view(B, H, T, d_head)` also "works": it has the right number of elements
-# and raises no error. But `view` only reinterprets memory, which is laid out token after
-# token, so "head 0" would receive all the features of the first `T / H` tokens: heads mixing
-# tokens instead of slicing features. Always split the axis you mean to split, then transpose.
+# **The trap.** `x.view(B, H, T, d_head)` has the right number of elements, and on a tensor
+# made in one piece it raises no error. Inside the block, where `q`, `k` and `v` are slices of
+# one projection `self.qkv(x)`, the same line raises a `RuntimeError` that ends "Use
+# .reshape(...) instead." Take that advice and the block runs, silently wrong: `view` and
+# `reshape` read the numbers in their order, token after token, so "head 0" receives all the
+# features of the first `T / H` tokens: heads mixing tokens instead of slicing features. The
+# cell after the check below runs both. Always split the axis you mean to split, then transpose.
 #
 # `merge_heads` is the inverse: transpose back to `(B, T, H, d_head)`, then glue the heads
 # into `(B, T, D)`. After a transpose the memory is no longer in order, so use `reshape`
@@ -113,10 +116,29 @@ assert heads_small.shape == (1, 2, 3, 2)
 assert torch.equal(heads_small[0, 1, 2], torch.tensor([22.0, 23.0]))  # head 1 of token 2
 assert torch.equal(merge_heads(heads_small), x_small)
 
+# %% [markdown]
+# The trap, run: `q` as the block gets it, a slice of one fused projection (here three copies
+# of `x_small` side by side stand in for `self.qkv(x)`).
+
+# %%
+fused = torch.cat([x_small, x_small, x_small], dim=-1)  # (1, 3, 12), like self.qkv(x)
+q_slice = fused.split(4, dim=-1)[0]                      # (1, 3, 4): a slice, not one piece of memory
+try:
+    q_slice.view(1, 2, 3, 2)                             # the straight view, (B, H, T, d_head)
+    view_raised = False
+except RuntimeError as error:
+    view_raised = True
+    print("view raises RuntimeError:", str(error)[-30:])
+wrong = q_slice.reshape(1, 2, 3, 2)                      # PyTorch's advice: runs
+print("reshape runs; its head 0 holds\n", wrong[0, 0])
+assert view_raised and not torch.equal(wrong, q_slice.view(1, 3, 2, 2).transpose(1, 2))
+
 # %% nbgrader={"grade": true, "grade_id": "test_split_heads", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """split_heads gives (B, H, T, d_head) where head h of token t is that token's h-th block of features."""
+SPLIT_HINT = ("view to (B, T, H, d_head) with whole sizes (d_head = D // n_heads: D / n_heads is a float, which view "
+              "refuses), then transpose(1, 2)")
 x = torch.arange(2 * 5 * 12.0).view(2, 5, 12)  # 2 sequences, 5 tokens, D = 12
-heads = split_heads(x, 3)
+heads = attempt("split_heads(x of shape (2, 5, 12), 3)", split_heads, x, 3, hint=SPLIT_HINT)
 check_shape("split_heads(x of shape (2, 5, 12), 3)", heads, (2, 3, 5, 4),
             hint="view to (B, T, H, d_head), then transpose(1, 2) so the heads sit next to the batch axis")
 ### BEGIN HIDDEN TESTS
@@ -136,7 +158,7 @@ gen = torch.Generator().manual_seed(11)
 for trial in range(6):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
     x = torch.randn(B, T, H * d_head, generator=gen, dtype=torch.float64)
-    heads = split_heads(x, H)
+    heads = attempt(f"split_heads for B={B}, T={T}, D={H * d_head}, H={H}", split_heads, x, H, hint=SPLIT_HINT)
     check_shape(f"split_heads for B={B}, T={T}, D={H * d_head}, H={H}", heads, (B, H, T, d_head))
     check_dtype("split_heads(x)", heads, x.dtype, hint="a reshape must not change the dtype")
     check_close(f"split_heads for B={B}, T={T}, D={H * d_head}, H={H}", heads,
@@ -150,7 +172,8 @@ heads = torch.zeros(1, 2, 3, 2)  # B = 1, H = 2, T = 3, d_head = 2
 for h in range(2):
     for t in range(3):
         heads[0, h, t] = torch.tensor([100.0 * t + 10 * h, 100.0 * t + 10 * h + 1])
-merged = merge_heads(heads)
+MERGE_HINT = "transpose back to (B, T, H, d_head), then reshape (not view: the transpose leaves memory out of order)"
+merged = attempt("merge_heads(heads of shape (1, 2, 3, 2))", merge_heads, heads, hint=MERGE_HINT)
 check_shape("merge_heads(heads of shape (1, 2, 3, 2))", merged, (1, 3, 4))
 ### BEGIN HIDDEN TESTS
 check_close("merge_heads(heads)", merged, torch.cat(heads.unbind(1), dim=-1), atol=0,
@@ -166,7 +189,7 @@ gen = torch.Generator().manual_seed(12)
 for trial in range(6):
     B, H, T, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
     heads = torch.randn(B, H, T, d_head, generator=gen, dtype=torch.float64)
-    merged = merge_heads(heads)
+    merged = attempt(f"merge_heads for B={B}, H={H}, T={T}, d_head={d_head}", merge_heads, heads, hint=MERGE_HINT)
     check_shape(f"merge_heads for B={B}, H={H}, T={T}, d_head={d_head}", merged, (B, T, H * d_head))
     check_close(f"merge_heads for B={B}, H={H}, T={T}, d_head={d_head}", merged,
                 torch.cat(heads.unbind(1), dim=-1), atol=0,
@@ -485,18 +508,78 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """forward maps (B, T, D) to (B, T, D) for any T <= max_len; return_weights=True adds weights (B, H, T, T)."""
+PART_A_FIRST = ("split_heads or merge_heads fail on this input or give another shape (a view of a slice of "
+                "self.qkv(x) raises where the same view of a tensor in one piece runs): make Part A's tests pass first")
+
+
+def part_a_works(B, T, D, H):
+    """Whether your split_heads and merge_heads run on these sizes and give the shapes Part A asks for."""
+    try:
+        split = split_heads(torch.zeros(B, T, D), H)
+        merged = merge_heads(torch.zeros(B, H, T, D // H))
+        return tuple(split.shape) == (B, H, T, D // H) and tuple(merged.shape) == (B, T, D)
+    except Exception:  # noqa: BLE001 (Part A's tests report the error itself)
+        return False
+
+
+def run_block(what, block, x, H, **kwargs):
+    """block(x, **kwargs); an error reads as one sentence naming its likeliest cause."""
+    try:
+        return block(x, **kwargs)
+    except Exception as error:  # noqa: BLE001 (called again below, to report the error with its cause)
+        words = str(error)
+    B, T, D = x.shape
+    try:
+        max_len = int(block.mask.shape[-1])
+    except Exception:  # noqa: BLE001 (a block without a mask buffer: the structure test says so)
+        max_len = None
+    hint = (PART_A_FIRST if not part_a_works(B, T, D, H) or "view size is not compatible" in words else
+            "the (max_len, max_len) mask must be sliced to the (T, T) corner, mask[:T, :T], before it is applied"
+            if max_len is not None and str(max_len) in words else
+            "run the block on a small input above and read the traceback")
+    return attempt(what, block, x, hint=hint, **kwargs)
+
+
+def as_gather(name, function, shape, *args):
+    """Your `function` (split_heads or merge_heads) on inputs of `shape`, as the entries it picks: `index` with
+    function(x) == x.flatten()[index] for every x. The block's tests compute their references with it, so
+    that they judge the block (Part A's tests judge the two functions)."""
+    n = math.prod(shape)
+    hint = f"make the test of {name} pass first"
+    index = attempt(f"{name} on an input of shape {tuple(shape)}", function,
+                    torch.arange(n, dtype=torch.float64).view(shape), *args, hint=hint)
+    probe = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    picked = attempt(f"{name} on an input of shape {tuple(shape)}", function, probe, *args, hint=hint)
+    whole = (torch.is_tensor(index) and torch.is_tensor(picked) and index.shape == picked.shape
+             and index.dtype == torch.float64 and bool((index == index.round()).all())
+             and bool(((index >= 0) & (index < n)).all()))
+    check_true(whole and torch.equal(picked, probe.flatten()[index.long()]),
+               f"{name} does more than rearrange the entries of its input: {hint}")
+    return index.long()
+
+
+def standard_layout(B, T, D, H):
+    """Whether your split_heads and merge_heads are Part A's (then the references are PyTorch's own)."""
+    numbers = torch.arange(B * T * D).view(B, T, D)
+    heads = numbers.view(B, T, H, D // H).transpose(1, 2)
+    return (part_a_works(B, T, D, H) and torch.equal(as_gather("split_heads", split_heads, (B, T, D), H), heads)
+            and torch.equal(as_gather("merge_heads", merge_heads, (B, H, T, D // H)),
+                            torch.arange(B * T * D).view(B, H, T, D // H).transpose(1, 2).reshape(B, T, D)))
+
+
+def check_params(params):
+    """The drawn parameters hold the fused layout the references read."""
+    check_true("qkv.weight" in params and "proj.weight" in params,
+               "the block holds no qkv.weight or proj.weight: its projections are one fused Linear self.qkv (D -> 3D) "
+               "and self.proj (D -> D), as the structure test says")
+
+
 def check_shapes(B, T, D, H, max_len):
     block = MultiHeadSelfAttention(D, H, max_len)
     x = torch.randn(B, T, D)
-    try:
-        out = block(x)
-    except RuntimeError as error:
-        hint = ("the (max_len, max_len) mask must be sliced to the (T, T) corner, mask[:T, :T], before it is applied"
-                if str(max_len) in str(error) else "run the block on a small input above and read the traceback")
-        raise AssertionError(f"block(x) for x of shape {(B, T, D)} with max_len={max_len} raised RuntimeError "
-                             f"({error}): {hint}") from None
+    out = run_block(f"block(x) for x of shape {(B, T, D)} with max_len={max_len}", block, x, H)
     check_shape(f"block(x) for x of shape {(B, T, D)}", out, (B, T, D))
-    result = block(x, return_weights=True)
+    result = run_block(f"block(x, return_weights=True) for x of shape {(B, T, D)}", block, x, H, return_weights=True)
     check_true(isinstance(result, tuple) and len(result) == 2,
                "block(x, return_weights=True) must return a pair (output, weights)")
     check_shape(f"the weights returned for x of shape {(B, T, D)} and {H} heads", result[1], (B, H, T, T),
@@ -547,10 +630,35 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With causal=True no query looks at a later key, each row of weights sums to 1, and the past ignores the future."""
+class HeadsAsYouSplitThem(nn.MultiheadAttention):
+    """nn.MultiheadAttention whose heads are split and merged by your split_heads and merge_heads: where those
+    differ from Part A's, the block is judged around them (Part A's tests judge them)."""
+
+    def forward(self, query, key, value, attn_mask=None, need_weights=True, average_attn_weights=True):
+        B, T, D = query.shape
+        if standard_layout(B, T, D, self.num_heads):
+            return super().forward(query, key, value, attn_mask=attn_mask, need_weights=need_weights,
+                                   average_attn_weights=average_attn_weights)
+        split = as_gather("split_heads", split_heads, (B, T, D), self.num_heads)
+        try:
+            q, k, v = (t.flatten()[split] for t in F.linear(query, self.in_proj_weight, self.in_proj_bias).split(D, -1))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T) as your split makes them
+            if attn_mask is not None:
+                scores = scores.masked_fill(attn_mask, float("-inf"))
+            weights = scores.softmax(dim=-1)
+            mixed = weights @ v
+        except RuntimeError:
+            mixed = None
+        check_true(mixed is not None, PART_A_FIRST)
+        out = self.out_proj(mixed.flatten()[as_gather("merge_heads", merge_heads, tuple(mixed.shape))])
+        return out, (None if not need_weights else weights.mean(dim=1) if average_attn_weights else weights)
+
+
 def multihead_reference(params, D, H, dtype=None):
     """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj)."""
+    check_params(params)
     has_bias = "qkv.bias" in params
-    reference = nn.MultiheadAttention(D, H, batch_first=True, bias=has_bias, dtype=dtype)
+    reference = HeadsAsYouSplitThem(D, H, batch_first=True, bias=has_bias, dtype=dtype)
     with torch.no_grad():
         reference.in_proj_weight.copy_(params["qkv.weight"])
         reference.out_proj.weight.copy_(params["proj.weight"])
@@ -564,7 +672,8 @@ def check_causal(B, T, D, H):
     block = MultiHeadSelfAttention(D, H, max_len=T + 2)
     params = draw_parameters(block, torch.Generator().manual_seed(B * 100 + T * 10 + H))
     x = torch.randn(B, T, D)
-    out, weights = block(x, return_weights=True)
+    out, weights = run_block(f"block(x, return_weights=True) for x of shape {(B, T, D)}", block, x, H,
+                             return_weights=True)
     check_finite("the causal weights", weights, hint="a row whose keys are all masked gives NaN: masked_fill fills "
                  "where its mask is True (the forbidden pairs), and each token must still see itself, so keep the diagonal")
     check_rows_sum_to_one("the causal weights (one row per query)", weights,
@@ -575,12 +684,14 @@ def check_causal(B, T, D, H):
                             "the diagonal (allowed pairs are the lower triangle, j <= i)")
     changed = x.clone()
     changed[:, -1] += 3.0
-    out_changed = block(changed)
-    moved = not torch.allclose(out_changed[:, :-1], out[:, :-1], atol=1e-5)  # message only: names the leak
-    check_true(not moved, "changing only the last token moved the outputs of the earlier positions: the future "
-               "leaks into the past")
-    same_last = torch.allclose(out_changed[:, -1], out[:, -1])  # message only: the comparisons below decide
-    check_true(not same_last, "changing the last token did not change its own output: does the block use its input?")
+    out_changed = run_block(f"block(x) for x of shape {(B, T, D)}", block, changed, H)
+    if standard_layout(B, T, D, H):  # with other heads than Part A's, "past" and "future" are not the tokens'
+        moved = not torch.allclose(out_changed[:, :-1], out[:, :-1], atol=1e-5)  # message only: names the leak
+        check_true(not moved, "changing only the last token moved the outputs of the earlier positions: the future "
+                   "leaks into the past")
+        same_last = torch.allclose(out_changed[:, -1], out[:, -1])  # message only: the comparisons below decide
+        check_true(not same_last, "changing the last token did not change its own output: does the block use its "
+                   "input?")
     reference = multihead_reference(params, D, H)
     with torch.no_grad():  # attn_mask=future: True = may NOT attend
         expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, changed))
@@ -598,7 +709,8 @@ for trial in range(4):
     check_causal(B, T, H * d_head, H)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T, causal=False)
     draw_parameters(block, gen)
-    _, weights = block(torch.randn(B, T, H * d_head, generator=gen), return_weights=True)
+    _, weights = run_block("block(x, return_weights=True) with causal=False", block,
+                           torch.randn(B, T, H * d_head, generator=gen), H, return_weights=True)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     check_true(bool((weights[..., future] > 1e-4).all()),
                f"with causal=False (T={T}) some query gives zero weight to a later key: with causal=False no mask "
@@ -612,10 +724,15 @@ def reference_and_mistakes(params, x, H):
     """The right output and what typical mistakes give, all from the weights the test loaded."""
     B, T, D = x.shape
     d_head = D // H
+    check_params(params)
     q, k, v = F.linear(x, params["qkv.weight"], params.get("qkv.bias")).chunk(3, dim=-1)
     by_head = lambda t: torch.stack(t.chunk(H, dim=-1), dim=1)            # (B, H, T, d_head)
     by_head_wrongly = lambda t: t.reshape(B, H, T, d_head)
     glue = lambda t: torch.cat(t.unbind(1), dim=-1)                      # (B, T, D)
+    if not standard_layout(B, T, D, H):  # the heads as your split_heads and merge_heads make them
+        split = as_gather("split_heads", split_heads, (B, T, D), H)
+        merge = as_gather("merge_heads", merge_heads, (B, H, T, d_head))
+        by_head, glue = (lambda t: t.flatten()[split]), (lambda t: t.flatten()[merge])
     project = lambda t: F.linear(t, params["proj.weight"], params.get("proj.bias"))
     qh, kh, vh = by_head(q), by_head(k), by_head(v)
     right = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
@@ -644,17 +761,20 @@ for trial in range(6):
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T + int(torch.randint(0, 4, (1,), generator=gen)))
     params = draw_parameters(block, gen)
     x = torch.randn(B, T, H * d_head, generator=gen)
+    out = run_block(f"block(x) for B={B}, T={T}, D={H * d_head}, H={H}", block, x, H)
     expected, mistakes = reference_and_mistakes(params, x, H)
-    check_close(f"block(x) for B={B}, T={T}, D={H * d_head}, H={H}", block(x), expected, atol=1e-5,
+    check_close(f"block(x) for B={B}, T={T}, D={H * d_head}, H={H}", out, expected, atol=1e-5,
                 hint="compare each step with the recipe above Part C's solution cell", likely_causes=mistakes)
 ### END HIDDEN TESTS
 torch.manual_seed(35)
 block = MultiHeadSelfAttention(d_model=6, n_heads=1, max_len=8)  # one head: no split to get wrong
 params = draw_parameters(block, torch.Generator().manual_seed(35))  # the test chooses the weights
 x = torch.randn(2, 5, 6)
+out = run_block("a one-head block(x)", block, x, 1)
+check_params(params)
 q, k, v = F.linear(x, params["qkv.weight"], params.get("qkv.bias")).split(6, dim=-1)
 expected = F.linear(F.scaled_dot_product_attention(q, k, v, is_causal=True), params["proj.weight"], params.get("proj.bias"))
-check_close("a one-head block(x)", block(x), expected,
+check_close("a one-head block(x)", out, expected,
             atol=1e-5, hint="scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj")
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_matches_multihead", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -664,11 +784,12 @@ def compare_with_multihead(B, T, H, d_head, seed):
     torch.manual_seed(seed)
     block = MultiHeadSelfAttention(D, H, max_len=T + 1)
     params = draw_parameters(block, torch.Generator().manual_seed(seed))  # the test chooses the weights
-    reference = multihead_reference(params, D, H)
     x = torch.randn(B, T, D)
+    out, weights = run_block(f"block(x, return_weights=True) for B={B}, T={T}, D={D}, H={H}", block, x, H,
+                             return_weights=True)
+    reference = multihead_reference(params, D, H)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
-    out, weights = block(x, return_weights=True)
     check_close(f"the per-head weights for B={B}, T={T}, D={D}, H={H}", weights, expected_weights, atol=1e-5,
                 hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head")
     check_close(f"block(x) for B={B}, T={T}, D={D}, H={H}", out, expected_out, atol=1e-5,
@@ -692,10 +813,12 @@ def float64_run(B, T, H, d_head, seed):
     x = torch.randn(B, T, H * d_head, dtype=torch.float64)
     try:
         out, weights = block(x, return_weights=True)
-    except RuntimeError as error:
+    except Exception as error:  # noqa: BLE001 (called again below, to report the error with its cause)
         hint = ("is something cast to float32 (.float(), dtype=torch.float32)?" if "Float" in str(error) or
-                "dtype" in str(error) else "run the block on a small input above and read the traceback")
-        raise AssertionError(f"a float64 block raised RuntimeError on float64 input ({error}): {hint}") from None
+                "dtype" in str(error) else PART_A_FIRST if not part_a_works(B, T, H * d_head, H)
+                or "view size is not compatible" in str(error) else
+                "run the block on a small input above and read the traceback")
+        out, weights = attempt("a float64 block on float64 input", block, x, return_weights=True, hint=hint)
     for name, value in (("block(x)", out), ("the weights", weights)):
         check_dtype(f"{name} for float64 x", value, torch.float64,
                     hint="something casts to float32, e.g. softmax(..., dtype=torch.float32) or .float()")
@@ -708,10 +831,10 @@ gen = torch.Generator().manual_seed(37)
 for trial in range(4):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
     params, x, out = float64_run(B, T, H, d_head, seed=200 + trial)
-    qkv = F.linear(x, params["qkv.weight"], params.get("qkv.bias"))
-    q, k, v = (torch.stack(t.chunk(H, dim=-1), dim=1) for t in qkv.chunk(3, dim=-1))
-    merged = torch.cat(F.scaled_dot_product_attention(q, k, v, is_causal=True).unbind(1), dim=-1)
-    expected = F.linear(merged, params["proj.weight"], params.get("proj.bias"))
+    forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    with torch.no_grad():
+        expected = multihead_reference(params, H * d_head, H, dtype=torch.float64)(
+            x, x, x, attn_mask=forbidden, need_weights=False)[0]
     error = float((out - expected).detach().abs().max())
     check_true(error < 1e-4, f"the float64 output is wrong by {error:.1e}, more than rounding could explain: "
                              "make the comparisons with PyTorch above pass first")
@@ -726,7 +849,8 @@ torch.manual_seed(38)
 block = MultiHeadSelfAttention(d_model=8, n_heads=2, max_len=6)
 draw_parameters(block, torch.Generator().manual_seed(38))
 x = torch.randn(2, 5, 8)
-gradients = parameter_gradients(block, x, torch.randn(2, 5, 8))  # of (block(x) * direction).sum()
+gradients = attempt("the backward pass through the block", parameter_gradients, block, x, torch.randn(2, 5, 8),
+                    hint=PART_A_FIRST if not part_a_works(2, 5, 8, 2) else None)  # of (block(x) * direction).sum()
 for name, grad in gradients.items():
     if not name.startswith(("qkv.", "proj.")):
         continue
@@ -816,10 +940,10 @@ def train_repeat_task(n_heads, n_rows=2048, epochs=3, batch_size=32, lr=3e-3, se
 
 
 # %% [markdown]
-# This course measured epoch-mean losses of 2.43, 0.077 and 0.012 for this setting (PyTorch 2.13,
+# This course measured epoch-mean losses of 2.39, 0.073 and 0.012 for this setting (PyTorch 2.13,
 # CPU; the lesson itself reports no numbers). The check below allows for other PyTorch
 # versions and machines: the first step within 0.3 of
-# $\log 64$, the first epoch's mean within 0.4 of 2.43, the last epoch's mean below 0.1 (an
+# $\log 64$, the first epoch's mean within 0.4 of 2.39, the last epoch's mean below 0.1 (an
 # order of magnitude under the claim "well below 1.0").
 
 # %%
@@ -830,11 +954,11 @@ print(f"trained in {time.perf_counter() - start:.1f} s")
 print(f"first step: {losses4[0]:.3f}   (log 64 = {math.log(VOCAB):.3f})")
 print("epoch mean losses:", np.round(epochs4, 3))
 assert abs(losses4[0] - math.log(VOCAB)) < 0.3
-assert abs(epochs4[0] - 2.43) < 0.4 and epochs4[-1] < 0.1
+assert abs(epochs4[0] - 2.39) < 0.4 and epochs4[-1] < 0.1
 
 # %% [markdown]
 # How much data does this need? With 512 rows instead of 2048 the model makes only 48 updates
-# in 3 epochs, and in this course's runs the loss ended near 1.2, missing the claim. Same seed,
+# in 3 epochs, and in this course's runs the last epoch's mean loss was 1.72, missing the claim. Same seed,
 # same model:
 
 # %%

@@ -72,13 +72,17 @@ class OracleTimeout(KernelError):
 _error_classes: dict[str, type] = {}
 
 
-def kernel_error(name: str, text: str) -> KernelError:
+def kernel_error(name: str, text: str, line: str = "") -> KernelError:
+    """The student's exception as the grader raises it; ``line`` (``student_line``): where in a notebook cell it
+    was raised, as the kernel reports it (``Cell In[5], line 7: ...``), or ``""``."""
     if not (type(name) is str and name.isidentifier() and len(name) < 80):
         name = "KernelError"
     if name not in _error_classes:
         bases = (KernelError, _BUILTIN_ERRORS[name]) if name in _BUILTIN_ERRORS else (KernelError,)
         _error_classes[name] = type(name, bases, {"__module__": "kernel"})
-    return _error_classes[name](text)
+    error = _error_classes[name](text)
+    error.student_line = " ".join(line.split())[:300] if type(line) is str else ""
+    return error
 
 
 # ---------------------------------------------------------------- talking to the kernel
@@ -139,9 +143,9 @@ class KernelLink:
             sys.stdout.write(printed[:wire.MAX_PRINTED + 100])
         if "error" in reply:
             error = reply["error"]
-            if type(error) is not list or len(error) != 2 or not all(type(e) is str for e in error):
+            if type(error) is not list or len(error) not in (2, 3) or not all(type(e) is str for e in error):
                 raise wire.WireError("the kernel's error report is not in the oracle's format")
-            raise kernel_error(error[0], error[1][:4000])
+            raise kernel_error(error[0], error[1][:4000], error[2] if len(error) == 3 else "")
         if "ok" not in reply:
             raise wire.WireError("the kernel's answer is not in the oracle's format")
         value = wire.decode_tree(reply["ok"], self.proxy)
@@ -1033,6 +1037,9 @@ class OracleExecute(GuardedExecute):
         if error is not None:
             ename = type(error).__name__
             evalue = str(error)
+            line = getattr(error, "student_line", "") if isinstance(error, KernelError) else ""
+            if line and type(line) is str:  # the student's own line that raised (make check's summary shows it)
+                evalue = f"{evalue} (raised at {line})"
             outputs.append(NotebookNode(output_type="error", ename=ename, evalue=evalue,
                                         traceback=[f"{ename}: {evalue}"]))
         cell.outputs = outputs

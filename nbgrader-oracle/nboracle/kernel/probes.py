@@ -537,6 +537,10 @@ def _check_differences(what: str, gradients: dict, checks: list, outputs: list, 
                 raise CheckFailed(f"{what} returned a {type(output).__name__} when the grader moved {name} a little: "
                                   "it should return the same kind of tensor for any values")
             output = output.detach().double()
+            if not bool(torch.isfinite(output).all()):
+                raise CheckFailed(f"{what}'s output contains NaN or infinite values, so its gradients cannot be "
+                                  "checked: make the tests of its values pass first (a row of scores masked "
+                                  "entirely gives NaN after softmax)")
             values.append((output if weight is None else output * weight).sum())
         observed = float(values[0] - values[1])
         predicted = float((gradients[name].detach().double() * moved).sum())

@@ -206,9 +206,31 @@ def _answer(request: dict) -> dict:
             text = str(error)[:4000]
         except BaseException:
             text = ""
-        return {"error": [name if type(name) is str else "Exception", text]}
+        return {"error": [name if type(name) is str else "Exception", text, _student_line(error)]}
     finally:
         _generators[:] = outer
+
+
+def _student_line(error: BaseException) -> str:
+    """``Cell In[5], line 7 (`return x.view(B, H, T, d)`)``: the innermost line of a notebook cell in the
+    error's traceback (the student's code, or a provided cell's), or ``""``."""
+    try:
+        from IPython import get_ipython
+
+        cells = get_ipython().compile._filename_map  # cell file -> execution count
+        found, tb = None, error.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename in cells:
+                found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+            tb = tb.tb_next
+        if found is None:
+            return ""
+        import linecache
+
+        code = linecache.getline(found[0], found[1]).strip()
+        return f"Cell In[{cells[found[0]]}], line {found[1]}" + (f" (`{code}`)" if code else "")
+    except BaseException:  # no IPython, or its machinery changed: no line, the error itself is reported
+        return ""
 
 
 class _Printed(io.TextIOBase):
