@@ -105,6 +105,13 @@ VARIANTS = [
 '''},
         expect={"test_statistics_table": "raw_std for d_k="},
     ),
+    Variant(
+        "top_weight_float32_tensor",
+        "mean_top_weight returns a 0-d float32 tensor where the text asks for one Python float",
+        edits={"mean_top_weight": (("return float(weights.max(axis=-1).mean())",
+                                    "return torch.tensor(weights.max(axis=-1).mean(), dtype=torch.float32)"),)},
+        expect={"test_top_weight_range": "return one Python float"},
+    ),
     # ------------------------------------------------------------ Part C: softmax_jacobian
     Variant(
         "jacobian_no_outer_product",
@@ -117,8 +124,8 @@ VARIANTS = [
         "jacobian_sign_flipped",
         "the Jacobian is p p^T - diag(p), the right matrix with the wrong sign",
         edits={"softmax_jacobian": (("return diagonal - outer", "return outer - diagonal"),)},
-        expect={"test_jacobian_single": "the sign is flipped",
-                "test_jacobian_batched": "is off"},
+        expect={"test_jacobian_single": "the sign is flipped"},
+        only=True,  # the batched test compares each row with the student's own Jacobian of that row
     ),
     Variant(
         "jacobian_inner_product",

@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from course import check_choice, check_close, check_finite, check_shape, check_true
+from course import attempt, check_choice, check_close, check_finite, check_shape, check_true, check_type
 from course.plots import plot_curves
 
 np.set_printoptions(precision=4, suppress=True)
@@ -121,6 +121,8 @@ scores = rng.normal(scale=3.0, size=(200, 8))
 value = mean_top_weight(scores)
 check_true(np.ndim(value) == 0, f"mean_top_weight returned shape {np.shape(value)}: "
            "return one number, the mean over all rows of each row's largest weight")
+check_type("mean_top_weight(scores)", value, float,
+           hint="return one Python float, float(...) of the mean (a 0-d array or tensor is not one)")
 check_finite("mean_top_weight(scores)", value)
 check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g}, above 1, but a softmax weight is at "
            "most 1: take the largest softmax weight of each row, not the largest raw score")
@@ -277,6 +279,7 @@ wanted = {"raw_std", "scaled_std", "raw_top", "scaled_top"}
 check_true(set(stats) == wanted, f"score_statistics returned the keys {sorted(stats)}, expected {sorted(wanted)}")
 for key in sorted(wanted):
     check_true(np.ndim(stats[key]) == 0, f"stats[{key!r}] has shape {np.shape(stats[key])}: expected one number")
+    check_type(f"stats[{key!r}]", stats[key], float, hint="each statistic is one Python float, float(...)")
     check_finite(f"stats[{key!r}]", stats[key])
 check_true(3.4 < stats["raw_std"] < 4.6, f"raw_std is {stats['raw_std']:.3g} for d_k = 16, expected about "
            "sqrt(16) = 4: the raw scores are the dot products of q and k, one per (query, key) pair")
@@ -509,19 +512,15 @@ for trial in range(5):
 softmax_last = lambda s: torch.softmax(s, dim=-1)
 scores = torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4)))
 p = softmax_last(scores).numpy()
-try:
-    J = softmax_jacobian(p)
-except NotImplementedError:
-    raise
-except Exception as error:
-    raise AssertionError(f"softmax_jacobian failed on a batch of shape (2, 3, 4) with {type(error).__name__}: "
-                         f"{error}. np.diag and np.outer handle one vector only: build diag(p) and p p^T "
-                         "with broadcasting over the leading axes") from None
+BATCH_HINT = ("np.diag and np.outer handle one vector only: build diag(p) and p p^T with broadcasting over the "
+              "leading axes")
+J = attempt("softmax_jacobian(p) for p of shape (2, 3, 4)", softmax_jacobian, p, hint=BATCH_HINT)
 check_shape("softmax_jacobian(p) for p of shape (2, 3, 4)", J, (2, 3, 4, 4),
             hint="one (n, n) Jacobian per row of p: build both terms with broadcasting over the leading axes")
-autograd_J = torch.autograd.functional.jacobian(softmax_last, scores[1, 2])  # (4, 4): torch's, at row [1, 2]
-check_close("softmax_jacobian(p)[1, 2]", J[1, 2], autograd_J.numpy(), atol=1e-12,
-            hint="each row of the batch must get the Jacobian of that row alone")
+# the rows of a batch are judged against your own Jacobian of one row (the test of one vector judges the formula)
+alone = attempt("softmax_jacobian(p[1, 2])", softmax_jacobian, p[1, 2], hint="make the test of one vector pass first")
+check_close("softmax_jacobian(p)[1, 2]", J[1, 2], alone, atol=1e-12,
+            hint="each row of the batch must get the Jacobian of that row alone, softmax_jacobian(p[1, 2])")
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(33)
 softmax_last = lambda s: torch.softmax(s, dim=-1)
@@ -529,16 +528,11 @@ for batch in [(int(rng.integers(1, 6)),), (int(rng.integers(1, 4)), int(rng.inte
     n = int(rng.integers(2, 7))
     scores = torch.from_numpy(rng.normal(scale=2.0, size=batch + (n,)))
     p = softmax_last(scores).numpy()
-    reference = torch.stack([torch.autograd.functional.jacobian(softmax_last, row)
-                             for row in scores.reshape(-1, n)]).reshape(*batch, n, n)
-    try:
-        J = softmax_jacobian(p)
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        raise AssertionError(f"softmax_jacobian failed on a batch of shape {batch + (n,)} with "
-                             f"{type(error).__name__}: build both terms with broadcasting") from None
-    check_close(f"softmax_jacobian(p) for p of shape {batch + (n,)}", J, reference.numpy(), atol=1e-9,
+    rows = [attempt(f"softmax_jacobian of one row of length {n}", softmax_jacobian, row, hint="make the test of one "
+                    "vector pass first") for row in p.reshape(-1, n)]
+    reference = np.stack(rows).reshape(*batch, n, n)  # your Jacobian of each row alone
+    J = attempt(f"softmax_jacobian(p) for p of shape {batch + (n,)}", softmax_jacobian, p, hint=BATCH_HINT)
+    check_close(f"softmax_jacobian(p) for p of shape {batch + (n,)}", J, reference, atol=1e-9,
                 hint="one Jacobian diag(p) - p p^T per row of p; the outer product is p[..., :, None] times "
                      "p[..., None, :]")
 ### END HIDDEN TESTS
