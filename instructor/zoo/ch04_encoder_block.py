@@ -35,14 +35,22 @@ VARIANTS = [
         "head_weights_averaged",
         "the block returns nn.MultiheadAttention's default weights, averaged over heads to (B, T, T)",
         edits=_block(("need_weights=True, average_attn_weights=False", "need_weights=True")),
-        expect={"test_block_shapes": "average_attn_weights=False"},
+        expect={"test_block_shapes": "average_attn_weights=False",
+                "test_block_padding_mask": "weights with a padding mask has shape"},
     ),
     Variant(
         "ffn_without_activation",
         "the FFN is linear2(linear1(x)), with no ReLU in between",
         edits={"feed_forward": ((FFN, "return self.linear2(self.linear1(x))"),)},
-        expect={"test_ffn_values": "your FFN is a linear (affine) map",
-                "test_block_post_norm": "the FFN has no ReLU between linear1 and linear2"},
+        expect={"test_ffn_values": "your FFN is a linear (affine) map"},
+        only=True,  # the block's tests judge the block around the student's own FFN
+    ),
+    Variant(
+        "ffn_gelu",
+        "the FFN uses a GELU (BERT's and GPT's activation) where the text asks for ReLU",
+        edits={"feed_forward": ((FFN, "return self.linear2(nn.functional.gelu(self.linear1(x)))"),)},
+        expect={"test_ffn_values": "a GELU is used instead of the ReLU"},
+        only=True,
     ),
     Variant(
         "padding_mask_ignored",
@@ -112,7 +120,17 @@ VARIANTS = [
         "nn.MultiheadAttention is built without batch_first=True, so it reads (B, T, D) as (T, B, D)",
         edits=_block((", batch_first=True", "")),
         expect={"test_block_modules": "must be built with batch_first=True",
-                "test_block_shapes": "weights for x of shape (2, 3, 4) and 2 heads has shape (3, 2, 2, 2)"},
+                "test_block_shapes": "has shape (3, 2, 2, 2), expected (2, 2, 3, 3): the attention reads x of shape "
+                                     "(B, T, D) as (T, B, D): build it with batch_first=True",
+                "test_block_padding_mask": "build it with batch_first=True"},
+    ),
+    Variant(
+        "masks_swapped",
+        "the block passes padding_mask as attn_mask and causal_mask as key_padding_mask",
+        edits=_block(("key_padding_mask=padding_mask, attn_mask=causal_mask",
+                      "key_padding_mask=causal_mask, attn_mask=padding_mask"),),
+        expect={"test_block_padding_mask": "pass padding_mask (B, T) to the attention as key_padding_mask",
+                "test_block_causal_mask": "pass padding_mask (B, T) to the attention as key_padding_mask"},
     ),
     Variant(
         "attention_dropout",
@@ -125,8 +143,14 @@ VARIANTS = [
         "both FFN layers are width x width: the hidden size is ignored",
         edits={"feed_forward": (("nn.Linear(width, hidden)", "nn.Linear(width, width)"),
                                 ("nn.Linear(hidden, width)", "nn.Linear(width, width)"))},
-        expect={"test_ffn_layers": "expected 6 -> 10",
-                "test_block_modules": "must have hidden size"},
+        expect={"test_ffn_layers": "expected 6 -> 10"},
+        only=True,
+    ),
+    Variant(
+        "block_ffn_hidden_ignored",
+        "the block builds its FFN as FeedForward(width, width), ignoring its hidden size",
+        edits=_block(("self.ffn = FeedForward(width, hidden)", "self.ffn = FeedForward(width, width)"),),
+        expect={"test_block_modules": "must have hidden size"},
     ),
     Variant(
         "ffn_linear_named_but_not_one",
