@@ -34,8 +34,24 @@ VARIANTS = [
         "phi_elu_negative",
         "the feature map is ELU(x) without the 1 +, so features (and weights) can be negative",
         edits={"phi": (("return 1 + F.elu(x)", "return F.elu(x)"),)},
-        expect={"test_phi": "features must be positive",
-                "test_linear_attention_matches": "phi(x) = ELU(x), without the 1 +"},
+        expect={"test_phi": "features must be positive"},
+        only=True,  # Part B and C's tests judge the attention around the student's own phi
+    ),
+    Variant(
+        "cost_as_floats",
+        "attention_cost counts the score part with a float factor (2.0), so the counts are floats, not whole numbers",
+        edits={"attention_cost": (("score_flops = 2 * B * L * L * d", "score_flops = 2.0 * B * L * L * d"),)},
+        expect={"test_cost_values": "the counts are whole numbers"},
+        only=True,
+    ),
+    Variant(
+        "kv_cache_grown_on_head_axis",
+        "the cached step appends the new key and value along dim 1 (the heads) instead of dim 2 (the tokens)",
+        edits={"cached_attention_step": (("k = torch.cat([cache[0], k], dim=2)", "k = torch.cat([cache[0], k], dim=1)"),
+                                         ("v = torch.cat([cache[1], v], dim=2)", "v = torch.cat([cache[1], v], dim=1)"))},
+        expect={"test_kv_cache_shapes": "append the new key and value along dim 2",
+                "test_kv_cache_matches_full": "append the new key and value along dim 2",
+                "test_greedy_cached_equals_full": "append the new key and value along dim 2"},
     ),
     Variant(
         "quadratic_unnormalised",

@@ -42,7 +42,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course import check_choice, check_close, check_shape, check_true, check_type
+from course import attempt, check_choice, check_close, check_shape, check_true, check_type
 from nboracle import call_keeping_arguments, fresh
 from course.plots import plot_curves
 from nboracle import largest_tensor
@@ -136,6 +136,9 @@ cost = attention_cost(2, 8, 16, 4)
 check_type("attention_cost(2, 8, 16, 4)", cost, dict)
 wanted = {"score_flops", "mix_flops", "projection_flops", "total_flops", "score_bytes"}
 check_true(wanted <= set(cost), f"attention_cost is missing the keys {sorted(wanted - set(cost))}")
+for key in sorted(wanted):
+    check_type(f'attention_cost(2, 8, 16, 4)["{key}"]', cost[key], (int, np.integer),
+               hint="the counts are whole numbers: keep them ints (d // H, not d / H; no float())")
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(80)
 for trial in range(6):
@@ -552,6 +555,15 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_quadratic", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention_quadratic normalises phi(q).phi(k) per query and respects the causal mask."""
+def own_phi(x):
+    """Your phi on the test's input: the tests below judge the attention around the feature map you wrote (the
+    test of phi judges phi itself)."""
+    features = attempt("phi(x)", phi, x, hint="phi fails on its own: make the test of phi pass first")
+    check_shape(f"phi(x) for x of shape {tuple(x.shape)}", features, tuple(x.shape),
+                hint="make the test of phi pass first")
+    return features
+
+
 gen = torch.Generator().manual_seed(83)
 q, k, v = (torch.randn(2, 6, n, generator=gen, dtype=torch.float64) for n in (4, 4, 3))
 out = linear_attention_quadratic(q, k, v)
@@ -564,7 +576,7 @@ check_close("causal output of token 0", linear_attention_quadratic(q, k, v, caus
             atol=1e-10, hint="with causal=True, token 0 sees only key 0: its output is v_0")
 ### BEGIN HIDDEN TESTS
 def hidden_loop_reference(q, k, v, causal):
-    fq, fk, rows = F.elu(q) + 1, F.elu(k) + 1, []
+    fq, fk, rows = own_phi(q), own_phi(k), []
     for i in range(q.shape[-2]):
         seen = i + 1 if causal else k.shape[-2]
         w = (fq[..., i:i + 1, :] * fk[..., :seen, :]).sum(-1, keepdim=True)  # (..., seen, 1)
@@ -576,7 +588,7 @@ for trial in range(4):
     L, d, d_v = (int(n) for n in torch.randint(2, 9, (3,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    raw = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)
+    raw = own_phi(q) @ own_phi(k).transpose(-1, -2)
     raw_elu = F.elu(q) @ F.elu(k).transpose(-1, -2)
     for causal in (False, True):
         masked_elu = raw_elu.tril() if causal else raw_elu
@@ -603,7 +615,7 @@ for trial in range(5):
     L, d, d_v = (int(n) for n in torch.randint(2, 12, (3,), generator=gen))
     q, k = (2 * torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    fq, fk, ek = F.elu(q) + 1, F.elu(k) + 1, F.elu(k)
+    fq, fk, ek = own_phi(q), own_phi(k), F.elu(k)
     kernel = torch.einsum("...id,...jd->...ij", fq, fk)
     check_close(f"linear_attention for batch {batch}, L={L}, d={d}, d_v={d_v}", linear_attention(q, k, v),
                 torch.einsum("...ij,...jv->...iv", kernel / kernel.sum(-1, keepdim=True), v), atol=1e-9,
@@ -628,7 +640,7 @@ check_close("linear_attention when all seven keys are equal", linear_attention(q
             hint="equal keys give equal weights, so every output is the plain mean of v: divide phi(q_i)^T S by "
                  "phi(q_i) . z, with z = sum_j phi(k_j)")
 ### BEGIN HIDDEN TESTS
-kernel = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)  # (3, 7, 7), built here, not by you
+kernel = own_phi(q) @ own_phi(k).transpose(-1, -2)  # (3, 7, 7), built here, not by you
 check_close("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (kernel / kernel.sum(-1, keepdim=True)) @ v,
             atol=1e-9, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
 ### END HIDDEN TESTS
@@ -639,7 +651,7 @@ check_close("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (kernel / kern
 gen = torch.Generator().manual_seed(185)
 def hidden_masked_reference(q, k, v, low, high):
     """Weights phi(q_i).phi(k_j) kept for i + low <= j <= i + high, rows normalised."""
-    w = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)
+    w = own_phi(q) @ own_phi(k).transpose(-1, -2)
     L = q.shape[-2]
     offset = torch.arange(L)[None, :] - torch.arange(L)[:, None]  # j - i
     w = w * ((offset >= low) & (offset <= high))
@@ -651,7 +663,7 @@ for trial in range(5):
     d, d_v = (int(n) for n in torch.randint(2, 7, (2,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    fq, fk = own_phi(q), own_phi(k)
     w = (fq @ fk.transpose(-1, -2)).tril() + torch.diag_embed((fq * fk).sum(-1))  # current token counted twice
     check_close(f"linear_attention(causal=True) for batch {batch}, L={L}, d={d}, d_v={d_v}",
                 linear_attention(q, k, v, causal=True), hidden_masked_reference(q, k, v, -L, 0), atol=1e-9,
@@ -704,7 +716,7 @@ for causal in (False, True):
     check_true(largest.entries < 1200 * 1200 // 2,
                f"linear_attention(causal={causal}) built a tensor of shape {largest.shape} at L = 1200 with "
                "batch axes (2, 2): form phi(K)^T V (or its running sums) first, then multiply by phi(q)")
-    kernel = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-1, -2)  # (2, 2, L, L), built here, not by you
+    kernel = own_phi(q) @ own_phi(k).transpose(-1, -2)  # (2, 2, L, L), built here, not by you
     kernel = kernel.tril() if causal else kernel
     check_close(f"linear_attention(causal={causal}) at L = 1200", out, (kernel @ v) / kernel.sum(-1, keepdim=True),
                 atol=1e-8, hint="the regrouped form must give the same numbers as the quadratic one")
@@ -712,7 +724,7 @@ for causal in (False, True):
 # 128 GiB, which no grading machine (and no sandbox) holds; the regrouped form needs 3 MB
 L = 2 ** 17
 q, k, v = (torch.randn(1, L, 2, generator=gen, dtype=torch.float64) for _ in range(3))
-fq, fk = F.elu(q) + 1, F.elu(k) + 1
+fq, fk = own_phi(q), own_phi(k)
 for causal in (False, True):
     try:
         out = linear_attention(q, k, v, causal=causal)
@@ -827,7 +839,7 @@ for trial in range(3):
     state = None
     for t in range(T):
         _, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
-    fk = F.elu(k) + 1
+    fk = own_phi(k)
     check_close(f"S after {T} tokens (batch {batch}, d={d}, d_v={d_v})", state[0],
                 fk.transpose(-1, -2) @ v, atol=1e-9, likely_causes={
                     "each token is added to S twice": 2 * fk.transpose(-1, -2) @ v,
@@ -851,7 +863,7 @@ for trial in range(4):
     for t in range(T):
         out_t, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
         outputs.append(out_t)
-    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    fq, fk = own_phi(q), own_phi(k)
     w = (fq @ fk.transpose(-1, -2)).tril()  # (..., T, T)
     w_twice = w + torch.diag_embed((fq * fk).sum(-1))
     w_before = (fq @ fk.transpose(-1, -2)).tril(-1)
@@ -885,7 +897,7 @@ check_true(unchanged, "the step changed the (S, z) it was given (an in-place S +
 second, _ = causal_linear_attention_step(after, q, k, v)
 check_close("the same step taken twice from one state", second, first, atol=1e-12)  # message only: names the change
 ### BEGIN HIDDEN TESTS
-fq, fk = F.elu(q) + 1, F.elu(k) + 1
+fq, fk = own_phi(q), own_phi(k)
 expected = (fq @ (kept[0] + torch.outer(fk, v))) / (fq @ (kept[1] + fk))  # out_t from the state given
 for what, mine in (("the first", first), ("the second", second)):
     check_close(f"{what} step from one state", mine, expected, atol=1e-12,
@@ -1075,13 +1087,21 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The step returns (B, 1, D) and a (K, V) cache that grows by one position per token."""
+CACHE_HINT = "the cache holds K and V of shape (B, H, tokens so far, d_head): append the new key and value along dim 2"
+
+
+def cached_step(block, x_new, cache, t):
+    """cached_attention_step at token t; an error reads as one sentence with the cache's layout."""
+    return attempt(f"cached_attention_step at token {t}", cached_attention_step, block, x_new, cache, hint=CACHE_HINT)
+
+
 torch.manual_seed(90)
 block = fresh(MultiHeadSelfAttention, d_model=16, n_heads=4, max_len=32)  # fresh(): your step gets the test's block
 x = torch.randn(2, 5, 16)
 cache = None
 with torch.no_grad():
     for t in range(5):
-        y_t, cache = cached_attention_step(block, x[:, t:t + 1], cache)
+        y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
         check_shape(f"y_new at token {t}", y_t, (2, 1, 16), hint="one output row of width D for the new token")
         check_true(isinstance(cache, (tuple, list)) and len(cache) == 2, "the cache must be the pair (K, V)")
         check_shape(f"cached K after {t + 1} tokens", cache[0], (2, 4, t + 1, 4),
@@ -1095,7 +1115,7 @@ for trial in range(2):
     x, cache = torch.randn(B, T, H * d_head), None
     with torch.no_grad():
         for t in range(T):
-            y_t, cache = cached_attention_step(block, x[:, t:t + 1], cache)
+            y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
     check_shape(f"cached K after {T} tokens (B={B}, H={H}, d_head={d_head})", cache[0], (B, H, T, d_head))
     check_shape(f"cached V after {T} tokens (B={B}, H={H}, d_head={d_head})", cache[1], (B, H, T, d_head),
                 hint="append the new value along dim 2, like the key")
@@ -1109,7 +1129,7 @@ x = torch.randn(2, 7, 24, dtype=torch.float64)
 cache, rows = None, []
 with torch.no_grad():
     for t in range(7):
-        y_t, cache = cached_attention_step(block, x[:, t:t + 1], cache)
+        y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
         rows.append(y_t)
     full = block(x)
 check_close("the first token's output", rows[0], full[:, :1], atol=1e-10,
@@ -1127,7 +1147,7 @@ for trial in range(3):
     x, cache, rows = torch.randn(B, T, H * d_head, dtype=torch.float64), None, []
     with torch.no_grad():
         for t in range(T):
-            y_t, cache = cached_attention_step(block, x[:, t:t + 1], cache)
+            y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
             rows.append(y_t)
         full = block(x)
         q, k, v = (t.view(B, T, H, d_head).transpose(1, 2) for t in block.qkv(x).split(H * d_head, dim=-1))
@@ -1153,7 +1173,8 @@ def first_difference(a, b):
 torch.manual_seed(92)
 lm = fresh(TinyLM, vocab=30, d_model=24, n_heads=2, max_len=48).double()  # greedy hands your step lm.block
 prompt = torch.randint(0, 30, (2, 4))
-full_tokens, cached_tokens = greedy(lm, prompt, 30, use_cache=False), greedy(lm, prompt, 30, use_cache=True)
+full_tokens = greedy(lm, prompt, 30, use_cache=False)
+cached_tokens = attempt("greedy(..., use_cache=True)", greedy, lm, prompt, 30, use_cache=True, hint=CACHE_HINT)
 check_shape("tokens from greedy(..., use_cache=True)", cached_tokens, full_tokens.shape)
 check_true(torch.equal(full_tokens, cached_tokens), "greedy decoding with your cache chose a different token "
            f"at position {first_difference(full_tokens, cached_tokens)}: the cached step must give the same "
@@ -1163,7 +1184,8 @@ for seed in (93, 94):
     torch.manual_seed(seed)
     lm = fresh(TinyLM, vocab=40, d_model=16, n_heads=4, max_len=40).double()
     prompt = torch.randint(0, 40, (3, 3))
-    full_tokens, cached_tokens = greedy(lm, prompt, 25, use_cache=False), greedy(lm, prompt, 25, use_cache=True)
+    full_tokens = greedy(lm, prompt, 25, use_cache=False)
+    cached_tokens = attempt("greedy(..., use_cache=True)", greedy, lm, prompt, 25, use_cache=True, hint=CACHE_HINT)
     check_true(torch.equal(full_tokens, cached_tokens), "greedy decoding with your cache chose a different token "
                f"at position {first_difference(full_tokens, cached_tokens)} for another model (vocabulary 40, "
                "4 heads of width 4)")
