@@ -38,8 +38,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
-from nboracle import draw_parameters, fresh, module_tensors, parameter_gradients
+from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
+from nboracle import draw_parameters, fresh, load_tensors, module_tensors, parameter_gradients
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -481,7 +481,16 @@ check_true("table.weight" in held and held["table.weight"]["kind"] == "parameter
 check_true(held["table.weight"]["shape"] == (16, 4),
            f"LearnedPositions(16, 4).table.weight has shape {held['table.weight']['shape']}, expected (16, 4): "
            "one row of d numbers per position, nn.Embedding(max_len, d)")
-table = draw_parameters(positions, torch.Generator().manual_seed(30))["table.weight"]  # the test chooses the rows
+def choose_table(positions, max_len, d, generator):
+    """The test chooses the table's rows (a frozen table too: whether it learns is another test's question)."""
+    table = draw_parameters(positions, generator).get("table.weight")
+    if table is None:
+        table = torch.randn(max_len, d, generator=generator)
+        load_tensors(positions, {"table.weight": table})
+    return table
+
+
+table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
 out = positions(x)
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
@@ -493,15 +502,11 @@ sizes = np.random.default_rng(31)
 for trial in range(4):
     max_len, d = int(sizes.integers(2, 40)), int(sizes.integers(1, 9))
     positions = LearnedPositions(max_len, d)
-    table = draw_parameters(positions, generator)["table.weight"]
+    table = choose_table(positions, max_len, d, generator)
     for T in (int(sizes.integers(1, max_len)), max_len):
         x = torch.randn(3, T, d, generator=generator)
-        try:
-            out = positions(x)
-        except Exception as error:
-            raise AssertionError(f"LearnedPositions({max_len}, {d}) raised {type(error).__name__} for "
-                                 f"T = {T} tokens; a table of {max_len} rows has positions 0 to "
-                                 f"{max_len - 1}, so T = max_len fits exactly") from None
+        out = attempt(f"LearnedPositions({max_len}, {d}) for T = {T} tokens", positions, x,
+                      hint=f"a table of {max_len} rows has positions 0 to {max_len - 1}, so T = max_len fits exactly")
         check_close(f"LearnedPositions({max_len}, {d})(x) for T = {T}", out, x + table[:T],
                     atol=1e-6, hint="add row t of the table to slot t, the same rows for every sequence of the batch")
 ### END HIDDEN TESTS
@@ -693,7 +698,20 @@ assert torch.allclose(plain, F.scaled_dot_product_attention(q, k, v), atol=1e-6)
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_by_hand", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Each score uses the r of its offset j - i: by hand for T = 2, d_k = 1, keys zero, then for random sizes."""
-scores = relative_scores(torch.ones(2, 1), torch.zeros(2, 1), torch.tensor([[1.0], [2.0], [3.0]]))
+def scores_of(q, k, r):
+    """relative_scores(q, k, r); an error reads as one sentence, naming relative_offsets when it is the cause."""
+    T = q.shape[0]
+    try:
+        offsets = relative_offsets(T)
+        whole = offsets.dtype in (torch.int64, torch.int32) and tuple(offsets.shape) == (T, T)
+    except Exception:  # noqa: BLE001 (the tests of relative_offsets report its error)
+        whole = False
+    hint = ("index r with relative_offsets(T) + T - 1, a (T, T) tensor of rows" if whole else
+            "relative_offsets(T) fails or gives offsets that cannot index r: make its tests pass first")
+    return attempt(f"relative_scores(q, k, r) for T = {T}", relative_scores, q, k, r, hint=hint)
+
+
+scores = scores_of(torch.ones(2, 1), torch.zeros(2, 1), torch.tensor([[1.0], [2.0], [3.0]]))
 check_shape("relative_scores for T = 2", scores, (2, 2))
 check_close("relative_scores for T = 2, d_k = 1", scores, [[2.0, 3.0], [1.0, 2.0]], atol=1e-6,
             likely_causes={"the offsets are taken as i - j instead of j - i": [[2.0, 1.0], [3.0, 2.0]],
@@ -708,7 +726,7 @@ for trial in range(4):  # equal queries u and equal keys w: one content term u .
     u = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
     w = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
     r = torch.randn(2 * T - 1, d_k, generator=generator, dtype=torch.float64)
-    scores = relative_scores(u.expand(T, d_k), w.expand(T, d_k), r)
+    scores = scores_of(u.expand(T, d_k), w.expand(T, d_k), r)
     content = (u[0] @ w[0]).item()
     position = torch.stack([(r @ u[0])[T - 1 - i: 2 * T - 1 - i] for i in range(T)])  # (T, T): u . r[j - i + T - 1]
     reference = (content + position) / d_k ** 0.5
@@ -724,7 +742,7 @@ for trial in range(4):  # equal queries u and equal keys w: one content term u .
 """With r = 0 the scores are plain attention scores: softmax(scores) @ v equals F.scaled_dot_product_attention."""
 torch.manual_seed(41)
 q, k, v = torch.randn(3, 4, 6).unbind(0)
-mixed = torch.softmax(relative_scores(q, k, torch.zeros(7, 6)), dim=-1) @ v
+mixed = torch.softmax(scores_of(q, k, torch.zeros(7, 6)), dim=-1) @ v
 check_close("softmax(relative_scores(q, k, 0)) @ v", mixed, F.scaled_dot_product_attention(q, k, v), atol=1e-5,
             likely_causes={"the scores are not divided by sqrt(d_k)": torch.softmax(q @ k.T, dim=-1) @ v},
             hint="divide the whole score by sqrt(d_k), with d_k = q.shape[-1]")
@@ -734,7 +752,7 @@ sizes = np.random.default_rng(42)
 for trial in range(4):
     T, d_k = int(sizes.integers(1, 9)), int(sizes.integers(1, 17))
     q, k, v = (torch.randn(T, d_k, generator=generator, dtype=torch.float64) for _ in range(3))
-    weights = torch.softmax(relative_scores(q, k, torch.zeros(2 * T - 1, d_k, dtype=torch.float64)), dim=-1)
+    weights = torch.softmax(scores_of(q, k, torch.zeros(2 * T - 1, d_k, dtype=torch.float64)), dim=-1)
     eye = torch.eye(T, dtype=torch.float64)
     raw = q @ k.T
     check_close(f"softmax(relative_scores(q, k, 0)) for T = {T}, d_k = {d_k}", weights,
@@ -746,7 +764,7 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_random", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """relative_scores matches q_i . (k_j + r[j - i + T - 1]) / sqrt(d_k) on random inputs."""
-scores = relative_scores(torch.randn(4, 3), torch.randn(4, 3), torch.randn(7, 3))
+scores = scores_of(torch.randn(4, 3), torch.randn(4, 3), torch.randn(7, 3))
 check_shape("relative_scores for T = 4, d_k = 3", scores, (4, 4), hint="one score per (query, key) pair")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(43)
@@ -761,7 +779,7 @@ for trial in range(5):
             reference[i, j] = q[i] @ (k[j] + r[j - i + T - 1]) / d_k ** 0.5
             only_content_scaled[i, j] = q[i] @ k[j] / d_k ** 0.5 + q[i] @ r[j - i + T - 1]
             flipped[i, j] = q[i] @ (k[j] + r[i - j + T - 1]) / d_k ** 0.5
-    check_close(f"relative_scores for T = {T}, d_k = {d_k}", relative_scores(q, k, r), reference, atol=1e-5,
+    check_close(f"relative_scores for T = {T}, d_k = {d_k}", scores_of(q, k, r), reference, atol=1e-5,
                 likely_causes={"the offsets are taken as i - j instead of j - i": flipped,
                                "only the content term q . k is divided by sqrt(d_k)": only_content_scaled,
                                "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5},
