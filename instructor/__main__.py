@@ -125,6 +125,9 @@ def check_workspace(mine) -> int:
                 f", failing: {', '.join(failed)}" if failed else ", every test passes")
         print(f"{assignment:<26}{line}", flush=True)
     print("details of one chapter: make check NB=workspace/<assignment>/<notebook>.ipynb")
+    print("written answers (the parts 'In your own words') are graded by a person; studying on your own, "
+          "write yours first, then compare with the model answer and rubric under the question in "
+          "source/<assignment>/<notebook>.py")
     return 0
 
 

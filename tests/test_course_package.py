@@ -154,6 +154,38 @@ def test_check_choice_reads_every_quiz_answer_by_one_rule():
         check_choice("Q3", "d", "abc")
 
 
+def test_check_option_names_the_misconception_of_the_option_chosen():
+    """The right letter passes; a wrong one fails with its own feedback; feedback must cover all letters but one."""
+    from course import check_option
+
+    wrong = {"a": "that is the spread after the division", "b": "that is the variance", "d": "upside down"}
+    assert check_option("Q1", " C", wrong) == "c"
+    with pytest.raises(AssertionError, match=r"^Q1 is not right: \(b\) that is the variance$"):
+        check_option("Q1", "B", wrong)
+    with pytest.raises(AssertionError, match="one letter as a string"):
+        check_option("Q1", "16", wrong)
+    with pytest.raises(ValueError):
+        check_option("Q1", "c", {"a": "x", "b": "y"})
+
+
+def test_check_prediction_names_the_known_mistake_and_never_the_expected_number():
+    """Within the tolerance passes; a known wrong value gets its reasoning; anything else the hint."""
+    import numpy as np
+
+    from course import check_number, check_prediction
+
+    known = ((400.0, "that is the variance"), (1.0, "that is after the division"))
+    assert check_prediction("P", np.float64(20.5), 20.0, hint="h", known=known) == 20.5
+    with pytest.raises(AssertionError, match=r"^P = 400 is not right: that is the variance$"):
+        check_prediction("P", 400, 20.0, hint="h", known=known)
+    with pytest.raises(AssertionError) as failure:
+        check_prediction("P", 30, 20.0, hint="square root of the variance", known=known)
+    assert "square root of the variance" in str(failure.value) and "20" not in str(failure.value)
+    for wrong in (None, "20", True, float("nan"), [20]):
+        with pytest.raises(AssertionError, match="^P is "):
+            check_number("P", wrong)
+
+
 class _RecordingLink:
     """A stand-in for the grader's link to a kernel: records every request, always gives ``answer``."""
 

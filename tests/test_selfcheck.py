@@ -27,6 +27,7 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
     assert "FAIL test_attention_scaling" in out and "too peaked, were the scores divided by sqrt(d_k)?" in out
     assert "automatic points: 8 of 11" in out and "feedback: " in out
     assert "graded by hand: 2 more points (equal_keys_answer: 2)" in out and "feedback shows 8/13" in out
+    assert "the model answers and rubrics are the cells equal_keys_answer of " in out and "two_keys.ipynb" in out
     assert buggy.read_bytes() == before, "the learner's notebook must never be modified"
 
     private = private_root(REPOSITORY, A)

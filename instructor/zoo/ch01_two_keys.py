@@ -74,16 +74,22 @@ VARIANTS = [
     Variant(
         "hand_answers_swapped",
         "the hand-computed weights are given in the wrong order",
-        replace={"hand_answers": '''HAND_WEIGHTS = np.array([[0.269, 0.731]])
-HAND_OUTPUT = np.array([[0.538, 2.924]])
+        replace={"hand_answers": '''HAND_WEIGHTS = np.array([[0.196, 0.804]])
+HAND_OUTPUT = np.array([[-0.218, 4.218]])
 '''},
         expect={"test_hand_answers": "HAND_WEIGHTS is off"},
     ),
     Variant(
         "hand_output_left_none",
         "the weights are filled in, the output is left as the stub's None",
-        edits={"hand_answers": (("\nHAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])", ""),)},
+        edits={"hand_answers": (("\nHAND_OUTPUT = HAND_WEIGHTS @ np.array([[3.0, 1.0], [-1.0, 5.0]])", ""),)},
         expect={"test_hand_answers": "HAND_OUTPUT is still None"},
+    ),
+    Variant(
+        "hand_answers_unscaled",
+        "the hand answers forget the division by sqrt(d_k): softmax of the raw scores [2, 0]",
+        replace={"hand_answers": "HAND_WEIGHTS = [[0.881, 0.119]]\nHAND_OUTPUT = [[2.523, 1.477]]\n"},
+        expect={"test_hand_answers": "are the weights of the raw scores [2, 0]"},
     ),
 ]
 
@@ -109,6 +115,6 @@ ALTERNATIVES = [
     Variant(
         "hand_answers_rounded",
         "the hand answers typed as plain lists, rounded to three decimals as the text asks",
-        replace={"hand_answers": "HAND_WEIGHTS = [[0.731, 0.269]]\nHAND_OUTPUT = [[1.462, 1.076]]\n"},
+        replace={"hand_answers": "HAND_WEIGHTS = [[0.804, 0.196]]\nHAND_OUTPUT = [[2.218, 1.782]]\n"},
     ),
 ]

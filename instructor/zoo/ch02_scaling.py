@@ -148,9 +148,15 @@ VARIANTS = [
         "every quiz answer is a tempting wrong one (Q1 not even a letter)",
         replace={"quiz": 'Q1 = "16"\nQ2 = "c"\nQ3 = "b"\nQ4 = "a"'},
         expect={"test_quiz_q1": "answer with one letter as a string",
-                "test_quiz_q2": "Q2 is not right",
-                "test_quiz_q3": "Q3 is not right",
-                "test_quiz_q4": "Q4 is not right"},
+                "test_quiz_q2": "Q2 is not right: (c) overflow is already prevented",
+                "test_quiz_q3": "Q3 is not right: (b) dividing by d_k",
+                "test_quiz_q4": "Q4 is not right: (a) the mean is the limit c -> 0"},
+    ),
+    Variant(
+        "predict_spread_wrong",
+        "predicts the variance (400) instead of the standard deviation",
+        replace={"predict_spread": "PREDICTED_SPREAD = 400.0\n"},
+        expect={"test_predict_spread": "400 is the variance"},
     ),
 ]
 

@@ -175,8 +175,16 @@ VARIANTS = [
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
         replace={"quiz": 'Q1 = "c"\nQ2 = "a"\nQ3 = "a"\nQ4 = "c"\n'},
-        expect={"test_quiz_q1": "Q1 is not right", "test_quiz_q2": "Q2 is not right",
-                "test_quiz_q3": "Q3 is not right", "test_quiz_q4": "Q4 is not right"},
+        expect={"test_quiz_q1": "Q1 is not right: (c) a causal mask hides the future",
+                "test_quiz_q2": "Q2 is not right: (a) the source sentence is known in full",
+                "test_quiz_q3": "Q3 is not right: (a) a key padding mask hides PAD keys",
+                "test_quiz_q4": "Q4 is not right: (c) a boolean mask of the right shape is accepted silently"},
+    ),
+    Variant(
+        "predict_allowed_wrong",
+        "predicts the share without the diagonal (45 of 100 pairs)",
+        replace={"predict_allowed": "PREDICTED_ALLOWED = 0.45\n"},
+        expect={"test_predict_allowed": "strictly before each query"},
     ),
 ]
 

@@ -207,13 +207,24 @@ VARIANTS = [
         "quiz_wrong",
         "a wrong letter for every quiz question",
         replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "a", "a", "b", "c", "a", "c"\n'},
-        expect={f"test_quiz_q{i}": f"Q{i} is not the best answer" for i in range(1, 7)},
+        expect={"test_quiz_q1": "(a) a decoder-only model hides every later word",
+                "test_quiz_q2": "(a) encoder-only is BERT's family",
+                "test_quiz_q3": "(b) a mask changes which scores are used",
+                "test_quiz_q4": "(c) that is the pattern of causal attention",
+                "test_quiz_q5": "(a) a weight says how much of a value",
+                "test_quiz_q6": "(c) LayerNorm of a sum is not the sum"},
     ),
     Variant(
         "quiz_not_letters",
         "quiz answers written as words instead of letters",
         replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "BERT", "c", "a", "b", "c", "a"\n'},
         expect={"test_quiz_q1": 'answer with one letter as a string, "a", "b" or "c"'},
+    ),
+    Variant(
+        "predict_block_parameters_wrong",
+        "predicts the block's parameters without the two LayerNorms",
+        replace={"predict_block_parameters": "PREDICTED_BLOCK_PARAMETERS = 49728\n"},
+        expect={"test_predict_block_parameters": "leaves out the two LayerNorms"},
     ),
 ]
 

@@ -259,14 +259,21 @@ VARIANTS = [
         "quiz_wrong",
         "picks a plausible wrong answer to every question",
         replace={"quiz": 'Q1 = "c"\nQ2 = "b"\nQ3 = "b"\nQ4 = "c"\n'},
-        expect={"test_quiz_q1": "re-read Part A", "test_quiz_q2": "re-read Part C",
-                "test_quiz_q3": "Masks carry order too", "test_quiz_q4": "re-read Part D"},
+        expect={"test_quiz_q1": "(c) adding a position vector to each token changes no shape",
+                "test_quiz_q2": "(b) nothing wraps around", "test_quiz_q3": "(b) dropout at 0 removes randomness",
+                "test_quiz_q4": "(c) j - i runs from -(T - 1) to T - 1"},
     ),
     Variant(
         "quiz_not_a_letter",
         "answers Q4 with a number instead of a letter",
         replace={"quiz": 'Q1 = "b"\nQ2 = "c"\nQ3 = "c"\nQ4 = 19\n'},
         expect={"test_quiz_q4": 'answer with one letter as a string, "a", "b", "c" or "d"'},
+    ),
+    Variant(
+        "predict_squared_norm_wrong",
+        "predicts d instead of d / 2",
+        replace={"predict_squared_norm": "PREDICTED_SQUARED_NORM = 64.0\n"},
+        expect={"test_predict_squared_norm": "come in sin/cos pairs"},
     ),
 ]
 

@@ -172,7 +172,17 @@ VARIANTS = [
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
         replace={"quiz": 'Q1 = "a"\nQ2 = "b"\nQ3 = "a"\nQ4 = "b"\nQ5 = "a"\n'},
-        expect={f"test_quiz_q{n}": f"Q{n} is not right" for n in range(1, 6)},
+        expect={"test_quiz_q1": "(a) the heads are slices of one D-wide projection",
+                "test_quiz_q2": "(b) the scale acts on the scores before softmax",
+                "test_quiz_q3": "(a) the positions to hide are fixed by the task",
+                "test_quiz_q4": "(b) the count is 4D^2 + 4D for any number of heads",
+                "test_quiz_q5": "(a) a causal mask is for generating left to right"},
+    ),
+    Variant(
+        "predict_parameters_wrong",
+        "predicts the parameters of qkv alone (3D^2 + 3D)",
+        replace={"predict_parameters": "PREDICTED_PARAMETERS = 27936\n"},
+        expect={"test_predict_parameters": "the output projection proj adds"},
     ),
 ]
 

@@ -149,8 +149,8 @@ VARIANTS = [
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
         replace={"quiz": 'Q1 = "b"\nQ2 = "b"\nQ3 = "a"\nQ4 = "a"\n'},
-        expect={"test_quiz_q1": "re-read", "test_quiz_q2": "re-read", "test_quiz_q3": "re-read",
-                "test_quiz_q4": "re-read"},
+        expect={"test_quiz_q1": "(b) the queries come from the decoder", "test_quiz_q2": "(b) under teacher forcing",
+                "test_quiz_q3": "(a) with alpha = 1 each sum is divided by lp", "test_quiz_q4": "(a) a beam only searches"},
     ),
 ]
 

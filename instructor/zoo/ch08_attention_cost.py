@@ -158,6 +158,12 @@ VARIANTS = [
                 "test_quiz_q3": "re-read the introduction of Part D",
                 "test_quiz_q4": "re-read 'Padding pays L² too"},
     ),
+    Variant(
+        "predict_weights_memory_wrong",
+        "predicts one head's weights only",
+        replace={"predict_weights_memory": "PREDICTED_MIB = 64.0\n"},
+        expect={"test_predict_weights_memory": "one head's matrix"},
+    ),
 ]
 
 ALTERNATIVES = [

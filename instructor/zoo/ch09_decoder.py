@@ -245,16 +245,22 @@ VARIANTS = [
     # ------------------------------------------------------------ Part D: quiz
     Variant("quiz_causal_everywhere", "Q1: the causal mask on both attentions",
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "b", "c", "c"'),)},
-            expect={"test_quiz_q1": "Q1 is not the best answer"}),
+            expect={"test_quiz_q1": "Q1 is not right: (b) cross-attention reads the source"}),
     Variant("quiz_weights_transposed", "Q2: (batch, head, key, query)",
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "a", "c", "c"'),)},
-            expect={"test_quiz_q2": "Q2 is not the best answer"}),
+            expect={"test_quiz_q2": "Q2 is not right: (a) the rows are the queries"}),
     Variant("quiz_mask_protects", "Q3: the causal mask makes the shift-right unnecessary",
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "b", "c"'),)},
-            expect={"test_quiz_q3": "Q3 is not the best answer"}),
+            expect={"test_quiz_q3": "Q3 is not right: (b) the causal mask hides later"}),
     Variant("quiz_norm_both", "Q4: pre-norm normalises the memory too",
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "c", "b"'),)},
-            expect={"test_quiz_q4": "Q4 is not the best answer"}),
+            expect={"test_quiz_q4": "Q4 is not right: (b) norm2 is one LayerNorm"}),
+    Variant(
+        "predict_decoder_parameters_wrong",
+        "predicts an encoder block's parameters (no cross-attention)",
+        replace={"predict_decoder_parameters": "PREDICTED_DECODER_PARAMETERS = 12704\n"},
+        expect={"test_predict_decoder_parameters": "that is an encoder block"},
+    ),
 ]
 
 # Correct answers written differently: each must keep full marks.

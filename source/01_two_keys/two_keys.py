@@ -27,6 +27,11 @@
 # **Shapes used throughout.** `Q` is `(..., Lq, d_k)`: `Lq` queries of width `d_k`. `K` is
 # `(..., Lk, d_k)`: one key per position, the same width as the queries so that they can be
 # compared by a dot product. `V` is `(..., Lk, d_v)`: one value per key, of any width `d_v`.
+#
+# **Time:** about 1.5 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 13 points.
+# **Assumes:** Python and NumPy (arrays, broadcasting, matrix products); no earlier chapter.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import numpy as np
@@ -338,34 +343,47 @@ for trial in range(3):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part C · The two-key example, by hand (2 points)
+# ## Part C · Two keys, by hand (2 points)
 #
-# Go back to the two-key example: $q = [1]$, $k_1 = [1]$, $k_2 = [0]$, $v_1 = [2, 0]$,
-# $v_2 = [0, 4]$. Work out the weights and the output **without calling your functions** and
-# write them as arrays of shape `(1, 2)`. Three decimals are enough (the tolerance is `1e-3`);
-# `np.e` is Euler's number if you want it.
+# The worked example above had one feature per vector. Now the query and keys have two, so
+# the division by $\sqrt{d_k}$ matters: $q = [1, 1]$, $k_1 = [1, 1]$, $k_2 = [1, -1]$,
+# $v_1 = [3, 1]$, $v_2 = [-1, 5]$. Work out the weights and the output **without calling your
+# functions** (a calculator, or `np.exp` and `np.sqrt` as one, is fine) and write them as
+# arrays of shape `(1, 2)`. Three decimals are enough (the tolerance is `1e-3`).
 
 # %% nbgrader={"grade": false, "grade_id": "hand_answers", "locked": false, "schema_version": 3, "solution": true}
 HAND_WEIGHTS = None  # replace None with the weights of key 1 and key 2, as an array of shape (1, 2)
 HAND_OUTPUT = None  # replace None with the output, as an array of shape (1, 2)
 ### BEGIN SOLUTION
-HAND_WEIGHTS = np.array([[np.e / (np.e + 1), 1 / (np.e + 1)]])
-HAND_OUTPUT = np.array([[2 * np.e / (np.e + 1), 4 / (np.e + 1)]])
+hand_scores = np.array([1 * 1 + 1 * 1, 1 * 1 + 1 * -1]) / np.sqrt(2)  # [sqrt(2), 0]
+HAND_WEIGHTS = np.exp(hand_scores)[None] / np.exp(hand_scores).sum()
+HAND_OUTPUT = HAND_WEIGHTS @ np.array([[3.0, 1.0], [-1.0, 5.0]])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_hand_answers", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""HAND_WEIGHTS and HAND_OUTPUT hold the two-key answers to three decimals."""
+"""HAND_WEIGHTS and HAND_OUTPUT hold the Part C answers to three decimals."""
 for name, answer in (("HAND_WEIGHTS", HAND_WEIGHTS), ("HAND_OUTPUT", HAND_OUTPUT)):
     check_true(answer is not None, f"{name} is still None: replace None with your answer, an array of shape (1, 2)")
 check_shape("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), (1, 2), hint="one query, two keys: shape (1, 2)")
 check_shape("HAND_OUTPUT", np.asarray(HAND_OUTPUT), (1, 2), hint="one query, values of width 2: shape (1, 2)")
 check_rows_sum_to_one("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), atol=2e-3)
 ### BEGIN HIDDEN TESTS
-a1 = 1.0 / (1.0 + np.exp(-1.0))  # sigmoid(1): the weight of the key whose score is 1
-check_close("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS, dtype=float), [[a1, 1 - a1]], atol=1e-3,
-            hint="the scores are [1, 0]; softmax gives e/(e+1) and 1/(e+1)")
-check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), [[2 * a1, 4 * (1 - a1)]], atol=1e-3,
-            hint="output = a1 * v1 + a2 * v2 with v1 = [2, 0] and v2 = [0, 4]")
+def two_key_answers(scores):
+    """Weights and output of the Part C example for raw scores [q.k1, q.k2] scaled as given."""
+    weights = np.exp(scores) / np.exp(scores).sum()
+    return weights[None], (weights @ np.array([[3.0, 1.0], [-1.0, 5.0]]))[None]
+
+
+weights_given = np.asarray(HAND_WEIGHTS, dtype=float)
+unscaled_weights, _ = two_key_answers(np.array([2.0, 0.0]))
+check_true(weights_given.shape != (1, 2) or not np.allclose(weights_given, unscaled_weights, atol=1e-3),
+           "HAND_WEIGHTS are the weights of the raw scores [2, 0]: with d_k = 2 the scores are divided by "
+           "sqrt(d_k) before the softmax")
+right_weights, right_output = two_key_answers(np.array([2.0, 0.0]) / np.sqrt(2.0))
+check_close("HAND_WEIGHTS", weights_given, right_weights, atol=1e-3,
+            hint="score each key with q . k / sqrt(d_k), then softmax over the two keys")
+check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), right_output, atol=1e-3,
+            hint="output = a1 * v1 + a2 * v2 with v1 = [3, 1] and v2 = [-1, 5]")
 ### END HIDDEN TESTS
 
 # %% [markdown]

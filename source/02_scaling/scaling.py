@@ -23,6 +23,11 @@
 # `softmax_jacobian`, and answer a short quiz. As in chapter 01, each exercise has a
 # solution cell, a cell that runs your code, and graded test cells; the grader also runs
 # hidden tests on random sizes and seeds.
+#
+# **Time:** about 2 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 17 points.
+# **Assumes:** chapter 01 (softmax, scaled dot-product attention); the mean and variance of a sum of independent random numbers.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import matplotlib.pyplot as plt
@@ -46,12 +51,44 @@ np.set_printoptions(precision=4, suppress=True)
 #
 # A 1024-wide head therefore produces scores 32 times more spread out than a 1-wide one, for
 # no reason other than its width. Dividing by $\sqrt{d_k}$ brings the standard deviation
-# back to 1 at every width. A quick numerical check, 10 000 random pairs per width (the
-# variances should be within a few percent of $d_k$):
+# back to 1 at every width. A quick numerical check follows, 10 000 random pairs per width
+# (the variances should be within a few percent of $d_k$); first, a prediction.
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# The cell after the next two measures the spread at $d_k = 1$, $16$ and $400$. Before you run it,
+# predict from the argument above the **standard deviation of the raw score** $q \cdot k$ (not
+# divided by anything) at $d_k = 400$, and assign it to `PREDICTED_SPREAD`. A prediction within
+# 5 % counts; the measurement then tells you whether your reasoning holds.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_spread", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_SPREAD = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_SPREAD = float(np.sqrt(400))  # std = sqrt(d_k)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_spread", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_SPREAD: the spread of a raw score at d_k = 400."""
+from course import check_number
+
+prediction = check_number("PREDICTED_SPREAD", PREDICTED_SPREAD)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_SPREAD", PREDICTED_SPREAD, 20.0, rel=0.05, known=(
+    (400.0, "400 is the variance of q . k at d_k = 400; the spread asked for is the standard deviation, the "
+            "square root of the variance"),
+    (1.0, "1 is the spread after the division by sqrt(d_k); the raw score q . k is not divided"),
+    (0.05, "1/20 is the factor the score is multiplied by, not the spread of the raw score"),
+),
+                              hint="a raw score is a sum of d_k independent products of variance 1: find its variance, "
+                      "then its standard deviation")
+### END HIDDEN TESTS
 
 # %%
 demo_rng = np.random.default_rng(42)
-for width in (1, 16, 256):
+for width in (1, 16, 400):
     a, b = demo_rng.standard_normal((2, 10_000, width))  # 10 000 pairs of vectors
     dots = np.einsum("nd,nd->n", a, b)  # (10 000,) one dot product per pair
     print(f"d_k = {width:>3}: variance of q.k = {dots.var():7.2f}, "
@@ -584,27 +621,34 @@ for trial in range(4):
 #
 # **Q1.** The components of $q$ and $k$ are independent, with mean 0 and variance 1, and
 # $d_k = 256$. The standard deviation of the raw score $q \cdot k$ is about
-# (a) 1  (b) 256  (c) 16  (d) 1/16.
+#
+# * a) 1
+# * b) 256
+# * c) 16
+# * d) 1/16
 #
 # **Q2.** Why are the scores divided by $\sqrt{d_k}$ before the softmax?
-# (a) so that their spread stays near 1 at every width; otherwise softmax saturates and almost
-#     no gradient reaches the other keys
-# (b) so that each row of weights sums to 1
-# (c) so that `exp` does not overflow
-# (d) to make attention cheaper to compute.
+#
+# * a) so the spread of the scores stays near 1 and softmax does not saturate
+# * b) so that every row of attention weights sums to exactly 1 at any width
+# * c) so that `exp` does not overflow when the scores of a row are large
+# * d) so that attention is cheaper, since small numbers take fewer operations
 #
 # **Q3.** In a trained model one head's attention is almost one-hot, although the scores are
 # divided by $\sqrt{d_k}$. What does that tell you?
-# (a) that head must have skipped the scaling
-# (b) the scaling is wrong for wide heads and should be $1/d_k$
-# (c) the weights overflowed
-# (d) nothing alarming: the variance argument is about initialisation, and training may make
-#     scores large on purpose when a sharp distribution helps.
+#
+# * a) that head skips the division by $\sqrt{d_k}$, so its scores were never scaled
+# * b) the scaling is wrong for wide heads: it should divide by $d_k$ instead
+# * c) `exp` overflowed in that head, and the weights came out as a one-hot row
+# * d) nothing alarming: training may make scores large when sharp weights help
 #
 # **Q4.** Multiply every score of a row by $c$ and let $c \to \infty$. The attention output
 # tends to
-# (a) the mean of the values  (b) the value of the key with the largest score  (c) zero
-# (d) the value of the key with the smallest score.
+#
+# * a) the plain mean of the values of all keys
+# * b) the value of the key with the largest score
+# * c) a vector of zeros, as every weight underflows
+# * d) the value of the key with the smallest score
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 # Assign one letter to each of Q1, Q2, Q3 and Q4, for example Q1 = "a".
@@ -619,31 +663,78 @@ Q4 = "b"
 """Q1: the spread of a raw score."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'The variance argument' (variances of "
-           "independent terms add up; the std is the square root)")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "1 is the spread after the division by sqrt(d_k); the raw score is a sum of 256 products whose "
+         "variances add up (re-read 'The variance argument')",
+    "b": "256 is the variance of the raw score; the question asks for its standard deviation, the square root"
+         " of the variance",
+    "d": "1/16 is the factor the score is multiplied by, not the spread of the raw score"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what the division by sqrt(d_k) is for."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read Part C (softmax already sums to 1, and "
-           "subtracting the row max already prevents overflow)")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "b": "softmax already makes every row sum to 1, whatever the scale of the scores; the division changes "
+         "how peaked the row is, not its sum",
+    "c": "overflow is already prevented by subtracting the row maximum (chapter 01's stable softmax), and "
+         "that subtraction does not change how peaked the weights are: saturation remains",
+    "d": "the division adds one operation per score and changes no count of operations; it is about the "
+         "gradient that reaches the keys (Part C)"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: sharp attention in a trained model."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The argument holds at initialisation'")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "every head runs the same code and divides by sqrt(d_k); sharp weights only say that this head's "
+         "queries and keys grew large and aligned during training",
+    "b": "dividing by d_k would leave a spread of 1/sqrt(d_k) at initialisation, which the variance argument "
+         "does not ask for, and it says nothing about a trained model",
+    "c": "overflow gives inf or NaN, not a clean one-hot row, and the stable softmax subtracts the row "
+         "maximum so it cannot overflow (re-read 'The argument holds at initialisation')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the limit of very large scores."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read 'What large scores do to softmax'")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "the mean is the limit c -> 0, where all scores become equal; a growing c pushes the weights apart, "
+         "not together (re-read 'What large scores do to softmax')",
+    "c": "softmax divides by the sum, so the weights sum to 1 for every c and cannot all vanish",
+    "d": "a large positive c keeps the order of the scores: the key that scores highest keeps scoring highest"
+         " and takes all the weight"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part E · In your own words (2 points, graded by your instructor)
+#
+# Explain, in three or four sentences, why a wide head whose scores are *not* divided by $\sqrt{d_k}$
+# learns slowly at the start of training. Use the spread of the raw scores and what the softmax
+# Jacobian does when the weights are nearly one-hot.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "scaling_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** A raw score is a sum of $d_k$ products of independent unit-variance terms, so its standard
+# deviation is $\sqrt{d_k}$: a wide head starts with widely spread scores. Softmax of widely spread
+# scores is nearly one-hot (saturated). Its Jacobian $\operatorname{diag}(p) - p\,p^\top$ is then
+# nearly zero, so almost no gradient reaches the scores, the queries and the keys that lost, and
+# learning stalls. Dividing by $\sqrt{d_k}$ keeps the spread near 1 at every width.
+#
+# **Rubric (2 points).**
+# * 1 point: the spread of the raw scores grows like $\sqrt{d_k}$ (variances of the $d_k$ products add up).
+# * 1 point: spread scores saturate softmax, and a saturated softmax passes almost no gradient (the Jacobian vanishes).
+# * 0 points for "to avoid overflow" or "so the weights sum to 1" alone.
 
 # %% [markdown]
 # ## Summary

@@ -34,6 +34,11 @@
 # and answered a short quiz. Each exercise has a solution cell for you to fill in, a cell that
 # runs your code on a small example, and graded test cells; the grader also runs hidden tests
 # on random shapes and values.
+#
+# **Time:** about 2.5 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 22 points.
+# **Assumes:** chapters 01 and 02; PyTorch tensors and boolean indexing.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -72,6 +77,46 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # causal mask is `(T, T)`; a padding mask is `(B, T)`, one row per sequence, and it masks
 # **keys**, so before combining it with scores it becomes `(B, 1, T)` (or `(B, 1, 1, T)` with
 # a head axis) and broadcasts over the queries.
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# A causal mask over $T = 10$ tokens allows some of the $10 \times 10 = 100$ (query, key) pairs.
+# Predict the **share of the pairs it allows**, as a number between 0 and 1, and assign it to
+# `PREDICTED_ALLOWED` before you run the cell that counts them. A prediction within 5 % counts.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_allowed", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_ALLOWED = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_ALLOWED = (10 * 11 / 2) / 100  # query i reads keys 0..i: 1 + 2 + ... + 10 of 100
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_allowed", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_ALLOWED: the share of (query, key) pairs a causal mask allows at T = 10."""
+from course import check_number
+
+prediction = check_number("PREDICTED_ALLOWED", PREDICTED_ALLOWED)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_ALLOWED", PREDICTED_ALLOWED, 0.55, rel=0.05, known=(
+    (0.45, "that counts only the keys strictly before each query; query i may also read its own key, j <= i, "
+           "so the diagonal counts"),
+    (0.5, "half is what the mask hides and allows only if the diagonal is split between them; query i reads "
+          "every key j <= i, its own included"),
+    (0.1, "that is the diagonal alone, each query reading only itself; query i reads every earlier key too"),
+),
+                              hint="count the keys query i may read (j <= i) for i = 0, ..., 9, add them up and divide by "
+                      "the 100 pairs")
+### END HIDDEN TESTS
+
+# %%
+lower_triangle = torch.tril(torch.ones(10, 10, dtype=torch.bool))  # (T, T), True = may attend
+print(f"share of the 100 pairs a causal mask allows at T = 10: {lower_triangle.float().mean().item():.3f}")
+
+# %% [markdown]
+# The share tends to one half as $T$ grows, and it is always more than half: the diagonal, each
+# token reading itself, is always allowed.
 
 # %% [markdown]
 # ## Part A · The two masks (4 points)
@@ -963,36 +1008,35 @@ if not under_nbgrader():
 # model writes its reply one token at a time. Which of them needs a causal mask in its
 # self-attention?
 #
-# * a) the classifier only
-# * b) the language model only
-# * c) both
-# * d) neither: the padding mask is enough for both
+# * a) the classifier only: its label must not use words it has not read
+# * b) the language model only: it must not see the tokens it has to predict
+# * c) both of them, because self-attention always needs a causal mask
+# * d) neither of them: a padding mask already hides everything it needs to hide
 #
 # **Q2.** In an encoder-decoder translator, the decoder's cross-attention lets target
 # positions read the encoded source sentence. Which mask belongs on the cross-attention
 # scores?
 #
-# * a) a causal mask over the source positions
+# * a) a causal mask over the source positions, as in the decoder's self-attention
 # * b) a padding mask for the source's PAD tokens, and no causal mask
-# * c) the decoder's causal mask, copied
-# * d) no mask at all, not even for padding
+# * c) the decoder's own causal mask, copied over unchanged
+# * d) no mask at all, not even one for the source's padding
 #
 # **Q3.** A self-attention layer runs with a key padding mask on a batch that contains PAD
 # tokens. What comes out at a PAD *query* position?
 #
-# * a) an all-zero vector
-# * b) NaN
-# * c) an ordinary-looking vector, so pooling and token losses must use the valid mask too
-# * d) nothing: the output is shorter than the input
+# * a) an all-zero vector, since the key padding mask zeroes that row
+# * b) NaN, since the whole row of scores of a PAD query is masked out
+# * c) an ordinary-looking vector: pooling and losses need the valid mask
+# * d) nothing at all: the output is shorter than the input by the number of PADs
 #
 # **Q4.** You pass the course's `causal_mask(T)` (True = may attend), unchanged, as `attn_mask`
-# to `nn.MultiheadAttention`. What happens?
+# to `nn.MultiheadAttention` (with its default `need_weights=True`). What happens?
 #
-# * a) the same result as with the right mask
-# * b) every query may attend only to keys strictly in its future; the last query has no key
-#   left, and with the default `need_weights=True` its output is NaN
-# * c) PyTorch raises an error about the convention
-# * d) the mask is ignored
+# * a) the same result as with the right mask, as both masks are boolean
+# * b) queries see only later keys; the last row has no key left and is NaN
+# * c) PyTorch raises an error saying that the mask has the wrong convention
+# * d) the mask is ignored, because a boolean `attn_mask` means nothing
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -1006,29 +1050,80 @@ Q4 = "b"
 """Q1: which model needs a causal mask."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "b", "Q1 is not right: re-read 'Two reasons to hide a key' (encoder vs decoder)")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "the classifier reads the whole review before it predicts: every word is already there, so hiding "
+         "later words would only throw information away",
+    "c": "a causal mask hides the future; only a model that generates left to right has a future to hide (re-"
+         "read 'Two reasons to hide a key')",
+    "d": "a padding mask hides PAD tokens only: a language model with no causal mask reads the very token it "
+         "is asked to predict"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the mask of cross-attention."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Two reasons to hide a key' (cross-attention)")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "the source sentence is known in full before decoding starts: no source position lies in the future "
+         "of a target position",
+    "c": "the decoder's causal mask is (T, T), target by target; cross-attention scores are (T, S), target by"
+         " source, and the source has no future to hide",
+    "d": "the source's PAD tokens are not words: without a padding mask, target positions mix their vectors "
+         "into the output"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a PAD query produces."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "c", "Q3 is not right: re-read 'PAD queries still produce vectors' in Part D")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "a key padding mask hides PAD keys (columns), not PAD queries (rows): a PAD query still attends to "
+         "the valid keys and gets their weighted average",
+    "b": "a row is NaN only when every key of that row is hidden; a PAD query still sees the valid keys of "
+         "its sequence (re-read 'PAD queries still produce vectors')",
+    "d": "attention returns one vector per query and every position, PAD or not, is a query: the output has "
+         "the input's length"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: the course's mask handed to nn.MultiheadAttention."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read the conventions table of Part D")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "PyTorch's boolean attn_mask means True = may NOT attend, the opposite of the course's causal_mask: "
+         "the same tensor hides the opposite keys",
+    "c": "a boolean mask of the right shape is accepted silently: PyTorch cannot know which convention you "
+         "meant (re-read the conventions table of Part D)",
+    "d": "a boolean attn_mask is used, with True marking the keys to hide, so the course's mask, passed "
+         "unchanged, hides the wrong keys"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part G · In your own words (2 points, graded by your instructor)
+#
+# Explain, in three or four sentences, why a padding mask hides PAD *keys* but leaves PAD *queries*
+# alone, and what a model must then do with the vectors at PAD positions.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "masks_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** A PAD key must be hidden because every real query would otherwise mix the PAD token's value into
+# its output, and the result would depend on how much padding the batch happened to need. A PAD
+# query harms nobody: its output row is never read by a real token inside the layer, so it can
+# be left to attend to the valid keys, which also keeps its row of weights well defined. But that
+# row is an ordinary-looking vector, so everything after the layer that pools over positions or
+# computes a loss must use the valid mask to ignore it.
+#
+# **Rubric (2 points).**
+# * 1 point: PAD keys are hidden so that real queries do not mix padding into their outputs (the result would depend on the amount of padding).
+# * 1 point: PAD queries still produce vectors, which pooling and losses must exclude with the valid mask.
+# * 0 points for "PAD tokens are masked everywhere" without the key/query distinction.
 
 # %% [markdown]
 # ## Summary

@@ -37,6 +37,11 @@
 # forbidden (query, key) pairs, the keys in the future. The loss takes a `valid` mask that
 # is True at real tokens (`valid = ~padding_mask`). Dropout is 0 throughout, so every check
 # is deterministic.
+#
+# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 23 points.
+# **Assumes:** chapters 01 to 03 (attention, the scaling, masks); `nn.Module` and a PyTorch training step.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import matplotlib.pyplot as plt
@@ -253,6 +258,48 @@ for trial in range(6):
     check_true(mine == real, f"mha_parameter_count({d}) = {mine}, but nn.MultiheadAttention({d}, {heads}) "
                "has a different number of parameters")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# Part C builds the whole block: attention, the FFN of Part A and two LayerNorms (each with a
+# learned scale and shift per feature). Before you build it, predict the **number of parameters
+# of one block** with width $D = 64$, 4 heads and an FFN of hidden width 256, and assign it to
+# `PREDICTED_BLOCK_PARAMETERS`. A prediction within 0.2 % counts (a count is exact
+# arithmetic). The cell after the test counts
+# the parameters of PyTorch's `nn.TransformerEncoderLayer` of the same sizes.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_block_parameters", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_BLOCK_PARAMETERS = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_BLOCK_PARAMETERS = (4 * 64 * 64 + 4 * 64) + (64 * 256 + 256 + 256 * 64 + 64) + 2 * (2 * 64)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_block_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_BLOCK_PARAMETERS: the number of parameters of one encoder block (D = 64, 4 heads, hidden 256)."""
+from course import check_number
+
+prediction = check_number("PREDICTED_BLOCK_PARAMETERS", PREDICTED_BLOCK_PARAMETERS)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_BLOCK_PARAMETERS", PREDICTED_BLOCK_PARAMETERS, 49984, rel=0.002, known=(
+    (49728, "that leaves out the two LayerNorms: each has a learned scale and shift, 2D parameters"),
+    (45824, "that counts the attention as 3D^2 + 3D: the output projection W_O adds D^2 + D (Part B)"),
+    (49408, "that leaves out the biases of the attention and of the FFN's two Linear layers"),
+    (16640, "that is the attention alone; the block also holds the FFN's two Linear layers and two LayerNorms"),
+),
+                              hint="add the attention's 4D^2 + 4D (Part B), the FFN's two Linear layers with their biases "
+                      "(Part A) and two LayerNorms")
+### END HIDDEN TESTS
+
+# %%
+pytorch_block = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True)
+print("parameters of nn.TransformerEncoderLayer(64, 4, 256):", sum(p.numel() for p in pytorch_block.parameters()))
+
+# %% [markdown]
+# The FFN holds about twice the parameters of the attention ($2 D \cdot 4D$ against $4D^2$
+# with the usual hidden width $4D$); the LayerNorms are a rounding error.
 
 # %% [markdown]
 # ## Part C · The encoder block, post-norm and pre-norm (8 points)
@@ -1037,42 +1084,42 @@ plt.show()
 # **Q1.** Every review is available in full before the model labels it positive or negative.
 # Which family fits best?
 #
-# * a) decoder-only, like GPT, because it reads the review from left to right
-# * b) encoder-only, like BERT, because every token can use the context on both sides
-# * c) encoder-decoder, like T5, because the label has to be generated
+# * a) decoder-only, like GPT: it reads the review from left to right
+# * b) encoder-only, like BERT: each token uses context on both sides
+# * c) encoder-decoder, like T5: a decoder has to generate the label as text
 #
 # **Q2.** What are T5 and BART?
 #
-# * a) encoder-only models for classification
-# * b) decoder-only models that continue a prompt
-# * c) encoder-decoder models: an encoder reads the input and a decoder generates a new sequence from it
+# * a) encoder-only models that label or classify the whole of an input
+# * b) decoder-only models that continue a prompt token by token
+# * c) encoder-decoder models: one stack reads, the other writes
 #
 # **Q3.** Why does bidirectional attention suit text classification better than text generation?
 #
-# * a) a classifier has the whole input before it predicts, while a generator must not see tokens it has not produced yet
-# * b) bidirectional attention has fewer parameters than causal attention
-# * c) causal masks make the softmax numerically unstable
+# * a) a classifier has its whole input at once; a generator must not see later tokens
+# * b) bidirectional attention needs fewer parameters than a causal attention layer
+# * c) a causal mask makes the softmax numerically unstable on long inputs
 #
 # **Q4.** You change the vector of token 3 at the input of a `FeedForward` (only the FFN, not
 # the whole block). Which positions of its output change?
 #
-# * a) all of them, because the FFN mixes the tokens
-# * b) only position 3
-# * c) position 3 and every later position
+# * a) all of them, because the FFN mixes information across all the tokens
+# * b) only position 3, because the FFN acts on each token on its own
+# * c) position 3 and every later one, as in a causal attention layer
 #
 # **Q5.** In one head of layer 5, the query of the `[CLS]` token puts weight 0.8 on the word
 # "not", and the model predicts "negative". What does this show?
 #
-# * a) that "not" caused the prediction
-# * b) nothing at all: attention weights are random numbers
-# * c) that this head mixes mostly the value of "not" into `[CLS]` at that layer; whether "not" drives the prediction has to be measured by removing or replacing it
+# * a) that the word "not" is what caused the model to predict "negative"
+# * b) nothing at all, because attention weights are just random numbers
+# * c) that this head mixes mostly the value of "not" into `[CLS]` here
 #
 # **Q6.** A checkpoint trained with a post-norm block is loaded into an otherwise identical
 # pre-norm block. What happens?
 #
-# * a) it loads without an error, since the parameters have the same names and shapes, but the outputs are wrong
-# * b) `load_state_dict` fails because the parameter names differ
-# * c) nothing changes, since a LayerNorm commutes with the residual addition
+# * a) it loads without an error, names and shapes match, but the outputs are wrong
+# * b) `load_state_dict` fails, because the two blocks name their parameters differently
+# * c) nothing changes, because a LayerNorm commutes with the residual addition
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_answers", "locked": false, "schema_version": 3, "solution": true}
 Q1 = Q2 = Q3 = Q4 = Q5 = Q6 = None  # replace each None with "a", "b" or "c"
@@ -1084,46 +1131,100 @@ Q1, Q2, Q3, Q4, Q5, Q6 = "b", "c", "a", "b", "c", "a"
 """Q1: the family for classifying complete reviews."""
 answer = check_choice("Q1", Q1, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1, "abc") == "b", "Q1 is not the best answer: re-read 'Three families built from the same blocks'")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "a decoder-only model hides every later word from each token, but the whole review is there before "
+         "the label: that hides context for nothing",
+    "c": "a label is one choice among classes, not a new sequence: generating it with a decoder adds nothing "
+         "the encoder's output cannot give (re-read 'Three families built from the same blocks')"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: what kind of models T5 and BART are."""
 answer = check_choice("Q2", Q2, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2, "abc") == "c", "Q2 is not the best answer: re-read the table of the three families")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "encoder-only is BERT's family; T5 and BART generate text (translations, summaries), which takes a "
+         "decoder",
+    "b": "decoder-only is GPT's family; T5 and BART first read the whole input with an encoder, then generate"
+         " from it (re-read the table of the three families)"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why bidirectional attention suits classification rather than generation."""
 answer = check_choice("Q3", Q3, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3, "abc") == "a", "Q3 is not the best answer: re-read the end of 'Three families built "
-           "from the same blocks', and the causal-mask check of Part C")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "b": "a mask changes which scores are used, not the weights: the same block has the same parameters with "
+         "or without a causal mask",
+    "c": "a causal row always keeps its own key, so it is never empty, and softmax over it is as stable as "
+         "over any other row"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: which outputs of a FeedForward move when one token changes."""
 answer = check_choice("Q4", Q4, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4, "abc") == "b", "Q4 is not the best answer: re-read Part A and run its check-it cell again")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "the FFN applies the same two Linear layers to each row on its own: only attention mixes tokens (re-"
+         "read Part A and run its check-it cell again)",
+    "c": "that is the pattern of causal attention; the FFN has no attention and no mask, and reads one "
+         "position at a time"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: what a large attention weight shows."""
 answer = check_choice("Q5", Q5, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q5", Q5, "abc") == "c", "Q5 is not the best answer: re-read 'Reading attention weights: mixing "
-           "coefficients, not explanations'")
+from course import check_option
+
+answer = check_option("Q5", Q5, {
+    "a": "a weight says how much of a value one head mixes in at one layer, not what caused the output: other"
+         " heads, layers and the FFN act too, and a cause is shown by removing or replacing the word",
+    "b": "the weights are computed from queries and keys, not drawn at random: they are mixing coefficients, "
+         "and that is what they show (re-read 'Reading attention weights')"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q6", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q6: loading a post-norm checkpoint into a pre-norm block."""
 answer = check_choice("Q6", Q6, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q6", Q6, "abc") == "a", "Q6 is not the best answer: re-read the start of Part C (post-norm and "
-           "pre-norm have the same parameters)")
+from course import check_option
+
+answer = check_option("Q6", Q6, {
+    "b": "post-norm and pre-norm blocks hold the same layers under the same names and shapes; only the order "
+         "of the computation differs, so nothing stops the load",
+    "c": "LayerNorm of a sum is not the sum of LayerNorms: normalising before the sublayer or after the "
+         "residual addition gives different numbers (re-read the start of Part C)"}, "abc")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part F · In your own words (2 points, graded by your instructor)
+#
+# Attention mixes tokens; the feed-forward network transforms each token on its own. Explain, in
+# three or four sentences, why an encoder block needs both, and what the residual connection
+# around each of them is for.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "block_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** Attention is the only part where tokens exchange information, but its output is a weighted
+# average of value vectors: per token it is close to linear in the values. The FFN adds a
+# nonlinear transformation of each token's features, applied to every position with the same
+# weights, so the block can compute new features from what attention gathered. The residual
+# connection adds each sublayer's input to its output, so a sublayer only has to learn a
+# correction, and gradients reach early layers directly through the sum: that is what lets
+# blocks stack deep and still train.
+#
+# **Rubric (2 points).**
+# * 1 point: attention mixes across positions, the FFN computes (nonlinearly) within each position; neither does the other's job.
+# * 1 point: the residual lets a sublayer learn a correction to its input and gives gradients a direct path, so deep stacks train.
+# * 0 points for "the FFN adds parameters" alone.
 
 # %% [markdown]
 # ## Summary

@@ -30,6 +30,11 @@
 # **Shapes used throughout.** A batch of sequences `x` is `(B, T, D)`: `B` sequences of `T`
 # tokens of width `D`, tokens along axis 1 (PyTorch's `batch_first=True`). A single
 # sequence's queries and keys are `(T, d_k)`.
+#
+# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 25 points.
+# **Assumes:** chapters 01 to 04 (attention, masks and the encoder layer, whose symmetry this chapter tests).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import numpy as np
@@ -317,6 +322,44 @@ def layer_with_positions(x):
 equivariant_with_slots = is_permutation_equivariant(layer_with_positions, x, perm)
 print("equivariant with sin/cos at fixed slots:", equivariant_with_slots)
 assert equivariant_with_slots is False
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# Every row of the sin/cos table has the same length, whatever the position. Predict the
+# **squared length** $\lVert PE_p \rVert^2 = \sum_j PE_{p,j}^2$ of one row of a table with
+# $d = 64$, and assign it to `PREDICTED_SQUARED_NORM` before you run the cell that measures it
+# for 100 positions. A prediction within 5 % counts.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_squared_norm", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_SQUARED_NORM = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_SQUARED_NORM = 64 / 2  # one sin^2 + cos^2 = 1 per pair
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_squared_norm", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_SQUARED_NORM: the squared length of a row of the sin/cos table at d = 64."""
+from course import check_number
+
+prediction = check_number("PREDICTED_SQUARED_NORM", PREDICTED_SQUARED_NORM)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_SQUARED_NORM", PREDICTED_SQUARED_NORM, 32.0, rel=0.05, known=(
+    (64.0, "the 64 columns come in sin/cos pairs of one angle, and a pair contributes sin^2 + cos^2 = 1, not "
+           "2"),
+    (1.0, "the rows are not scaled to length 1: each sin/cos pair contributes sin^2 + cos^2 = 1"),
+    (5.657, "that is the length of a row; the question asks for its square"),
+),
+                              hint="group the 64 columns into the sin/cos pairs that share one angle")
+### END HIDDEN TESTS
+
+# %%
+positions = torch.arange(100, dtype=torch.float64)[:, None]  # (100, 1)
+angles = positions * 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)  # (100, 32)
+squared_norms = (torch.sin(angles) ** 2 + torch.cos(angles) ** 2).sum(dim=-1)  # (100,)
+print(f"squared length of rows 0 to 99 (d = 64): from {squared_norms.min().item():.6f} "
+      f"to {squared_norms.max().item():.6f}")
 
 # %% [markdown]
 # ### A picture of the table
@@ -912,30 +955,34 @@ for trial in range(6):
 # Answer each question with one letter (a string), in one cell: `Q1 = "a"`, and so on.
 #
 # **Q1.** What do positional encodings fix?
-# (a) softmax overflowing for long sequences;
-# (b) without them self-attention cannot tell the order of the tokens: permuting the input
-# only permutes the output;
-# (c) the quadratic cost of attention;
-# (d) the need for a causal mask in a decoder.
+#
+# * a) softmax overflowing on long sequences, by keeping the scores small
+# * b) self-attention cannot tell order: permuting inputs permutes outputs
+# * c) the quadratic cost of attention, by telling tokens where to look
+# * d) the need for a causal mask in a decoder, as positions say what is later
 #
 # **Q2.** A model with a learned table of 512 positions receives 600 tokens. What happens?
-# (a) the table extrapolates rows 512 to 599 from the trained ones;
-# (b) positions wrap around, so token 600 reuses row 88 and nothing is lost;
-# (c) there is no row for tokens 513 to 600: a rule for long inputs (truncate, window,
-# another encoding) must be chosen in advance;
-# (d) nothing: learned tables have no length limit.
+#
+# * a) the table extrapolates rows 512 to 599 from the rows it was trained on
+# * b) positions wrap around, so token 600 reuses row 88 and nothing is lost
+# * c) tokens 513 to 600 have no row: a rule for long inputs is needed first
+# * d) nothing: a learned table has no length limit, unlike the sin/cos one
 #
 # **Q3.** An encoder layer has no positional encoding but uses a fixed causal mask. Is it
 # permutation-equivariant?
-# (a) yes, masks never matter;
-# (b) yes, as long as dropout is 0;
-# (c) no: the mask is tied to the slots, so it carries order (unless it is permuted on both
-# axes with the tokens);
-# (d) no, because the FFN mixes tokens.
+#
+# * a) yes: a mask never matters for permutation equivariance at all
+# * b) yes, as long as dropout is 0 and the layer is deterministic
+# * c) no: the mask is tied to the slots, so it carries order itself
+# * d) no, because the FFN mixes the tokens and breaks the symmetry
 #
 # **Q4.** Self-attention with relative positions over $T = 10$ tokens. How many different
 # offset vectors $r_{j-i}$ can a score use?
-# (a) 10; (b) 19; (c) 20; (d) 100.
+#
+# * a) 10
+# * b) 19
+# * c) 20
+# * d) 100
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -949,29 +996,78 @@ Q4 = "b"
 """Q1: what positional encodings fix."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "b", 'Q1 is not right: re-read Part A, what does an encoder layer do to permuted tokens?')
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "overflow is prevented by subtracting the row maximum; positional encodings are added to the inputs "
+         "and do not bound the scores",
+    "c": "adding a position vector to each token changes no shape: the score matrix stays L x L (chapter 08 "
+         "counts that cost)",
+    "d": "a decoder still needs its causal mask: a position tells a token where it is, not which keys it may "
+         "read (re-read Part A, what an encoder layer does to permuted tokens)"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: a learned table of 512 rows and 600 tokens."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "c", "Q2 is not right: re-read Part C, what a table of max_len rows holds")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "a learned table is a lookup of max_len trained rows: there is no formula to extend it, unlike the "
+         "sin/cos table (re-read Part C, what a table of max_len rows holds)",
+    "b": "nothing wraps around: an index past the table fails, and if it wrapped, two positions would share "
+         "one vector",
+    "d": "it is the other way round: the sin/cos formula gives a vector for any position, a learned table "
+         "only the max_len rows it holds"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a fixed causal mask and permutations."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "c", 'Q3 is not right: re-read "Masks carry order too" in Part A')
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "a fixed mask lets slot i read slots 0 to i; after a permutation the same token sits in another slot"
+         " and reads other tokens (re-read 'Masks carry order too' in Part A)",
+    "b": "dropout at 0 removes randomness, not order: the causal mask still treats slot 0 and slot 5 "
+         "differently",
+    "d": "the FFN acts on each position on its own and cannot break the symmetry (chapter 04, Part A)"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: how many relative offsets for T = 10."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "b", "Q4 is not right: re-read Part D, the range of j - i for T tokens")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "10 counts the positions; the offsets j - i run from -9 to +9 (re-read Part D, the range of j - i "
+         "for T tokens)",
+    "c": "j - i runs from -(T - 1) to T - 1: that is 2T - 1 values, with the offset 0 counted once",
+    "d": "100 counts the (i, j) pairs, and many pairs share the same offset j - i"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part H · In your own words (2 points, graded by your instructor)
+#
+# "The dog bit the man" and "the man bit the dog" hold the same tokens. Explain, in three or four
+# sentences, why an encoder layer without positions cannot tell them apart, and how adding a
+# position vector to each token changes that.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "positions_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** Self-attention scores every query against every key and averages the values; nothing in that
+# computation depends on where a token sits, and the FFN and LayerNorm act on each token on its
+# own. So permuting the input tokens only permutes the outputs (permutation equivariance): each
+# word gets the same vector in both sentences, and whatever is pooled from them is identical.
+# Adding a position vector to each token makes the same word different at different slots, so
+# scores and outputs can depend on order; how much the model uses that is learned.
+#
+# **Rubric (2 points).**
+# * 1 point: attention (and the FFN) treat the tokens as a set: permuting the inputs only permutes the outputs.
+# * 1 point: a position vector added at each slot makes a token's input depend on where it sits, which breaks the symmetry.
+# * 0 points for "positions make attention faster" or for restating the claim without the permutation argument.
 
 # %% [markdown]
 # ## Summary

@@ -37,6 +37,11 @@
 # | `q`, `k`, `v` after the head split | `(B, H, T, d_head)` |
 # | scores and weights, one `(T, T)` matrix per head | `(B, H, T, T)` |
 # | causal mask (a buffer) | `(max_len, max_len)`, sliced to `(T, T)` |
+#
+# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 22 points.
+# **Assumes:** chapters 01 to 04 (attention, the $\sqrt{d_k}$ scaling, causal masks, chapter 04's parameter count).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -347,6 +352,48 @@ assert all(np.isfinite(r) and r > 0 for r in ratios.values())  # a measurement, 
 # is about **call count and memory traffic, not arithmetic**: the two layouts do the same
 # floating-point work, and how much fusing buys depends on how expensive a call is compared
 # to the work inside it.
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# Part C's block holds the fused projection `qkv` (from $D$ to $3D$ features) and the output
+# projection `proj` (from $D$ to $D$), both with biases. Before you build it, predict its
+# **number of parameters** for $D = 96$ and 8 heads, and assign it to `PREDICTED_PARAMETERS`.
+# A prediction within 0.2 % counts (a count is exact
+# arithmetic). The cell after the test counts the parameters of
+# `nn.MultiheadAttention(96, 8)`, which holds the same projections.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_parameters", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_PARAMETERS = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_PARAMETERS = (96 * 3 * 96 + 3 * 96) + (96 * 96 + 96)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_PARAMETERS: the number of parameters of the block at D = 96 with 8 heads."""
+from course import check_number
+
+prediction = check_number("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS, 37248, rel=0.002, known=(
+    (27936, "3D^2 + 3D counts only the fused qkv projection: the output projection proj adds D^2 + D"),
+    (36864, "4D^2 leaves out the biases, one per output feature of qkv (3D) and of proj (D)"),
+    (297984, "the heads are slices of the D features, so the count does not grow with the number of heads"),
+    (4656, "the heads are slices of one D-wide projection, so the count does not shrink with the number of "
+           "heads either"),
+),
+                              hint="count the weights and biases of qkv (D to 3D) and of proj (D to D)")
+### END HIDDEN TESTS
+
+# %%
+pytorch_attention = nn.MultiheadAttention(96, 8)
+print("parameters of nn.MultiheadAttention(96, 8):", sum(p.numel() for p in pytorch_attention.parameters()))
+
+# %% [markdown]
+# Eight heads or one, the count is the same: heads cut the $D$ features into slices, they add
+# no weights.
 
 # %% [markdown]
 # ## Part C · The block (10 points)
@@ -886,11 +933,11 @@ for trial in range(3):
 # The point is not a useful model but a check that gradients reach every part of the block and
 # that heads learn on a problem with an obvious answer.
 #
-# The lesson this chapter follows fixes the model and the claim: $D = 32$, $H = 4$, $T = 12$,
+# The task comes with a fixed model and a claim: $D = 32$, $H = 4$, $T = 12$,
 # 64 tokens, cross-entropy, 3 epochs on a CPU; before training the model guesses roughly
 # uniformly among 64 tokens, so the loss starts near $\log 64 \approx 4.16$, and after 3 epochs
-# it should be well below 1.0. It gives no data size, batch or optimiser. The rest is this
-# course's own choice, one setting that works: 2048 training rows, batches of 32, AdamW with
+# it should be well below 1.0. The data size, batch and optimiser are free; this course
+# chose one setting that works: 2048 training rows, batches of 32, AdamW with
 # learning rate $3 \cdot 10^{-3}$.
 
 # %%
@@ -941,7 +988,7 @@ def train_repeat_task(n_heads, n_rows=2048, epochs=3, batch_size=32, lr=3e-3, se
 
 # %% [markdown]
 # This course measured epoch-mean losses of 2.39, 0.073 and 0.012 for this setting (PyTorch 2.13,
-# CPU; the lesson itself reports no numbers). The check below allows for other PyTorch
+# CPU). The check below allows for other PyTorch
 # versions and machines: the first step within 0.3 of
 # $\log 64$, the first epoch's mean within 0.4 of 2.39, the last epoch's mean below 0.1 (an
 # order of magnitude under the claim "well below 1.0").
@@ -1075,8 +1122,8 @@ describe_heads(weights8)
 #
 # The repeat task gives heads nothing to tell apart. A sentence does. Start with one head and
 # one query. In "time flies like an arrow", *flies* alone could be the insect; its new
-# representation should borrow from *time* and *arrow*, which point to the verb. Seed 002 of
-# this course pictures this with made-up weights for the three tokens *time*, *flies*,
+# representation should borrow from *time* and *arrow*, which point to the verb. Picture
+# this with made-up weights for the three tokens *time*, *flies*,
 # *arrow*: 0.45, 0.10 and 0.45, so that
 # $x'_\text{flies} = 0.45\, v_\text{time} + 0.10\, v_\text{flies} + 0.45\, v_\text{arrow}$. They
 # sum to 1 as softmax weights must, and they come from scores in which *time* and *arrow*
@@ -1090,7 +1137,7 @@ print("weights on time, flies, arrow:", [round(w, 3) for w in flies_weights.toli
 assert torch.allclose(flies_weights, torch.tensor([0.45, 0.10, 0.45]))
 
 # %% [markdown]
-# Now several heads. For "The cat sat on the mat because it was tired", seed 002 suggests how
+# Now several heads. For "The cat sat on the mat because it was tired", imagine how
 # four heads might each read *it* differently: head 1 looks at *cat* (whom *it* refers to),
 # head 2 at *tired* (the state of *it*), head 3 at *because* (the causal link), head 4 at the
 # tokens around *it* (local context). No trained model is at hand here, so the cell below
@@ -1150,8 +1197,8 @@ plt.show()
 # token a band around its own position. One layer, one query, four distributions over the same
 # keys: that is what several heads buy.
 #
-# Remember how these maps were made. We *chose* the weights to act out seed 002's table, which
-# it presents as intuition, not as measurements. Heads of trained models are rarely this tidy:
+# Remember how these maps were made. We *chose* the weights to act out a table of intuitions,
+# not of measurements. Heads of trained models are rarely this tidy:
 # many have no role a person could name, and, as the repeat task showed, what a head looks at
 # can change with the input and the seed. And a weight map says where a head reads, not why the
 # prediction comes out right (chapter 04: perturb or ablate to measure influence).
@@ -1171,30 +1218,42 @@ plt.show()
 # Answer each question with one letter, as a string: `Q1 = "a"`.
 #
 # **Q1.** A block has $D = 512$. How does its number of parameters change from 8 heads to 16?
-# (a) it doubles; (b) it halves; (c) it does not change: it is $4D^2 + 4D = 1\,050\,624$
-# either way; (d) it grows by $512 \cdot 8$.
+#
+# * a) it doubles, since there are twice as many heads to project
+# * b) it halves, since each head is now half as wide as before
+# * c) it does not change: it is $4D^2 + 4D$ for any number of heads
+# * d) it grows by $512 \cdot 8$, one bias per feature of each new head
 #
 # **Q2.** Why are the scores divided by $\sqrt{d_\text{head}}$ and not by $\sqrt{D}$?
-# (a) each score is a dot product of two `d_head`-wide vectors, so its spread grows like
-# $\sqrt{d_\text{head}}$; (b) the output has $D$ features; (c) it makes the heads' weights
-# sum to one; (d) PyTorch's matmul requires it.
+#
+# * a) each score is a dot product of two `d_head`-wide vectors, not `D`-wide
+# * b) the output has $D$ features, and dividing by $\sqrt{D}$ would shrink it
+# * c) it makes the row of weights of each head sum to one over the keys
+# * d) PyTorch's matmul needs the width of a head as a divisor of the scores
 #
 # **Q3.** Why is the causal mask registered as a buffer rather than created as an
-# `nn.Parameter`? (a) so that the optimiser can learn which positions to hide; (b) buffers are
-# faster to slice; (c) a parameter cannot hold booleans; (d) it moves with the module
-# (`.to(device)`, `.double()`) and is saved in the `state_dict`, but it is fixed: no gradient,
-# no optimiser update.
+# `nn.Parameter`?
+#
+# * a) so that the optimiser can learn which of the positions to hide
+# * b) buffers are faster to slice than parameters in a forward pass
+# * c) a parameter cannot hold booleans, and the causal mask is boolean
+# * d) it moves and is saved with the module, but is never trained
 #
 # **Q4.** What does multi-head attention give a query that a single head of the same total
-# width does not? (a) several softmax distributions over the keys at once, one per head, each
-# free to look somewhere else; (b) more parameters; (c) access to future tokens; (d) a
-# cheaper softmax.
+# width does not?
+#
+# * a) several softmax distributions over the keys at once, one per head
+# * b) more parameters than a single head of the same total width has
+# * c) access to the future tokens that a single causal head cannot see
+# * d) a cheaper softmax, since the rows of scores of each head are shorter
 #
 # **Q5.** A BERT-style encoder reads a whole sentence to classify it. Should its
-# self-attention use this causal mask? (a) yes, attention always needs it; (b) no: the whole
-# input is available, so each token may use the words on both sides; the causal mask is for
-# generating left to right, like GPT; (c) yes, otherwise training is unstable; (d) only at
-# test time.
+# self-attention use this causal mask?
+#
+# * a) yes: self-attention always needs a causal mask to be correct
+# * b) no: the input is all there, so each token may use both sides
+# * c) yes, because without it training a deep encoder is unstable
+# * d) only at test time, so that the model cannot peek at the labels
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 # One letter per question, as a string, e.g. Q1 = "a".
@@ -1210,36 +1269,90 @@ Q5 = "b"
 """Q1: how the parameter count depends on the number of heads."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read the note under Part C's check-it cell, then count the weights of qkv and proj")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "the heads are slices of one D-wide projection: more heads means narrower slices, not more weights "
+         "(re-read the note under Part C's check-it cell)",
+    "b": "narrower heads are slices of the same D x 3D and D x D matrices, and the matrices keep their shape",
+    "d": "the biases belong to the qkv and proj layers, 3D + D of them, whatever the number of heads"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why the scores are divided by sqrt(d_head)."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "a", "Q2 is not right: re-read step 2 (Scores) of Part C")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "b": "the scale acts on the scores before softmax, not on the output: the output's width plays no part in"
+         " the spread of a score",
+    "c": "softmax makes every row sum to one whatever the scale; the scale sets how peaked the row is "
+         "(chapter 02)",
+    "d": "matmul takes no divisor: the scale is there for the statistics of the scores (re-read step 2, "
+         "Scores, of Part C)"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: why the causal mask is a buffer."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "d", "Q3 is not right: re-read 'The mask is a buffer' in Part C")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "the positions to hide are fixed by the task, the future; a learnt mask could learn to read the "
+         "future, which is what the mask forbids",
+    "b": "slicing costs the same for both; the difference is what the optimiser and the state_dict do with "
+         "them (re-read 'The mask is a buffer' in Part C)",
+    "c": "the mask could be stored as floats as well; the point is that it follows .to() and .double() and is"
+         " saved, yet is never trained"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what several heads give a query."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Eight heads' and the paragraph after its plot")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "b": "the count is 4D^2 + 4D for any number of heads: splitting a projection into heads adds no weights",
+    "c": "every head uses the same causal mask, so no head sees the future",
+    "d": "each head's row of scores has one entry per key, as long as a single head's: there are more "
+         "softmaxes, not cheaper ones (re-read 'Eight heads')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q5: encoders and the causal mask."""
 answer = check_choice("Q5", Q5)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q5", Q5) == "b", "Q5 is not right: re-read step 3 (Causal mask) of Part C: who needs to hide the future?")
+from course import check_option
+
+answer = check_option("Q5", Q5, {
+    "a": "a causal mask is for generating left to right, like GPT: it hides tokens that do not exist yet, and"
+         " an encoder has them all",
+    "c": "the mask changes what a token may read, not the stability of training; BERT trains without one",
+    "d": "at test time an encoder reads the same whole sentence as in training; hiding half of it then would "
+         "give another model's outputs"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part E · In your own words (2 points, graded by your instructor)
+#
+# Eight heads of width 64 and one head of width 512 have the same number of parameters. Explain, in
+# three or four sentences, what the eight heads can do that the single head cannot.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "heads_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** Each head computes its own scores and its own softmax over the keys, so a query gets eight
+# separate distributions: one head can attend to the previous token while another attends to a
+# related word far away. A single head has one softmax per query, so it must squeeze every kind
+# of relation into one weighted average, and a sharp distribution for one purpose blurs the
+# others. The projections are the same size either way; what the heads buy is several
+# independent ways of mixing, concatenated and recombined by the output projection.
+#
+# **Rubric (2 points).**
+# * 1 point: one softmax distribution per head, so a query can look at several places in different ways at once.
+# * 1 point: the parameter count is the same ($4D^2 + 4D$), so the gain is in the structure (separate mixing), not in size.
+# * 0 points for "more heads, more parameters" or "heads see the future".
 
 # %% [markdown]
 # ## Summary

@@ -26,6 +26,11 @@
 # then train the model once (a few seconds on a CPU) and look inside its cross-attention.
 # Each exercise has a solution cell, a cell that runs your code, and graded tests; the
 # grader also runs hidden tests on random tables and small random models.
+#
+# **Time:** about 3.5 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 30 points.
+# **Assumes:** chapters 01 to 06, in particular masks (03), positions (05) and multi-head attention (06).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -166,7 +171,7 @@ assert round(20 * math.log10(32_000)) == 90
 #
 # To see the mechanics without any training, pretend a decoder has read its source and that
 # the next token depends only on the previous one. The table below (invented numbers, the toy
-# example of the lesson) is all the "model" there is:
+# example of this chapter) is all the "model" there is:
 
 # %% nbgrader={"grade": false, "grade_id": "toy_table", "locked": true, "schema_version": 3, "solution": false}
 TOY_TABLE = {  # previous token -> {next token: probability}
@@ -1287,8 +1292,8 @@ for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (
 # Train the same model **without** the decoder's causal mask (`causal=False`). With the true
 # target as input, position $i$ can now see $y_i$ one position to its right and simply copy it:
 # the loss still falls to about 0.001 and the teacher-forced exact match is still 1.000. Free
-# generation has nothing to the right to copy, and greedy decoding collapses to about 0.02 (in
-# the lesson's runs 0.020 and 0.022; the figure moves a little with the number of CPU threads).
+# generation has nothing to the right to copy, and greedy decoding collapses to about 0.02 (0.020
+# and 0.022 in two earlier runs of this cell; the figure moves a little with the number of CPU threads).
 # Always evaluate a seq2seq model by letting it generate. (This run takes a few seconds and is
 # skipped while the grader runs the notebook.)
 
@@ -1373,28 +1378,38 @@ for alpha in (0.0, 0.6):
 #
 # **Q1.** The source has 12 tokens and the decoder has produced 5 so far. In one head of a
 # cross-attention layer, what is the shape of $QK^\top$, and does it need a causal mask?
-# (a) 5 × 12, no causal mask; (b) 12 × 5, causal mask; (c) 5 × 5, causal mask; (d) 12 × 12, no
-# causal mask.
+#
+# * a) 5 × 12, and no causal mask
+# * b) 12 × 5, with a causal mask
+# * c) 5 × 5, with a causal mask
+# * d) 12 × 12, and no causal mask
 #
 # **Q2.** You trained an encoder-decoder and forgot the mask of the decoder's self-attention. The
 # training loss reached 0.001. Which measurement exposes the mistake?
-# (a) whether the training loss keeps falling; (b) teacher-forced exact match on new data;
-# (c) greedy free-running exact match on new data; (d) training longer and checking that the loss
-# reaches 0.
+#
+# * a) whether the training loss keeps on falling with more steps
+# * b) teacher-forced exact match on new, unseen sequences
+# * c) greedy free-running exact match on new, unseen sequences
+# * d) training longer, and checking that the loss reaches 0
 #
 # **Q3.** Beam search ends with two finished hypotheses. A has 3 tokens (`<EOS>` included) and
 # summed log-probability −1.8; B has 7 tokens and −2.4. With
 # $\operatorname{lp} = ((5 + |\mathbf{y}|)/6)^\alpha$, which is chosen for $\alpha = 0$ and for
 # $\alpha = 1$?
-# (a) A both times; (b) A for $\alpha = 0$, B for $\alpha = 1$; (c) B both times; (d) B for
-# $\alpha = 0$, A for $\alpha = 1$.
+#
+# * a) A for both values of $\alpha$
+# * b) A for $\alpha = 0$, B for $\alpha = 1$
+# * c) B for both values of $\alpha$
+# * d) B for $\alpha = 0$, A for $\alpha = 1$
 #
 # **Q4.** A summariser scores a very high per-token accuracy under teacher forcing on the
 # validation set, but its free-running summaries start well and drift off topic halfway. The best
 # explanation?
-# (a) the beam is too narrow, a larger $B$ fixes it; (b) the cross-attention has a causal mask, so
-# the decoder cannot see the end of the source; (c) overfitting to the training set;
-# (d) exposure bias: training always had the correct prefix, generation feeds back its own tokens.
+#
+# * a) the beam is too narrow, and a larger $B$ would fix the drift
+# * b) the cross-attention has a causal mask, hiding the source's end
+# * c) the model overfits its training set and fails on new inputs
+# * d) exposure bias: training saw only correct prefixes, not its own
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -1408,33 +1423,78 @@ Q4 = "d"
 """Q1: the shape of the cross-attention scores and their mask."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "a", "Q1: re-read 'Cross-attention in the Transformer': where do Q and K come from, and is any "
-           "part of the source in the future?")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "b": "the queries come from the decoder (5 tokens) and the keys from the source (12): rows are queries, "
+         "and the source has no future to hide",
+    "c": "5 x 5 is the decoder's self-attention; in cross-attention the keys are the 12 source tokens",
+    "d": "12 x 12 is the encoder's self-attention; in cross-attention the queries are the decoder's 5 tokens "
+         "(re-read 'Cross-attention in the Transformer')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: which measurement exposes a missing decoder mask."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "c", "Q2: re-read 'The mistake that training loss cannot see': which measurements stayed perfect "
-           "without the mask?")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "a decoder that reads the token it must predict lowers its loss by copying it: a falling loss is "
+         "what the mistake produces",
+    "b": "under teacher forcing the right next token is in the input, so an unmasked decoder copies it on new"
+         " data too: this measurement stays perfect (re-read 'The mistake that training loss cannot see')",
+    "d": "copying the next token can drive the loss to 0: a lower loss hides the mistake rather than showing "
+         "it"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: the length penalty at alpha = 0 and alpha = 1."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "b", "Q3: re-read 'Decoding: why search at all' and compute ln p / lp for both hypotheses, "
-           "once with lp = 1 and once with lp = (5 + |y|) / 6")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "with alpha = 1 each sum is divided by lp, which grows with the length: compute -1.8 / lp(3) and "
+         "-2.4 / lp(7) and compare again",
+    "c": "with alpha = 0, lp = 1 and the higher summed log-probability wins: -1.8 is higher than -2.4",
+    "d": "a log-probability closer to 0 is the higher one, and alpha = 0 compares the raw sums; work out both"
+         " cases again (re-read 'Decoding: why search at all')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: teacher-forced accuracy high, free-running output drifts."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "d", "Q4: re-read 'Evaluation: teacher-forced and free-running': what does the decoder see as "
-           "its prefix in training, and what when it generates?")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "a beam only searches among the model's own continuations: once its prefixes drift, every beam goes "
+         "on from prefixes it never saw in training",
+    "b": "a causal mask on the cross-attention would spoil the teacher-forced accuracy too, and that accuracy"
+         " is very high here",
+    "c": "the teacher-forced accuracy is high on the validation set, so the model does generalise when it is "
+         "given correct prefixes (re-read 'Evaluation: teacher-forced and free-running')"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part G · In your own words (2 points, graded by your instructor)
+#
+# Explain, in three or four sentences, why a seq2seq model can reach a perfect teacher-forced
+# accuracy while failing at generation, and which measurement tells the two apart.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "free_running_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** Under teacher forcing the decoder always receives the correct previous tokens, so each step is
+# judged on a prefix it never produced itself; a bug that lets a position read its own target (a
+# missing causal mask) even makes the task a copy. At generation time the model feeds back its own
+# tokens: one wrong token changes every later input, and errors compound (exposure bias), or, with
+# the leak, there is nothing to copy. Only a free-running measurement on new data, such as greedy
+# exact match, shows how the model does when it must produce the whole sequence itself.
+#
+# **Rubric (2 points).**
+# * 1 point: teacher forcing gives the decoder the correct prefix (or, with a missing mask, the answer), which generation does not.
+# * 1 point: free-running decoding (greedy or beam) on new data is the measurement that exposes it.
+# * 0 points for "the model overfits" alone, or for "train longer".
 
 # %% [markdown]
 # ## Summary

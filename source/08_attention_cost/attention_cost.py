@@ -32,6 +32,11 @@
 #
 # **Shapes.** `B` batch, `L` (or `T`) tokens, `d` model width, `H` heads of width
 # `d_head = d // H`, `d_v` value width.
+#
+# **Time:** about 4 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 31 points.
+# **Assumes:** chapters 01 to 06: chapter 06's multi-head block is the one the KV cache speeds up, and masks are chapter 03's.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import time
@@ -69,6 +74,45 @@ torch.set_num_threads(1)  # one core: steadier timings on a shared machine, same
 # Doubling $L$ doubles the projections but **quadruples** the score part. The two are equal
 # when $4 B L^2 d = 8 B L d^2$, that is at $L = 2d$: beyond twice the model width, the
 # $L^2$ terms dominate.
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# A layer with 8 heads reads one sequence of $L = 4096$ tokens and stores its attention weights
+# in float32 (4 bytes a number). Predict the **memory of the stored weights in MiB**
+# ($2^{20}$ bytes) and assign it to `PREDICTED_MIB` before you run the cell that measures it.
+# A prediction within 5 % counts.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_weights_memory", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_MIB = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_MIB = 8 * 4096 * 4096 * 4 / 2**20  # H L^2 numbers of 4 bytes
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_weights_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_MIB: the memory of the stored attention weights (8 heads, L = 4096, float32) in MiB."""
+from course import check_number
+
+prediction = check_number("PREDICTED_MIB", PREDICTED_MIB)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_MIB", PREDICTED_MIB, 512.0, rel=0.05, known=(
+    (64.0, "that is one head's matrix; each of the 8 heads stores its own L x L matrix of weights"),
+    (1024.0, "that is 8 bytes a number, float64; float32 takes 4"),
+    (0.125, "that counts L numbers per head, one row; a head stores a weight for every (query, key) pair, L x"
+            " L of them"),
+),
+                              hint="one float32 number (4 bytes) per head, per query and per key")
+### END HIDDEN TESTS
+
+# %%
+weights_shape = torch.empty(1, 8, 4096, 4096, dtype=torch.float32, device="meta")  # (B, H, L, L), no memory used
+print(f"stored weights: {weights_shape.numel() * weights_shape.element_size() / 2**20:g} MiB")
+
+# %% [markdown]
+# And that is one layer for one sequence: a model with 12 layers, batches of 8 sequences and the
+# gradient of each weight during training multiplies it again.
 
 # %% [markdown]
 # ## Part A · Counting the cost (3 points)
@@ -1493,28 +1537,33 @@ for label, measured, expected in rows:
 #
 # **Q1.** A $640 \times 640$ image is fed to attention at stride 8 instead of stride 32. The number
 # of query-key pairs grows by
-# (a) 4x  (b) 16x  (c) 256x  (d) 4096x
+#
+# * a) 4x
+# * b) 16x
+# * c) 256x
+# * d) 4096x
 #
 # **Q2.** Why can softmax attention not be regrouped like linear attention to avoid the
 # $L \times L$ matrix?
-# (a) softmax is not differentiable without the full matrix
-# (b) $\exp(q \cdot k)$ is not a dot product $\phi(q) \cdot \phi(k)$ of finitely many features, so
-#     there is no $S = \sum_j \phi(k_j) v_j^\top$ to compute once
-# (c) the keys would have to be sorted by score first
-# (d) the values are wider than the keys
+#
+# * a) softmax is not differentiable unless the full $L \times L$ matrix is stored
+# * b) $\exp(q \cdot k)$ is not a finite feature product $\phi(q) \cdot \phi(k)$
+# * c) the keys would have to be sorted by score before the regrouping
+# * d) the values are wider than the keys, so the regrouped product does not fit
 #
 # **Q3.** In greedy decoding with a KV cache, what is computed for the new token only?
-# (a) its query, key and value; the keys and values of earlier tokens come from the cache
-# (b) the keys and values of all tokens; the queries come from the cache
-# (c) the full `(T, T)` matrix of weights
-# (d) nothing: the cache stores the outputs of earlier steps
+#
+# * a) its query, key and value; earlier keys and values come from the cache
+# * b) the keys and values of all the tokens; the queries come from the cache
+# * c) the full `(T, T)` matrix of weights, as in a whole forward pass
+# * d) nothing: the cache stores the outputs of all the earlier steps
 #
 # **Q4.** Why sort sentences by length before batching them (bucketing)?
-# (a) padding makes every sentence of a batch cost as much as the longest one, quadratically, so
-#     mixing short and long sentences spends most of the work on padding
-# (b) sorted batches train faster because short sentences are easier
-# (c) attention cannot mask padding unless the lengths in a batch are equal
-# (d) it turns the projections from $O(L d^2)$ into $O(L d)$
+#
+# * a) a batch is padded to its longest sentence, and attention costs $L^2$
+# * b) short sentences are easier to learn, so sorted batches make training faster
+# * c) attention cannot mask padding unless the lengths in a batch match
+# * d) it turns the cost of the projections from $O(L d^2)$ into $O(L d)$
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -1528,31 +1577,79 @@ Q4 = "a"
 """Q1: pairs at stride 8 versus stride 32."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "c", "Q1 is not right: re-read 'Images: the stride decides' (4x per axis gives 16x tokens; "
-           "pairs are tokens squared)")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "4x is the ratio of the strides along one axis; the grid has two axes, and pairs count the tokens "
+         "twice (re-read 'Images: the stride decides')",
+    "b": "16x is how many more tokens there are; query-key pairs grow as the square of the number of tokens "
+         "(re-read 'Images: the stride decides')",
+    "d": "4096x is 16 cubed: the number of tokens grows 16x and the pairs as its square, not its cube"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: why softmax attention keeps the L x L matrix."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "b", "Q2 is not right: re-read 'Why softmax needs the whole L x L matrix'")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "softmax is differentiable whatever is stored: the obstacle is in the algebra of exp(q . k) (re-read"
+         " 'Why softmax needs the whole L x L matrix')",
+    "c": "regrouping (Q K^T) V as Q (K^T V) needs no order of the keys; it needs a score that splits into "
+         "features of q times features of k",
+    "d": "linear attention regroups with any value width d_v: the widths change the cost, not whether the "
+         "regrouping is allowed"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: what a KV-cached step computes."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "a", "Q3 is not right: re-read the introduction of Part D (what the cache keeps and what "
-           "a step computes)")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "b": "it is the other way round: earlier tokens' keys and values never change, so they are cached, and "
+         "each step needs only the new token's query (re-read the introduction of Part D)",
+    "c": "the new token's query meets T keys: that is one row of weights, (1, T), not the full matrix",
+    "d": "the new token's output depends on its own query, which did not exist before: the cache keeps keys "
+         "and values, not outputs"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: why bucket by length."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "a", "Q4 is not right: re-read 'Padding pays L² too: bucket by length'")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "b": "bucketing changes no sentence's difficulty: it removes padding, and attention spends work quadratic"
+         " in the padded length (re-read 'Padding pays L² too')",
+    "c": "a key padding mask handles any mix of lengths (chapter 03); bucketing is about the work spent on "
+         "padding",
+    "d": "the projections cost O(L d^2) per sentence whatever the batching; bucketing saves the work spent on"
+         " padding"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part G · In your own words (2 points, graded by your instructor)
+#
+# Explain, in three or four sentences, how linear attention avoids the $L \times L$ matrix and what
+# it gives up compared with softmax attention.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "linear_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** With a feature map $\phi$ the score is a dot product $\phi(q) \cdot \phi(k)$, so the output
+# $\sum_j (\phi(q)\cdot\phi(k_j)) v_j$ can be regrouped as $\phi(q)^\top S$ with
+# $S = \sum_j \phi(k_j) v_j^\top$: $S$ is computed once, of size $d \times d_v$, and the cost grows
+# like $L d^2$ instead of $L^2 d$. Softmax cannot be regrouped because $\exp(q \cdot k)$ does not
+# split into finitely many features of $q$ times features of $k$. What is given up is the
+# softmax's sharpness: the weights are different numbers, often flatter, so the model is not the
+# same and can be worse at picking out one token.
+#
+# **Rubric (2 points).**
+# * 1 point: the score factors as $\phi(q)\cdot\phi(k)$, so $K^\top V$ (the state $S$) is computed once and the $L \times L$ matrix never forms.
+# * 1 point: it is a different attention (no exact softmax, typically less sharp weights), not the same numbers computed faster.
+# * 0 points for "it skips tokens" or "it uses a mask".
 
 # %% [markdown]
 # ## Summary

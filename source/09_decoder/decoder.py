@@ -34,6 +34,11 @@
 # Masks follow `nn.MultiheadAttention`: **True means drop**. A causal mask is `(T, T)`, True
 # above the diagonal; a memory padding mask is `(B, S)`, True at PAD positions of the source.
 # Dropout is 0 throughout, so every check is deterministic.
+#
+# **Time:** about 3.5 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 28 points.
+# **Assumes:** chapters 01 to 07: chapter 04's encoder block and chapter 07's task, batches and decoding.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -462,6 +467,46 @@ for _ in range(4):
                          torch.randn(batch + 1, length, heads * d_head, generator=gen),
                          torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# Before you build it, predict the **number of parameters of one decoder block** with width
+# $D = 32$, 4 heads and an FFN of hidden width 128 (the same parts as chapter 04's encoder block,
+# plus what the decoder adds), and assign it to `PREDICTED_DECODER_PARAMETERS`. A prediction
+# within 0.2 % counts (a count is exact arithmetic). The cell after the test counts the parameters of PyTorch's
+# `nn.TransformerDecoderLayer` of the same sizes.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_decoder_parameters", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_DECODER_PARAMETERS = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_DECODER_PARAMETERS = 2 * (4 * 32 * 32 + 4 * 32) + (32 * 128 + 128 + 128 * 32 + 32) + 3 * (2 * 32)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_decoder_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_DECODER_PARAMETERS: the number of parameters of one decoder block (D = 32, 4 heads, hidden 128)."""
+from course import check_number
+
+prediction = check_number("PREDICTED_DECODER_PARAMETERS", PREDICTED_DECODER_PARAMETERS)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_DECODER_PARAMETERS", PREDICTED_DECODER_PARAMETERS, 16992, rel=0.002, known=(
+    (12704, "that is an encoder block: the decoder block adds a cross-attention (4D^2 + 4D) and a third "
+            "LayerNorm"),
+    (16928, "that leaves out the third LayerNorm, norm3, which the decoder block needs after its third "
+            "sublayer"),
+    (12768, "that counts one attention only: the decoder block has a masked self-attention and a cross-"
+            "attention, 4D^2 + 4D each"),
+),
+                              hint="two attentions of 4D^2 + 4D each, an FFN of two Linear layers with their biases, and "
+                      "three LayerNorms of 2D each")
+### END HIDDEN TESTS
+
+# %%
+pytorch_decoder_block = nn.TransformerDecoderLayer(32, 4, 128, dropout=0.0, batch_first=True)
+print("parameters of nn.TransformerDecoderLayer(32, 4, 128):",
+      sum(p.numel() for p in pytorch_decoder_block.parameters()))
 
 # %% [markdown]
 # ## Part B · The decoder block (10 points)
@@ -1627,26 +1672,34 @@ with torch.no_grad():
 # Answer each question with one letter, `"a"` to `"d"`, in the cell below.
 #
 # **Q1.** Which masks go where in a decoder block?
-# (a) the causal mask on the self-attention, the source's padding mask on the cross-attention;
-# (b) the causal mask on both attentions, the padding mask on neither;
-# (c) the causal mask on the cross-attention, the source's padding mask on the self-attention;
-# (d) no masks: the decoder needs none once the targets are shifted right.
+#
+# * a) the causal mask on the self-attention, the source's padding mask on the cross
+# * b) the causal mask on both attentions, and a padding mask on neither
+# * c) the causal mask on the cross-attention, the source's padding mask on the self
+# * d) no masks at all: once the targets are shifted right, none is needed
 #
 # **Q2.** A batch of 2, a decoder input of 5 tokens, a source of 12 tokens, 4 heads. What is the
 # shape of one decoder block's `cross_weights`?
-# (a) `(2, 4, 12, 5)`; (b) `(2, 4, 5, 12)`; (c) `(2, 5, 12)`; (d) `(2, 4, 5, 5)`.
+#
+# * a) `(2, 4, 12, 5)`
+# * b) `(2, 4, 5, 12)`
+# * c) `(2, 5, 12)`
+# * d) `(2, 4, 5, 5)`
 #
 # **Q3.** A classmate feeds `dec_out` (the target followed by `<EOS>`) as the decoder input
 # *and* as the labels, with the causal mask in place. What happens?
-# (a) training does not converge, the loss stays near $\ln 12$;
-# (b) nothing changes, the causal mask protects the model;
-# (c) the training loss falls to almost 0, but greedy generation fails: position $i$ sees the
-# token it has to predict and learns to copy it;
-# (d) the cross-attention map becomes diagonal instead of anti-diagonal.
+#
+# * a) training does not converge: the loss stays near $\ln 12$
+# * b) nothing changes, since the causal mask protects the model
+# * c) the loss falls to almost 0, but greedy generation fails
+# * d) the cross-attention map becomes diagonal, not anti-diagonal
 #
 # **Q4.** In a pre-norm decoder block, what is normalised by `norm2` before the cross-attention?
-# (a) the memory only; (b) both the decoder stream and the memory; (c) the decoder stream only,
-# which provides the queries; (d) nothing, pre-norm normalises after the sublayer.
+#
+# * a) the memory only, which provides the keys and the values
+# * b) both the decoder stream and the memory, each on its own
+# * c) the decoder stream only, which provides the queries
+# * d) nothing: pre-norm normalises after each sublayer instead
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 Q1 = Q2 = Q3 = Q4 = None  # replace each None with "a", "b", "c" or "d"
@@ -1658,33 +1711,78 @@ Q1, Q2, Q3, Q4 = "a", "b", "c", "c"
 """Q1: which masks go where."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "a", "Q1 is not the best answer: re-read the table under 'The whole "
-           "architecture'")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "b": "cross-attention reads the source, which is known in full: a causal mask there hides source tokens "
+         "for no reason, and the source's PAD tokens stay visible",
+    "c": "the two masks are swapped: the future to hide is in the decoder's own stream, and the PAD tokens to"
+         " hide are in the source",
+    "d": "shifting right makes position i predict token i + 1; without the causal mask position i still reads"
+         " token i + 1 in its input and copies it"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the shape of the cross-attention weights."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "b", "Q2 is not the best answer: re-read Part A (batch, head, query, key; "
-           "queries from the decoder)")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "the rows are the queries, which come from the decoder (5 tokens), and the columns the keys, which "
+         "come from the source (12)",
+    "c": "that shape has lost the heads: the block keeps one map of weights per head",
+    "d": "(5, 5) is the decoder's self-attention; the keys of cross-attention are the 12 source tokens"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q3: a decoder input that was not shifted right."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q3", Q3) == "c", "Q3 is not the best answer: re-read 'The task: reversing digits' (the "
-           "shift-right)")
+from course import check_option
+
+answer = check_option("Q3", Q3, {
+    "a": "it is the opposite: position i sees in its input the very token it must predict, so copying it "
+         "drives the loss down fast",
+    "b": "the causal mask hides later input positions, but here the label of position i is the input at "
+         "position i itself, which the mask lets it see",
+    "d": "the decoder stops needing the source at all, since the answer is in its own input: the loss says "
+         "nothing is wrong, generation does"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q4: what norm2 normalises in a pre-norm decoder block."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q4", Q4) == "c", "Q4 is not the best answer: re-read the table of Part B and the "
-           "sentence after it")
+from course import check_option
+
+answer = check_option("Q4", Q4, {
+    "a": "norm2 sits in the decoder's residual stream; the memory comes already normalised by the encoder's "
+         "final LayerNorm",
+    "b": "norm2 is one LayerNorm of the decoder's stream; the memory comes already normalised by the "
+         "encoder's final LayerNorm",
+    "d": "that is post-norm; pre-norm normalises the input of each sublayer, before the sublayer runs"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part E · In your own words (2 points, graded by your instructor)
+#
+# Explain, in three or four sentences, what cross-attention does in a decoder block: where its
+# queries, keys and values come from, and why it takes the source's padding mask but no causal
+# mask.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "cross_attention_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** Cross-attention is where the decoder reads the source: its queries come from the decoder's
+# stream (one per target position) and its keys and values from the encoder's output, the memory.
+# Each target position thus gets a weighted average of source vectors, chosen by what it is
+# about to produce. The whole source is known before decoding starts, so no source position is in
+# the future and a causal mask there would only hide information; the source's PAD tokens are not
+# words, so the padding mask keeps them out of every average.
+#
+# **Rubric (2 points).**
+# * 1 point: queries from the decoder, keys and values from the encoder's output (the memory).
+# * 1 point: no causal mask because the source is complete (nothing in it is future); a padding mask because PAD tokens carry no meaning.
+# * 0 points for swapping the roles of decoder and encoder.
 
 # %% [markdown]
 # ## Summary

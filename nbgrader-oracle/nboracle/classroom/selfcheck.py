@@ -7,7 +7,7 @@ copied, never modified, and graded in this process with nbgrader's Python API (o
 start, no ``nbgrader`` subprocesses), printing each cell as it runs. The notebook is recognised
 by its folder, its file name, or the grade ids of its cells (a renamed copy is still yours).
 At the end: the points of every graded cell with its failure message, the points an instructor
-grades by hand, the cells interrupted at the time limit, and the path of the feedback HTML.
+grades by hand (and where their model answers are), the cells interrupted at the time limit, and the path of the feedback HTML.
 """
 
 from __future__ import annotations
@@ -268,6 +268,9 @@ def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot |
         print(f"graded by hand: {total:g} more point{'s' if total != 1 else ''} "
               f"({', '.join(f'{gid}: {points:g}' for gid, points in by_hand.items())}), which an instructor "
               f"scores; until then the feedback shows {result.auto_score:g}/{result.auto_max + total:g}")
+        source = (root if root is not None else CourseRoot(Path.cwd())).notebook("source", assignment)
+        print(f"studying on your own: the model answers and rubrics are the cells {', '.join(by_hand)} "
+              f"of {source}; write yours first, then compare")
     graded_nb = private.notebook("autograded", assignment, LEARNER)
     limit = _timeout_seconds(private)
     for label in timed_out(P.read_nb(graded_nb)) if graded_nb.exists() else []:
