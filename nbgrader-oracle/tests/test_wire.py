@@ -416,13 +416,13 @@ def test_a_stand_in_is_opaque_and_does_only_what_the_test_allows(grader_side):
     assert set(entry) == {"t", "id", "callable"} and entry["id"] != 1  # nothing says which block it is
     offers = Offers()
     function = offers.send(grader_side["fresh"](drops_last))
-    assert offers.ask(function, "getattr", name="x")["error"][0] == "TypeError"  # a function: called only
+    assert offers.ask(function, "getattr", name="x")["error"][0] == "AttributeError"  # a function: called only
     marker = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4, only={"linear": None})
     limited = offers.send(marker)
     x = torch.randn(5, 4)
     refused = offers.ask(limited, "call", x)["error"]
     assert refused[0] == "TypeError" and "only the attributes linear" in refused[1]
-    assert offers.ask(limited, "getattr", name="factor")["error"][0] == "TypeError"
+    assert offers.ask(limited, "getattr", name="factor")["error"][0] == "AttributeError"
     assert offers.ask(limited, "len")["error"][0] == "TypeError"
     part = offers.ask(limited, "getattr", name="linear")  # a part the test allows does anything
     assert torch.equal(offers.ask(part, "call", x), marker.linear(x))

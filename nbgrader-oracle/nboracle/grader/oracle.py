@@ -101,6 +101,10 @@ class KernelLink:
         # their stand-in in the kernel, until the test cell ends
         self.instructor: dict[int, Any] = {}
         self._instructor_ids = _opaque_ids()
+        # what the probes that evaluate the student's code at points of the grader's choosing (the
+        # finite-difference points of a gradient check) got back during the test cell, for the test to
+        # judge as well (nboracle.probed_points)
+        self.probed: list = []
         self.memory = memory.MemoryCap(0)  # the grader's memory while a test runs (OracleExecute sets it)
 
     def request(self, message: dict, generators: list = ()) -> Any:
@@ -284,8 +288,9 @@ class KernelLink:
                 allowed = "__call__" if op == "call" else name if op == "getattr" else None
                 if allowed not in only:
                     what = {"call": "called", "getattr": f"asked for {name!r}"}.get(op, "used that way")
-                    raise TypeError(f"this object of the tests cannot be {what} here: the test hands your code "
-                                    f"only {_allowed_uses(only)}")
+                    refusal = AttributeError if op == "getattr" else TypeError  # (hasattr() reads it as absent)
+                    raise refusal(f"this object of the tests cannot be {what} here: the test hands your code "
+                                  f"only {_allowed_uses(only)}")
                 part = only[allowed] if op == "getattr" else only
             value = server._in_mode(request.get("mode"), operations[op])
             offer = self._offer_part if part is None else lambda v: self._offer_part(v, part)
@@ -300,6 +305,7 @@ class KernelLink:
     def pause(self) -> None:
         """The grader's cell is done: the kernel leaves its socket loop, free for the next cell."""
         self.instructor.clear()
+        self.probed.clear()
         self._channel.pause(self.deadline)
 
     def close(self) -> None:
@@ -657,6 +663,9 @@ def _allowed_uses(only: dict) -> str:
     return " and ".join(words) or "nothing"
 
 
+# probes that evaluate a student's module or function at points of the grader's choosing (the second
+# argument: parameter settings, or input sets), whose outputs the test may judge (nboracle.probed_points)
+_POINT_PROBES = ("outputs_at", "function_at")
 # a stand-in's request (nboracle.kernel.server.Instructor), as the kernel writes it
 _INSTRUCTOR_REQUEST = b'{"cb":'
 # methods of a tests' module a stand-in may not call: Module.type("a.dotted.Name") imports by name
@@ -792,8 +801,20 @@ class Proxy:
     @staticmethod
     def _oracle_probe(target: Proxy, name: str, *args: Any, **kwargs: Any) -> Any:
         link = object.__getattribute__(target, "_oracle_link")
-        return link.request({"op": "probe", "name": name, "args": [_send(a, None, link) for a in args],
-                             "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
+        value = link.request({"op": "probe", "name": name, "args": [_send(a, None, link) for a in args],
+                              "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
+        if name in _POINT_PROBES and type(value) in (list, tuple) and len(args) > 1 and type(args[1]) in (list, tuple):
+            record = getattr(link, "probed", None)
+            if record is not None:  # (a link without the record: a test of this package's)
+                record.append((object.__getattribute__(target, "_oracle_id"), list(zip(args[1], value, strict=False))))
+        return value
+
+    @staticmethod
+    def _oracle_probed(target: Proxy) -> list:
+        """``(point, output)`` for every point at which a probe evaluated ``target`` in this test cell."""
+        key = object.__getattribute__(target, "_oracle_id")
+        probed = getattr(object.__getattribute__(target, "_oracle_link"), "probed", [])
+        return [pair for owner, pairs in probed if owner == key for pair in pairs]
 
 
 def _method_call(frame) -> bool:
