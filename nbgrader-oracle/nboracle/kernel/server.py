@@ -409,6 +409,7 @@ def listen() -> str:
     # this module's names, which a student call may rebind between reading a request and writing
     # its reply. Its request state (handles, a request's generators, the socket being served) is
     # its own, in no module: a graded call leaves every module's globals as a cell would
+    _SEALED.update(_GENUINE=probes._GENUINE, _RAW=wire._RAW, _CLASSES=_CLASSES)  # serve(), for execute requests
     sealed = _seal()
     sealed.update(_GENUINE=probes._GENUINE, _RAW=wire._RAW, _CLASSES=_CLASSES,
                   _handles={}, _handle_ids={}, _generators=[], _LINE=[])
