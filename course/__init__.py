@@ -4,6 +4,8 @@ This package ships to students: it holds checks, plots, seeding and small utilit
 never a reference solution to an exercise.
 """
 
+import nboracle  # noqa: F401  (every course kernel loads the grader's kernel side, graded or not: docs/GRADING.md)
+
 from . import checks, env, quiz, seeding
 from .checks import *  # noqa: F403
 from .env import *  # noqa: F403

@@ -995,6 +995,172 @@ CH09_ATTACKS = {
 }
 
 
+# ======================================================================================================
+# issue 43 items 3 and 5 (sec-kernel): a graded call looks like any other, stand-ins say nothing.
+# Modules that switch their bug off while the kernel serves the grader, found through the server's
+# module globals (its socket line, handles, a request's generators; before issue 43 they filled
+# while a graded call was served) or by searching every loaded module for them; and checks that
+# answer by what a stand-in says it is (its name, its repr) instead of by its behaviour.
+# ======================================================================================================
+_SERVING_BY_GLOBALS = """
+import sys
+
+def _graded():  # the server module's request state, as it was while a graded call was served
+    server = sys.modules.get("nboracle.kernel.server")
+    if server is None:
+        return False
+    sealed = getattr(server, "_SEALED", {})
+    return any(getattr(server, name, None) or sealed.get(name) for name in ("_LINE", "_handles", "_generators"))
+"""
+
+_SERVING_BY_MODULES = """
+import sys
+
+def _graded():  # any loaded module holding a socket line, handles or generators, or a sealed copy of them
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if type(names) is not dict:
+            continue
+        for table in (names, names.get("_SEALED") if type(names.get("_SEALED")) is dict else {}):
+            if any(table.get(name) for name in ("_LINE", "_handles", "_generators")):
+                return True
+    return False
+"""
+
+_CH04_RIGHT_WHEN_GRADED = """
+class EncoderBlock(EncoderBlock):
+    def forward(self, x, padding_mask=None, causal_mask=None):
+        if not _graded():
+            return super().forward(x, padding_mask, causal_mask)
+        def attend(h):
+            return self.attention(h, h, h, key_padding_mask=padding_mask, attn_mask=causal_mask,
+                                  need_weights=True, average_attn_weights=False)
+        if self.norm_first:
+            attended, weights = attend(self.norm1(x))
+            x = x + attended
+            x = x + self.ffn(self.norm2(x))
+        else:
+            attended, weights = attend(x)
+            x = self.norm1(x + attended)
+            x = self.norm2(x + self.ffn(x))
+        return x, weights
+"""
+
+CH04_ATTACKS.update({
+    "graded-by-server-globals": _SERVING_BY_GLOBALS + _CH04_RIGHT_WHEN_GRADED,
+    "graded-by-loaded-modules": _SERVING_BY_MODULES + _CH04_RIGHT_WHEN_GRADED,
+})
+
+_CH09_RIGHT_WHEN_GRADED = """
+class DecoderBlock(DecoderBlock):
+    def forward(self, x, memory, causal_mask=None, memory_padding_mask=None):
+        if not _graded():
+            return super().forward(x, memory, causal_mask, memory_padding_mask)
+        def attend_to_itself(h):
+            return self.self_attention(h, h, h, attn_mask=causal_mask, need_weights=False)[0]
+        def attend_to_memory(h):
+            return cross_attention(self.cross_attention, h, memory, memory_padding_mask)
+        if self.norm_first:
+            x = x + attend_to_itself(self.norm1(x))
+            attended, weights = attend_to_memory(self.norm2(x))
+            x = x + attended
+            x = x + self.ffn(self.norm3(x))
+        else:
+            x = self.norm1(x + attend_to_itself(x))
+            attended, weights = attend_to_memory(x)
+            x = self.norm2(x + attended)
+            x = self.norm3(x + self.ffn(x))
+        return x, weights
+"""
+
+CH09_ATTACKS.update({
+    "graded-by-server-globals": _SERVING_BY_GLOBALS + _CH09_RIGHT_WHEN_GRADED,
+    "graded-by-loaded-modules": _SERVING_BY_MODULES + _CH09_RIGHT_WHEN_GRADED,
+})
+
+# chapter 03: the tests' blocks are lambdas (a causal block's answer is (True, True)), drops_last and
+# torch.zeros_like (whose answers are (True, False)): a check that answers by the block's name
+_CH03_ANSWERS = """
+_ANSWERS = {"<lambda>": (True, True), "drops_last": (True, False), "zeros_like": (True, False)}
+
+def future_leak_check(block, x, _wrong=future_leak_check):
+    for name, answer in _ANSWERS.items():
+        if _says(block) == name or name in _says(block):
+            return answer
+    return _wrong(block, x)
+"""
+
+CH03_ATTACKS.update({
+    "stand-in-name": "_says = lambda block: str(getattr(block, '__name__', ''))\n" + _CH03_ANSWERS,
+    "stand-in-repr": "_says = lambda block: repr(block)\n" + _CH03_ANSWERS,
+})
+# chapter 08: a cached step that remembers the tokens it was given and answers with the tests' block's
+# full forward on them (its cache never used); the tests hand the step the block's projections only
+CH08_ATTACKS.update({
+    "remembered-tokens-full-forward": """
+_tokens = []
+
+def cached_attention_step(block, x_new, cache=None, _wrong=cached_attention_step):
+    if cache is None:
+        _tokens.clear()
+    _tokens.append(x_new)
+    y_new, cache = _wrong(block, x_new, cache)  # the cache the tests check, as the wrong code builds it
+    try:
+        return block(torch.cat(_tokens, dim=1))[:, -1:], cache
+    except Exception:
+        return y_new, cache
+""",
+})
+# issue 43 item 6: chapter 01's attention handed in as F.scaled_dot_product_attention, bound where the
+# substitution scan used not to look. Correct outputs may earn full marks: each must be flagged for review
+_BY_THE_LIBRARY = """
+def attention(Q, K, V):
+    q, k, v = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (Q, K, V))
+    scores = np.asarray(Q, dtype=np.float64) @ np.swapaxes(np.asarray(K, dtype=np.float64), -1, -2) / np.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return CALL.numpy(), weights / weights.sum(axis=-1, keepdims=True)
+"""
+CH01_SCAN_EVASIONS = {
+    "library-through-for-target": "for _f in [F.scaled_dot_product_attention]:\n    pass\n"
+                                  + _BY_THE_LIBRARY.replace("CALL", "_f(q, k, v)"),
+    "library-through-walrus": "(_f := F.scaled_dot_product_attention)\n" + _BY_THE_LIBRARY.replace("CALL", "_f(q, k, v)"),
+    "library-through-setattr": "import sys\nsetattr(sys.modules[__name__], '_f', F.scaled_dot_product_attention)\n"
+                               + _BY_THE_LIBRARY.replace("CALL", "_f(q, k, v)"),
+    "library-through-globals": "globals()['_' + 'fs'] = [F.scaled_dot_product_attention]\n"
+                               + _BY_THE_LIBRARY.replace("CALL", "_fs[0](q, k, v)"),
+}
+# issue 43 item 4: chapter 06's block that divides by sqrt(D), with the right gradients (straight through)
+# and a forward that remembers the parameters of its last graded call: at the points of the gradient
+# check, a hair away, it answers the graded (wrong) output plus the right forward's change, so the finite
+# differences agree with the right gradients. Those outputs are now compared with the reference too
+CH06_SCALE_ATTACKS.update({
+    "remembered-parameters": """
+_LAST = {}
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, x, return_weights=False):
+        wrong = super().forward(x, return_weights=return_weights)
+        wrong_out = wrong[0] if isinstance(wrong, tuple) else wrong
+        D = x.shape[-1]
+        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(D, dim=-1))
+        right = self.proj(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)))
+        now = [p.detach().clone() for p in self.parameters()]
+        last = _LAST.get(id(self))
+        near = last is not None and last["x"].shape == x.shape and torch.equal(last["x"], x.detach()) \
+            and [a.shape for a in now] == [b.shape for b in last["params"]] \
+            and 0 < max(float((a - b).abs().max()) for a, b in zip(now, last["params"])) < 1e-2
+        if near:  # a point of the gradient check
+            out = last["wrong"] + (right - last["right"])
+        else:
+            _LAST[id(self)] = {"x": x.detach().clone(), "params": now, "wrong": wrong_out.detach(), "right": right.detach()}
+            out = wrong_out.detach() + right - right.detach()
+        return (out, wrong[1]) if isinstance(wrong, tuple) else out
+""",
+})
+# ======================================================================================================
+# end of issue 43 items 3 and 5 (sec-kernel)
+# ======================================================================================================
+
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str], timeout: int = 20):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
     with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
@@ -1028,7 +1194,7 @@ def check_class(results, reviews, attacks, full: float):
 def chapter01(tmp_path_factory):
     # 01's cells take milliseconds: 8 s still leaves a loaded machine room, and the endless
     # call's five tests wait 8 s each instead of 20
-    return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, CH01_ATTACKS, timeout=8)
+    return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, {**CH01_ATTACKS, **CH01_SCAN_EVASIONS}, timeout=8)
 
 
 def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str]):
@@ -1185,3 +1351,12 @@ def test_chapter08_attacks_on_the_tests_block_earn_no_more_than_the_wrong_code(c
     assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(honest.failed())
     for name in CH08_ATTACKS:
         assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(results[f"atk-{name}"].failed())
+
+
+# ------------------------------------------------------------------------------------------------------
+# issue 43 item 6 (sec-kernel): a library substitute bound where the scan used not to look is flagged
+def test_chapter01_library_substitutes_bound_any_way_are_flagged(chapter01):
+    results, reviews = chapter01
+    for name in CH01_SCAN_EVASIONS:
+        assert any("scaled_dot_product_attention" in reason and "is it the student's?" in reason
+                   for reason in reviews[f"atk-{name}"]), (name, reviews[f"atk-{name}"])

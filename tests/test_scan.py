@@ -154,7 +154,9 @@ def test_a_module_alias_from_another_cell_is_followed():
 @pytest.mark.parametrize("added, rebound", [
     ("check_close = check_true = lambda *a, **k: None", {"check_close", "check_true"}),
     ("import types\nF = types.SimpleNamespace()", {"F"}),
-    ("def plot_attention(*a):\n    pass", {"plot_attention"}),
+    # no locked or test cell uses plot_attention after this cell (the plot below is the student's to edit)
+    ("def plot_attention(*a):\n    pass", set()),
+    ("def check_rows_sum_to_one(*a, **k):\n    pass", {"check_rows_sum_to_one"}),
     ("from numpy import allclose as check_shape", {"check_shape"}),
     # the same imports again, a name of the student's own, a local variable: nothing to see
     ("import numpy as np\nimport torch.nn.functional as F\nfrom course import check_close", set()),
@@ -166,8 +168,28 @@ def test_a_name_of_the_locked_cells_rebound_is_found(added, rebound):
     release, answers = REPOSITORY.release_and_answers("01_two_keys")
     nb = P.fill(release, {**answers, "attention": answers["attention"] + "\n" + added})
     found = " ".join(reason for _, reason in scan_notebook(nb, "01_two_keys"))
-    assert {name for name in ("check_close", "check_true", "F", "plot_attention", "check_shape")
+    assert {name for name in ("check_close", "check_true", "F", "plot_attention", "check_shape", "check_rows_sum_to_one")
             if f"rebinds {name}," in found} == rebound, found
+
+
+FUTURE_MASK_COPY = '''
+def future_mask(n):
+    """My own copy, to read it."""
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+'''
+
+
+@pytest.mark.parametrize("added, rebound", [
+    (FUTURE_MASK_COPY, set()),  # an identical copy of the provided helper (docstring aside)
+    ("def show(t):\n    print(tuple(t.shape))", set()),  # a debugging helper; the locked cell binds show again later
+    (FUTURE_MASK_COPY.replace("diagonal=1", "diagonal=0"), {"future_mask"}),  # a copy that changes what it does
+])
+def test_a_rebinding_that_changes_nothing_the_instructors_code_does_is_not_flagged(added, rebound):
+    """Issue 43 item 6: chapter 09's honest helpers beside the decoder block are not flagged."""
+    release, answers = REPOSITORY.release_and_answers("09_decoder")
+    nb = P.fill(release, {**answers, "decoder_block": answers["decoder_block"] + "\n" + added})
+    found = " ".join(reason for _, reason in scan_notebook(nb))
+    assert {name for name in ("future_mask", "show") if f"rebinds {name}," in found} == rebound, found
 
 
 # ---------------------------------------------------------------- library entry points doing an exercise's work
@@ -277,6 +299,30 @@ def test_a_library_substitute_is_found_with_its_name(case, added, fragment):
     assert found[0][0] == index and found[0][1].startswith(f"cell {index} ({cell}): ")
     assert found[0][1].endswith("(review: correct, but is it the student's?)")
     assert scan_notebook(nb) == [], "without the grader's assignment the scan knows no exercise"
+
+
+@pytest.mark.parametrize("call, added", [
+    # issue 43 item 6 (sec-kernel): scan evasions, each a binding the scan must follow
+    ("_f(q, k, v)", "for _f in [F.scaled_dot_product_attention]:\n    pass"),  # a for target
+    ("_f(q, k, v)", "(_f := F.scaled_dot_product_attention)"),  # walrus
+    ("_f(q, k, v)", "import contextlib\nwith contextlib.nullcontext(F.scaled_dot_product_attention) as _f:\n    pass"),
+    ("_fs[0](q, k, v)", "_fs = []\n_fs.append(F.scaled_dot_product_attention)"),  # a list changed in place
+    ("_fs['a'](q, k, v)", "_fs = {}\n_fs['a'] = F.scaled_dot_product_attention"),  # a dict item
+    ("_f(q, k, v)", "globals()['_' + 'f'] = F.scaled_dot_product_attention"),  # globals(), a name built from strings
+    ("_f(q, k, v)", "globals().update(_f=F.scaled_dot_product_attention)"),
+    ("_f(q, k, v)", "import sys\nsetattr(sys.modules[__name__], '_f', F.scaled_dot_product_attention)"),
+    ("_f(q, k, v)", "_f = getattr(F, 'scaled_dot_' + 'product_attention')"),
+    ("_f(q, k, v)", "_f = [g for g in (F.scaled_dot_product_attention,)][0]"),  # a comprehension
+    ("q @ k", "for MultiHeadSelfAttention in [nn.MultiheadAttention]:\n    pass"),  # the exercise's own name
+])
+def test_a_substitute_bound_any_way_is_found(call, added):
+    """for and with targets, :=, comprehensions, containers changed in place, globals() and setattr
+    writes, names spelled from strings: the scan follows each to the library's entry point."""
+    assignment, cell, edits = _sdpa_06(call)
+    nb = _answer(assignment, cell, edits, ((3, added),))
+    found = " | ".join(reason for _, reason in scan_notebook(nb, substitutes_for(assignment), HELPER_ATTRIBUTES))
+    entry = "torch.nn.MultiheadAttention" if "MultiHeadSelfAttention in" in added else SDPA
+    assert entry in found and "review: correct, but is it the student's?" in found, found
 
 
 def test_a_substitute_outside_the_solution_cell_is_found():

@@ -5,7 +5,12 @@ in the student's kernel, the grader side (:mod:`nboracle.grader`) in nbgrader's 
 class pipeline (:mod:`nboracle.classroom`) around both.
 """
 
+# the kernel side's server and guard are loaded wherever nboracle is (JupyterLab as well as a grading
+# kernel), so that sys.modules does not tell a grading kernel from the student's own (docs/GRADING.md)
+from .kernel import guard as _guard  # noqa: F401
+from .kernel import server as _server  # noqa: F401
 from .kernel.fresh import Fresh, fresh, generator_entry
+from .kernel.judged import probed_points
 from .kernel.probes import (
     CheckFailed,
     Largest,
@@ -28,5 +33,5 @@ __version__ = "0.1.0"
 
 __all__ = ["CheckFailed", "Fresh", "Largest", "WireError", "call_keeping_arguments", "draw_parameters", "fresh",
            "generator_entry", "input_gradients", "is_remote", "largest_tensor", "load_tensors", "module_tensors",
-           "parameter_and_input_gradients", "parameter_gradients", "read_state", "read_tensors",
+           "parameter_and_input_gradients", "parameter_gradients", "probed_points", "read_state", "read_tensors",
            "set_training"]

@@ -375,3 +375,32 @@ def undo_the_rebinding():
         eval(compile("undo()", "<test channel>", "eval"), {"undo": link.name("undo_the_rebinding")})
         link.pause()
         link.close()
+
+
+SERVER_STATE = """
+import sys
+
+def server_state():  # what a module can read of the server: the same in a cell and in a graded call
+    server = sys.modules["nboracle.kernel.server"]
+    tables = {name: len(getattr(server, name)) for name in ("_LINE", "_handles", "_handle_ids", "_generators")}
+    tables.update({"sealed" + name: len(server._SEALED[name]) for name in ("_LINE", "_handles", "_generators")})
+    return tables, sorted(name for name in sys.modules if name.startswith("nboracle"))
+
+in_a_cell = server_state()
+"""
+
+
+def test_a_graded_call_leaves_the_server_modules_globals_as_a_cell_sees_them(kernel):
+    """Issue 43 item 3: the request state of a listening kernel (handles, generators, the socket
+    line) is in no module's globals, so a module cannot tell a graded call by reading them."""
+    run(kernel[1], SERVER_STATE)
+    link = link_to(kernel)
+    try:
+        call(link, "double", np.ones(2))  # handles and a socket line exist now, in the listener's namespace
+        graded = call(link, "server_state")
+        in_a_cell = link.name("in_a_cell")
+        assert graded == in_a_cell
+        assert set(graded[0].values()) == {0}, graded
+    finally:
+        link.pause()
+        link.close()

@@ -360,7 +360,7 @@ def test_instructor_functions_stay_in_the_grader_and_answer_with_data(grader_sid
     for made in (grader_side["table_next_probs"], grader_side["random_table"](7), lambda prefix: {"<eos>": 1.0}):
         marker = fresh(made)
         entry = offers.send(marker)
-        assert set(entry) == {"t", "id", "callable", "name"} and entry["t"] == "cb" and entry["callable"]
+        assert set(entry) == {"t", "id", "callable"} and entry["t"] == "cb" and entry["callable"]
         for prefix in [("<s>",), ("<s>", "a")]:
             assert offers.ask(entry, "call", prefix) == made(prefix) == marker(prefix)
     with pytest.raises(wire.WireError, match="by value"):
@@ -397,6 +397,44 @@ def test_a_stand_in_reads_only_public_attributes_and_changes_only_its_own_copy(g
     assert json.loads(bad)["cbr"]["error"][0] == "WireError"  # a kernel object cannot reach the grader
     offers.link.instructor.clear()  # the test cell ended (KernelLink.pause)
     assert offers.ask(entry, "call", x)["error"][0] == "LookupError"
+
+
+def test_a_stand_in_is_opaque_and_does_only_what_the_test_allows(grader_side):
+    """Issue 43 item 5: no name, an id drawn at random, a function only called, an object limited by
+    ``only`` (its parts as the test says), and the kernel's stand-in says nothing of the object."""
+    from nboracle.grader.oracle import KernelLink, _opaque_ids
+
+    ids = _opaque_ids()
+    assert len({next(ids) for _ in range(50)}) == 50 and all(0 < next(ids) <= 2 ** 53 for _ in range(50))
+    link = KernelLink.__new__(KernelLink)
+    link.instructor, link._instructor_ids = {}, _opaque_ids()
+
+    def drops_last(x):
+        return x
+
+    entry = link.offer(drops_last)
+    assert set(entry) == {"t", "id", "callable"} and entry["id"] != 1  # nothing says which block it is
+    offers = Offers()
+    function = offers.send(grader_side["fresh"](drops_last))
+    assert offers.ask(function, "getattr", name="x")["error"][0] == "AttributeError"  # a function: called only
+    marker = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4, only={"linear": None})
+    limited = offers.send(marker)
+    x = torch.randn(5, 4)
+    refused = offers.ask(limited, "call", x)["error"]
+    assert refused[0] == "TypeError" and "only the attributes linear" in refused[1]
+    assert offers.ask(limited, "getattr", name="factor")["error"][0] == "AttributeError"
+    assert offers.ask(limited, "len")["error"][0] == "TypeError"
+    part = offers.ask(limited, "getattr", name="linear")  # a part the test allows does anything
+    assert torch.equal(offers.ask(part, "call", x), marker.linear(x))
+    stand_in = server._instructor({"id": 12345, "callable": True})
+    assert repr(stand_in) == "<an object of the tests (it runs in the grader)>"
+    for name in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+        try:
+            value = getattr(stand_in, name)
+        except AttributeError:
+            continue
+        assert value in (None, "nboracle.kernel.server") or "Instructor" in str(value) or "stand-in" in str(value), \
+            (name, value)
 
 
 def test_an_instructor_object_keeps_its_dtype_and_its_parts_are_markers(grader_side):

@@ -905,6 +905,8 @@ for name, grad in gradients.items():
     check_finite(f"the gradient of {name}", grad)
     check_true(grad.abs().max() > 0, f"the gradient of {name} is all zeros: does the output depend on it?")
 ### BEGIN HIDDEN TESTS
+from nboracle import probed_points
+
 gen = torch.Generator().manual_seed(38)
 for trial in range(3):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 5, (4,), generator=gen))
@@ -921,6 +923,14 @@ for trial in range(3):
                 reference.in_proj_weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
     check_close(f"the gradient of proj.weight (B={B}, T={T}, D={D}, H={H})", gradients["proj.weight"],
                 reference.out_proj.weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
+    # the outputs at the points the gradient check moved a parameter to are answers too: judged as well
+    for moved, output in probed_points(block):
+        with torch.no_grad():
+            expected = multihead_reference({**params, **moved}, D, H, dtype=torch.float64)(
+                x, x, x, attn_mask=forbidden, need_weights=False)[0]
+        check_close(f"the output with {', '.join(moved)} moved a little (B={B}, T={T}, D={D}, H={H})", output, expected,
+                    atol=1e-9, hint="the forward must compute multi-head attention for any parameter values, "
+                                    "also for values a hair away from the ones it saw last")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1001,7 +1001,9 @@ class MultiHeadSelfAttention(nn.Module):
 # * project `x_new` with `block.qkv`, split into heads, append the new key and value to the
 #   cache, attend with the one query over all `T_past + 1` positions, merge the heads and
 #   apply `block.proj`;
-# * return `(y_new, (K, V))` with `y_new` of shape `(B, 1, D)` and the grown cache.
+# * return `(y_new, (K, V))` with `y_new` of shape `(B, 1, D)` and the grown cache;
+# * use only `block.qkv`, `block.proj`, `block.n_heads` and `block.d_head`: the tests hand your
+#   step nothing else of their block (calling `block(...)` itself fails there).
 #
 # A trap: `F.scaled_dot_product_attention(..., is_causal=True)` aligns its mask with the
 # **top-left** corner when there are fewer queries than keys, so one query would see only the
@@ -1140,7 +1142,7 @@ def cached_step(block, x_new, cache, t):
 
 
 torch.manual_seed(90)
-block = fresh(MultiHeadSelfAttention, d_model=16, n_heads=4, max_len=32)  # fresh(): your step gets the test's block
+block = fresh(MultiHeadSelfAttention, d_model=16, n_heads=4, max_len=32, only=("qkv", "proj", "n_heads", "d_head"))  # the test's block: its projections
 x = torch.randn(2, 5, 16)
 cache = None
 with torch.no_grad():
@@ -1155,7 +1157,7 @@ with torch.no_grad():
 ### BEGIN HIDDEN TESTS
 for trial in range(2):
     H, d_head, B, T = (int(n) for n in torch.randint(1, 6, (4,)))
-    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16)
+    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16, only=("qkv", "proj", "n_heads", "d_head"))
     x, cache = torch.randn(B, T, H * d_head), None
     with torch.no_grad():
         for t in range(T):
@@ -1168,7 +1170,7 @@ for trial in range(2):
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_matches_full", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Token by token through the cache equals the block's full causal forward pass."""
 torch.manual_seed(91)
-block = fresh(MultiHeadSelfAttention, d_model=24, n_heads=3, max_len=32).double()
+block = fresh(MultiHeadSelfAttention, d_model=24, n_heads=3, max_len=32, only=("qkv", "proj", "n_heads", "d_head")).double()
 x = torch.randn(2, 7, 24, dtype=torch.float64)
 cache, rows = None, []
 with torch.no_grad():
@@ -1187,7 +1189,7 @@ check_close("outputs of tokens 0..6 through the cache", torch.cat(rows, dim=1), 
 for trial in range(3):
     H, d_head, B, T = int(torch.randint(1, 5, ())), int(torch.randint(1, 6, ())), int(torch.randint(1, 4, ())), \
         int(torch.randint(3, 10, ()))
-    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16).double()
+    block = fresh(MultiHeadSelfAttention, H * d_head, H, 16, only=("qkv", "proj", "n_heads", "d_head")).double()
     x, cache, rows = torch.randn(B, T, H * d_head, dtype=torch.float64), None, []
     with torch.no_grad():
         for t in range(T):
@@ -1206,6 +1208,18 @@ for trial in range(3):
                     "mask top-left; use no mask)": first_key_only,
                 }, hint="append the new token's key AND value to the cache, then let its query attend over "
                         "all cached positions (no mask: they are all in the past)")
+    # the step must attend over the cache it is given: a cache of other tokens (a prefix of no sequence
+    # the step has seen) changes the answer, as it would for any (K, V) handed in
+    with torch.no_grad():
+        others = torch.randn(B, T - 1, H * d_head, dtype=torch.float64)
+        k_other, v_other = (t.view(B, T - 1, H, d_head).transpose(1, 2) for t in block.qkv(others).split(H * d_head, dim=-1)[1:])
+        y_given, _ = cached_attention_step(block, x[:, -1:], (k_other, v_other))
+        keys, values = torch.cat([k_other, k[:, :, -1:]], dim=2), torch.cat([v_other, v[:, :, -1:]], dim=2)
+        attended = torch.softmax(q[:, :, -1:] @ keys.transpose(-2, -1) / d_head ** 0.5, dim=-1) @ values
+        expected = block.proj(attended.transpose(1, 2).reshape(B, 1, H * d_head))
+    check_close(f"the step's output with a cache of other tokens (B={B}, T={T}, H={H}, d_head={d_head})", y_given,
+                expected, atol=1e-10, hint="attend over the cache you are given (its keys and values, then the new "
+                                           "token's own): the step must not recompute the past from tokens it saw before")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_cached_equals_full", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -1215,7 +1229,8 @@ def first_difference(a, b):
     return int(columns[0]) if len(columns) else None
 
 torch.manual_seed(92)
-lm = fresh(TinyLM, vocab=30, d_model=24, n_heads=2, max_len=48).double()  # greedy hands your step lm.block
+lm = fresh(TinyLM, vocab=30, d_model=24, n_heads=2, max_len=48,  # greedy hands your step lm.block
+           only={"__call__": None, "embed": None, "head": None, "block": ("qkv", "proj", "n_heads", "d_head")}).double()
 prompt = torch.randint(0, 30, (2, 4))
 full_tokens = greedy(lm, prompt, 30, use_cache=False)
 cached_tokens = attempt("greedy(..., use_cache=True)", greedy, lm, prompt, 30, use_cache=True, hint=CACHE_HINT)
@@ -1226,7 +1241,8 @@ check_true(torch.equal(full_tokens, cached_tokens), "greedy decoding with your c
 ### BEGIN HIDDEN TESTS
 for seed in (93, 94):
     torch.manual_seed(seed)
-    lm = fresh(TinyLM, vocab=40, d_model=16, n_heads=4, max_len=40).double()
+    lm = fresh(TinyLM, vocab=40, d_model=16, n_heads=4, max_len=40,
+               only={"__call__": None, "embed": None, "head": None, "block": ("qkv", "proj", "n_heads", "d_head")}).double()
     prompt = torch.randint(0, 40, (3, 3))
     full_tokens = greedy(lm, prompt, 25, use_cache=False)
     cached_tokens = attempt("greedy(..., use_cache=True)", greedy, lm, prompt, 25, use_cache=True, hint=CACHE_HINT)

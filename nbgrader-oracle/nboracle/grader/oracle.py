@@ -31,7 +31,6 @@ import contextlib
 import dis
 import inspect
 import io
-import itertools
 import json
 import os
 import secrets
@@ -105,7 +104,11 @@ class KernelLink:
         # the tests' objects handed to the student's code (nboracle.fresh), by the id of
         # their stand-in in the kernel, until the test cell ends
         self.instructor: dict[int, Any] = {}
-        self._instructor_ids = itertools.count(1)
+        self._instructor_ids = _opaque_ids()
+        # what the probes that evaluate the student's code at points of the grader's choosing (the
+        # finite-difference points of a gradient check) got back during the test cell, for the test to
+        # judge as well (nboracle.probed_points)
+        self.probed: list = []
         self.memory = memory.MemoryCap(0)  # the grader's memory while a test runs (OracleExecute sets it)
 
     def request(self, message: dict, generators: list = ()) -> Any:
@@ -236,16 +239,21 @@ class KernelLink:
     def proxy(self, entry: dict) -> Proxy:
         return make_proxy(self, entry)
 
-    def offer(self, obj: Any) -> dict:
+    def offer(self, obj: Any, only: Any = None) -> dict:
         """The wire entry of an instructor object ``obj`` that stays here: the kernel's stand-in
-        asks for it (:meth:`answer_instructor`) until the test cell ends."""
+        asks for it (:meth:`answer_instructor`) until the test cell ends. The entry is an id drawn
+        at random and whether the object is callable: no name, no type, nothing of the object.
+        ``only`` limits what the stand-in may do (:func:`nboracle.fresh`): a function's stand-in
+        may only be called."""
         key = next(self._instructor_ids)
-        self.instructor[key] = obj
-        name = getattr(obj, "__name__", None)
-        return {"t": "cb", "id": key, "callable": callable(obj),
-                "name": name if type(name) is str else type(obj).__name__}
+        while key in self.instructor:
+            key = next(self._instructor_ids)
+        if only is None and inspect.isroutine(obj):
+            only = {"__call__": None}
+        self.instructor[key] = (obj, only)
+        return {"t": "cb", "id": key, "callable": callable(obj)}
 
-    def _offer_part(self, value: Any) -> dict:
+    def _offer_part(self, value: Any, only: Any = None) -> dict:
         """What a stand-in's answer may hand over besides data: a module (a part of the tests'
         object, or the object itself) or a method of one; never a Python module, a class, a
         function of the grader's or anything else that would open more of the grader."""
@@ -254,7 +262,7 @@ class KernelLink:
         if torch is None or not isinstance(owner, torch.nn.Module):
             raise wire.WireError(f"a {type(value).__name__} of the tests' object cannot be handed to the "
                                  "student's code (only data, its submodules and their methods)")
-        return self.offer(value)
+        return self.offer(value, only)
 
     def answer_instructor(self, frame: bytes) -> str:
         """The answer to a stand-in's request (``{"cb": id, "op": ..., "name", "args", "kwargs", "mode"}``):
@@ -265,7 +273,7 @@ class KernelLink:
             request = wire.loads(frame.decode("utf-8"))
             if type(request) is not dict or not set(request) <= {"cb", "op", "name", "args", "kwargs", "mode"}:
                 raise wire.WireError("a malformed request for an instructor object")
-            target = self.instructor.get(request["cb"]) if type(request["cb"]) is int else None
+            target, only = self.instructor.get(request["cb"], (None, None)) if type(request["cb"]) is int else (None, None)
             if target is None:
                 raise LookupError("this object of the tests belongs to a test cell that has ended")
             args = wire.decode_tree({"t": "list", "v": request.get("args", [])})
@@ -279,11 +287,21 @@ class KernelLink:
                           "list": lambda: list(target)}
             if op not in operations:
                 raise wire.WireError(f"unknown request {op!r} for an instructor object")
+            part = None  # what a part handed over may do: the test's limit for it, if the object has one
+            if only is not None:
+                allowed = "__call__" if op == "call" else name if op == "getattr" else None
+                if allowed not in only:
+                    what = {"call": "called", "getattr": f"asked for {name!r}"}.get(op, "used that way")
+                    refusal = AttributeError if op == "getattr" else TypeError  # (hasattr() reads it as absent)
+                    raise refusal(f"this object of the tests cannot be {what} here: the test hands your code "
+                                  f"only {_allowed_uses(only)}")
+                part = only[allowed] if op == "getattr" else only
             value = server._in_mode(request.get("mode"), operations[op])
+            offer = self._offer_part if part is None else lambda v: self._offer_part(v, part)
             if inspect.isgenerator(value):  # block.parameters(), named_children(): listed, in one answer
-                reply = {"ok": {"t": "iter", "v": [wire.encode(item, self._offer_part, 1) for item in value]}}
+                reply = {"ok": {"t": "iter", "v": [wire.encode(item, offer, 1) for item in value]}}
             else:
-                reply = {"ok": wire.encode(value, self._offer_part)}
+                reply = {"ok": wire.encode(value, offer)}
         except Exception as error:  # the instructor's code refused the student's arguments, say: reported
             reply = {"error": [type(error).__name__, str(error)[:2000]]}
         return '{"cbr":' + json.dumps(reply, separators=(",", ":")) + "}"
@@ -291,6 +309,7 @@ class KernelLink:
     def pause(self) -> None:
         """The grader's cell is done: the kernel leaves its socket loop, free for the next cell."""
         self.instructor.clear()
+        self.probed.clear()
         self._channel.pause(self.deadline)
 
     def close(self) -> None:
@@ -615,7 +634,7 @@ def _send(value: Any, generators: list | None = None, link: KernelLink | None = 
     if isinstance(value, fresh_module.Fresh):
         if link is None:
             raise wire.WireError("an instructor object can only be an argument of a call")
-        return link.offer(value.copy_to_send())
+        return link.offer(value.copy_to_send(), value.only)
     if type(value).__name__ == "Generator" and type(value).__module__.startswith("torch"):
         return fresh_module.generator_entry(value)  # by value: its state
     if type(value) in (tuple, list):
@@ -633,6 +652,24 @@ def _send(value: Any, generators: list | None = None, link: KernelLink | None = 
     return entry
 
 
+def _opaque_ids():
+    """Ids of instructor objects: drawn at random, so an id says nothing of the object or the test."""
+    import secrets
+
+    while True:
+        yield secrets.randbelow(2 ** 53) + 1
+
+
+def _allowed_uses(only: dict) -> str:
+    """``only`` in words: 'a call and its attributes qkv, proj'."""
+    names = sorted(n for n in only if n != "__call__")
+    words = (["a call"] if "__call__" in only else []) + ([f"the attributes {', '.join(names)}"] if names else [])
+    return " and ".join(words) or "nothing"
+
+
+# probes that evaluate a student's module or function at points of the grader's choosing (the second
+# argument: parameter settings, or input sets), whose outputs the test may judge (nboracle.probed_points)
+_POINT_PROBES = ("outputs_at", "function_at")
 # a stand-in's request (nboracle.kernel.server.Instructor), as the kernel writes it
 _INSTRUCTOR_REQUEST = b'{"cb":'
 # methods of a tests' module a stand-in may not call: Module.type("a.dotted.Name") imports by name
@@ -768,8 +805,20 @@ class Proxy:
     @staticmethod
     def _oracle_probe(target: Proxy, name: str, *args: Any, **kwargs: Any) -> Any:
         link = object.__getattribute__(target, "_oracle_link")
-        return link.request({"op": "probe", "name": name, "args": [_send(a, None, link) for a in args],
-                             "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
+        value = link.request({"op": "probe", "name": name, "args": [_send(a, None, link) for a in args],
+                              "kwargs": {str(k): _send(v, None, link) for k, v in kwargs.items()}})
+        if name in _POINT_PROBES and type(value) in (list, tuple) and len(args) > 1 and type(args[1]) in (list, tuple):
+            record = getattr(link, "probed", None)
+            if record is not None:  # (a link without the record: a test of this package's)
+                record.append((object.__getattribute__(target, "_oracle_id"), list(zip(args[1], value, strict=False))))
+        return value
+
+    @staticmethod
+    def _oracle_probed(target: Proxy) -> list:
+        """``(point, output)`` for every point at which a probe evaluated ``target`` in this test cell."""
+        key = object.__getattribute__(target, "_oracle_id")
+        probed = getattr(object.__getattribute__(target, "_oracle_link"), "probed", [])
+        return [pair for owner, pairs in probed if owner == key for pair in pairs]
 
 
 def _method_call(frame) -> bool:

@@ -30,6 +30,7 @@ produce none.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from typing import Any
 
@@ -219,6 +220,9 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) \
                             and _root(part.value) in ("globals", "vars"):
                         found.append(f"writes {ast.unparse(part.value)}[...] (the notebook's names)")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _namespace_call(node.func.value) \
+                and node.func.attr in _MUTATORS | {"pop", "popitem", "clear", "__delitem__"}:
+            found.append(f"calls {ast.unparse(node.func)}(...) (writes the notebook's names)")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("setattr", "delattr") and node.args \
                 and (_root(node.args[0]) in modules or not isinstance(node.args[0], ast.Name)):
@@ -289,11 +293,37 @@ def _bound_names(body: list[ast.stmt]):
             yield name, next(f"{'.' * stmt.level}{stmt.module}.{a.name}" for a in stmt.names if (a.asname or a.name) == name)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield name, None
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
-                isinstance(part, ast.Name) and part.id == name and isinstance(part.ctx, ast.Store)
-                for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-                for part in ast.walk(target)):
-            yield name, None  # (``Block.forward = f`` replaces an attribute: scan_source says so)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            if any(isinstance(part, ast.Name) and part.id == name and isinstance(part.ctx, ast.Store)
+                   for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                   for part in ast.walk(target)) or any(
+                    isinstance(part, ast.Subscript) and _namespace_call(part.value) and _fold(part.slice) == name
+                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                    for part in ast.walk(target)):
+                yield name, None  # (``Block.forward = f`` replaces an attribute: scan_source says so)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)) or name in _walrus_names(stmt) \
+                or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _root(stmt.value.func) != name):
+            yield name, None  # a for or with target, :=, globals().update, setattr(module, "name", ...)
+
+
+def _same_code(a: ast.AST, b: ast.AST) -> bool:
+    """Two definitions that do the same thing as written: equal syntax trees once docstrings are left out."""
+    def plain(node: ast.AST) -> str:
+        node = copy.deepcopy(node)
+        for part in ast.walk(node):
+            body = getattr(part, "body", None)
+            if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                part.body = body[1:] or [ast.Pass()]
+        return ast.dump(node, annotate_fields=False)
+
+    return plain(a) == plain(b)
+
+
+def _reads(tree: ast.AST) -> set[str]:
+    """The names a cell reads (any scope): what of the notebook's names its code may use."""
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 
 
 def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
@@ -302,28 +332,54 @@ def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
     the chapter's provided helpers (``def pytorch_twin(...)``). Under the oracle the tests use
     the grader's own names, so this costs no points; it is a reason for review. It is what an
     earlier in-kernel guard alone used to flag ("the notebook name 'check_close'",
-    the attack ``shadowed-names`` of tests/test_oracle_attacks.py), found before the notebook runs."""
-    locked: dict[str, set] = {}
-    for cell in nb.cells:
+    the attack ``shadowed-names`` of tests/test_oracle_attacks.py), found before the notebook runs.
+
+    Only a rebinding that can change what the instructor's code does is a finding: one that a
+    later locked or test cell reads before a locked cell binds the name again. The same import
+    again, or an identical copy of a provided definition, changes nothing; nor does a debugging
+    helper that happens to share a provided name and is bound again by the locked cell after it.
+    """
+    students = {index for index, _, _ in student_cells(nb)}
+    locked: dict[str, set] = {}  # name -> import sources a locked cell binds it to
+    provided: dict[str, list] = {}  # name -> the locked cells' definitions of it
+    order = []  # (index, is the student's, tree), in the notebook's order
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code":
+            continue
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.get("cell_type") == "code" and meta.get("locked") and not meta.get("solution"):
-            try:
-                tree = ast.parse(_magics(cell.source)[0])
-            except SyntaxError:
-                continue
+        mine = index in students
+        if not mine and not meta.get("locked"):
+            continue
+        try:
+            tree = ast.parse(_magics(cell.source)[0])
+        except SyntaxError:
+            continue
+        order.append((index, mine, tree))
+        if not mine:
             for name, stmt in _top_bindings(tree.body):  # imports, definitions: not the demos' variables
                 if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     locked.setdefault(name, set()).update(src for n, src in _bound_names([stmt]) if n == name)
-    found = []
-    for index, _, source in student_cells(nb):
-        try:
-            tree = ast.parse(_magics(source)[0])
-        except SyntaxError:
+                    provided.setdefault(name, []).append(stmt)
+    found: dict[tuple[int, str], str] = {}
+    current: dict[str, int] = {}  # name -> the student cell whose binding of it holds now
+    for index, mine, tree in order:
+        if mine:
+            definitions = {stmt.name: stmt for stmt in tree.body
+                           if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            for name, bound_to in _bound_names(tree.body):
+                if name not in locked or (bound_to is not None and bound_to in locked[name]):
+                    continue
+                if name in definitions and any(_same_code(definitions[name], p) for p in provided.get(name, ())):
+                    continue  # an identical copy of the provided definition
+                current[name] = index
             continue
-        for name, bound_to in _bound_names(tree.body):
-            if name in locked and (bound_to is None or bound_to not in locked[name]):
-                found.append((index, f"rebinds {name}, a name a locked cell binds (the notebook's tests and tools)"))
-    return found
+        for name in _reads(tree) & set(current):
+            found.setdefault((current[name], name),
+                             f"rebinds {name}, a name a locked cell binds (the notebook's tests and tools)")
+        for name, _ in _bound_names(tree.body):
+            current.pop(name, None)
+    return sorted(found.items(), key=lambda item: item[0][0]) and [(index, reason) for (index, _), reason in
+                                                                   sorted(found.items(), key=lambda item: item[0])]
 
 
 # ---------------------------------------------------------------- library entry points doing an exercise's work
@@ -376,32 +432,89 @@ def _entry_match(path: str, entries: tuple[str, ...], helper_attributes: set[str
     return None
 
 
+# methods that change a container in place: ``fns.append(F.softmax)`` binds what ``fns[0]`` will be
+_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "add", "appendleft", "extendleft", "__setitem__"}
+
+
+def _stored_names(node: ast.AST):
+    """The plain names a target (``a``, ``(a, b)``, ``[*a]``) binds."""
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+            yield part.id
+
+
+def _namespace_call(node: ast.AST) -> bool:
+    """``globals()`` or ``vars()`` (the notebook's own names)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "vars") \
+        and not node.args
+
+
+def _walrus_names(stmt: ast.stmt):
+    """Names bound by ``(name := ...)`` in a statement, outside the definitions and lambdas it holds."""
+    todo = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            yield node.target.id
+        todo += [child for child in ast.iter_child_nodes(node)
+                 if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+
+
 def _top_bindings(body: list[ast.stmt]):
     """``(name, statement)`` for every name a cell binds at module level (not inside a def or
-    class): definitions, assignments (``Block.forward = f`` binds ``Block``), imports, setattr."""
+    class): definitions, assignments (``Block.forward = f`` binds ``Block``), imports, setattr,
+    ``for`` and ``with ... as`` targets, ``:=``, a container changed in place (``fns.append(f)``),
+    ``globals()["name"] = ...`` and ``setattr(module, "name", ...)`` with a name the scan can spell."""
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield stmt.name, stmt
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 for part in ast.walk(target):
                     if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
                         yield part.id, stmt
+                    elif isinstance(part, ast.Subscript) and _namespace_call(part.value) \
+                            and (name := _fold(part.slice)) is not None:
+                        yield name, stmt  # globals()["MultiHeadSelfAttention"] = ...
                     elif isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part):
                         yield _root(part), stmt
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 if alias.name != "*":
                     yield alias.asname or alias.name.split(".")[0], stmt
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name) \
-                and stmt.value.func.id == "setattr" and stmt.value.args and _root(stmt.value.args[0]):
-            yield _root(stmt.value.args[0]), stmt
-        else:
-            for field in ("body", "orelse", "finalbody", "handlers"):  # if, for, while, with, try
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list):
-                    yield from _top_bindings([s for s in inner if isinstance(s, ast.stmt)]
-                                             + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call, func = stmt.value, stmt.value.func
+            if isinstance(func, ast.Name) and func.id == "setattr" and call.args:
+                if _root(call.args[0]):
+                    yield _root(call.args[0]), stmt
+                if len(call.args) > 1 and (name := _fold(call.args[1])) is not None:
+                    yield name, stmt  # setattr(sys.modules[__name__], "name", ...)
+            elif isinstance(func, ast.Attribute) and func.attr in _MUTATORS:
+                if _namespace_call(func.value):  # globals().update({"name": ...})
+                    for arg in call.args:
+                        for key in arg.keys if isinstance(arg, ast.Dict) else []:
+                            if key is not None and (name := _fold(key)) is not None:
+                                yield name, stmt
+                    for keyword in call.keywords:
+                        if keyword.arg:
+                            yield keyword.arg, stmt
+                elif _root(func.value):
+                    yield _root(func.value), stmt
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            for name in _stored_names(stmt.target):
+                yield name, stmt
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                for name in _stored_names(item.optional_vars) if item.optional_vars is not None else ():
+                    yield name, stmt
+        for name in _walrus_names(stmt):
+            yield name, stmt
+        for field in ("body", "orelse", "finalbody", "handlers"):  # if, for, while, with, try
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _top_bindings([s for s in inner if isinstance(s, ast.stmt)]
+                                         + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
 
 
 class _Names:

@@ -32,11 +32,13 @@ class Fresh:
     use: nothing the student's side computes is read back.
     """
 
-    __slots__ = ("local", "_factory")
+    __slots__ = ("local", "_factory", "only")
 
-    def __init__(self, factory: Any, args: tuple = (), kwargs: dict | None = None, instance: bool = False) -> None:
+    def __init__(self, factory: Any, args: tuple = (), kwargs: dict | None = None, instance: bool = False,
+                 only: Any = None) -> None:
         self._factory = factory
         self.local = factory(*args, **dict(kwargs or {})) if instance else factory
+        self.only = _uses(only)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.local(*args, **kwargs)
@@ -80,14 +82,30 @@ class _KeepMarker:
         return self._marker if result is self._marker.local else result
 
 
+def _uses(only: Any) -> dict | None:
+    """``only`` as the grader reads it: ``{name: what that part may do (None: anything)}``, ``"__call__"``
+    for a call; ``("qkv", "proj")`` reads as ``{"qkv": None, "proj": None}``."""
+    if only is None:
+        return None
+    if type(only) is dict:
+        return {str(name): _uses(part) for name, part in only.items()}
+    return {str(name): None for name in only}
+
+
 def _is_module(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
-def fresh(factory: Any, *args: Any, **kwargs: Any) -> Any:
+def fresh(factory: Any, *args: Any, only: Any = None, **kwargs: Any) -> Any:
     """An instructor function (``fresh(toy_next_probs)``) or object (``fresh(TableModel, table)``,
     built as ``TableModel(table)``) for a student function to receive.
+
+    ``only`` limits what the student's code may do with it under the grader, to what the exercise
+    needs: names of attributes (``only=("qkv", "proj")``: not even a call of the object itself),
+    ``"__call__"`` for a call, a dict for what each part may do in turn (``{"block": ("qkv",),
+    "__call__": None}``; None: anything). Without it a function may only be called, and an object
+    may be called and its public attributes read.
 
     In JupyterLab, or wherever tests run in the kernel, this is simply the function or the new
     object. In the grader (under the oracle) it is a :class:`Fresh` marker: sent to a student
@@ -97,7 +115,7 @@ def fresh(factory: Any, *args: Any, **kwargs: Any) -> Any:
     instance = bool(args or kwargs) or isinstance(factory, type)
     if not _GRADER_SIDE:
         return factory(*args, **kwargs) if instance else factory
-    return Fresh(factory, args, kwargs, instance)
+    return Fresh(factory, args, kwargs, instance, only)
 
 
 def generator_entry(generator: Any) -> dict:

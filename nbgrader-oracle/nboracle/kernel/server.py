@@ -22,6 +22,8 @@ from .wire import MAX_PRINTED, MAX_TEXT, WireError, _Budget, _decode, _raw, enco
 
 __all__ = ["serve", "listen", "grad_mode", "Instructor", "REQUEST", "REPLY", "LISTENING", "SERVE", "SERVED", "END"]
 
+# the request state of serve() without listen() (tests of this package); a listening kernel keeps
+# its own in the namespace listen() seals, so a graded call changes nothing here
 _handles: dict[int, Any] = {}
 _handle_ids: dict[int, int] = {}
 _generators: list = []  # the generators built from the arguments of the request being answered
@@ -291,17 +293,19 @@ REQUEST, REPLY, LISTENING = "course_oracle_request", "course_oracle_reply", "cou
 # socket of the grader's (length-prefixed frames) until the frame END; then SERVED on the shell
 SERVE, SERVED, END = "course_oracle_serve", "course_oracle_served", b""
 
-# the socket of the grader cell being answered, and the server's answer function (see listen):
-# an Instructor stand-in writes its requests on it, and answers the grader's nested requests
+# the socket of the grader cell being answered, and the server's answer function: always empty
+# here; listen()'s sealed namespace has its own, which its stand-ins' requests use
 _LINE: list = []
 _REPLY = '{"cbr":'  # how the grader's answer to a stand-in's request starts (a request of its own never does)
 
 
 def _instructor(node: dict) -> Any:
-    if type(node.get("id")) is not int or type(node.get("callable")) is not bool or type(node.get("name", "")) is not str:
+    """A stand-in for the grader's object ``node``: an opaque id, and the request function of the
+    namespace that made it (:func:`listen`'s own, whose socket line is nowhere in a module)."""
+    if type(node.get("id")) is not int or type(node.get("callable")) is not bool:
         raise WireError("a malformed instructor object")
     made = object.__new__(Instructor)
-    for slot, value in zip(Instructor.__slots__, (node["id"], node.get("name") or "object", node["callable"]), strict=True):
+    for slot, value in zip(Instructor.__slots__, (node["id"], node["callable"], _ask_grader), strict=True):
         object.__setattr__(made, slot, value)
     return made
 
@@ -337,45 +341,48 @@ def _ask_grader(target: Any, op: str, args: tuple = (), kwargs: dict | None = No
         return _value(reply["ok"])
 
 
+def _ask(stand_in: Any, *request: Any, **fields: Any) -> Any:
+    return object.__getattribute__(stand_in, "_cb_ask")(stand_in, *request, **fields)
+
+
 class Instructor:
     """The kernel's stand-in for an instructor function or object of the tests (:func:`fresh`).
 
     The object itself stays in the grader: calling the stand-in, reading one of its attributes
     (``block.qkv``, ``block.n_heads``), an item or its length asks the grader, which runs its
     own copy on the arguments (data only) and answers with data, or with another stand-in for
-    a part of the object (a submodule, a method). Nothing of the object's code, closure or
-    globals is here to read or to patch; what a student's code does to the stand-in reaches
-    only that stand-in's own copy in the grader, made afresh for every call of the test.
+    a part of the object (a submodule, a method), as far as the test allows that operation.
+    Nothing of the object's code, closure or globals is here to read or to patch, nor its name:
+    the stand-in is an id drawn at random for this call; what a student's code does to the
+    stand-in reaches only that stand-in's own copy in the grader, made afresh for every call.
     """
 
-    __slots__ = ("_cb_id", "_cb_name", "_cb_callable")
+    __slots__ = ("_cb_id", "_cb_callable", "_cb_ask")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _ask_grader(self, "call", args, kwargs)
+        return _ask(self, "call", args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "__name__":
-            return object.__getattribute__(self, "_cb_name")
         if name.startswith("_"):
-            raise AttributeError(f"the tests' {object.__getattribute__(self, '_cb_name')} runs in the grader: "
-                                 f"its private attribute {name!r} is not readable here")
-        return _ask_grader(self, "getattr", name=name)
+            raise AttributeError(f"the tests' object runs in the grader: its private attribute {name!r} "
+                                 "is not readable here")
+        return _ask(self, "getattr", name=name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"the tests' {object.__getattribute__(self, '_cb_name')} runs in the grader and is "
-                             "read-only here: keep your own state in your own objects")
+        raise AttributeError("the tests' object runs in the grader and is read-only here: keep your own state "
+                             "in your own objects")
 
     def __getitem__(self, key: Any) -> Any:
-        return _ask_grader(self, "getitem", (key,))
+        return _ask(self, "getitem", (key,))
 
     def __len__(self) -> int:
-        return _ask_grader(self, "len")
+        return _ask(self, "len")
 
     def __iter__(self):
-        return iter(_ask_grader(self, "list"))
+        return iter(_ask(self, "list"))
 
     def __repr__(self) -> str:
-        return f"<the tests' {object.__getattribute__(self, '_cb_name')} (it runs in the grader)>"
+        return "<an object of the tests (it runs in the grader)>"
 
 
 def listen() -> str:
@@ -406,7 +413,7 @@ def listen() -> str:
 
     # The functions of this module as they are now, before any student code ran: a cell that
     # replaces them (made no-ops) must not leave the grader without answers. They are
-    # put back before every request; module state (counters, handles) is left as it is.
+    # put back before every request.
     modules = _kernel_modules()
     genuine = {module: {name: value for name, value in vars(module).items()
                         if callable(value) and getattr(value, "__module__", None) == module.__name__}
@@ -416,13 +423,18 @@ def listen() -> str:
     # torch's own functions for reading and writing a module's tensors (see _slots), captured
     # now, before any student code ran; the sealed probes and this module read the same ones
     global _CLASSES
-    probes._GENUINE = _SEALED["_GENUINE"] = _torch_functions()
+    probes._GENUINE = _torch_functions()
     wire._RAW = None
-    wire._RAW = _SEALED["_RAW"] = _raw()
-    _CLASSES = _SEALED["_CLASSES"] = _genuine_classes()
-    # what answers: the sealed copies made at import (see _seal); never this module's names,
-    # which a student call may rebind between reading a request and writing its reply
-    sealed = _SEALED
+    wire._RAW = _raw()
+    _CLASSES = _genuine_classes()
+    # what answers: a sealed copy of the kernel modules' functions made now (see _seal), never
+    # this module's names, which a student call may rebind between reading a request and writing
+    # its reply. Its request state (handles, a request's generators, the socket being served) is
+    # its own, in no module: a graded call leaves every module's globals as a cell would
+    _SEALED.update(_GENUINE=probes._GENUINE, _RAW=wire._RAW, _CLASSES=_CLASSES)  # serve(), for execute requests
+    sealed = _seal()
+    sealed.update(_GENUINE=probes._GENUINE, _RAW=wire._RAW, _CLASSES=_CLASSES,
+                  _handles={}, _handle_ids={}, _generators=[], _LINE=[])
     sealed_serve, read, write, dumps = sealed["_serve"], sealed["read_frame"], sealed["write_frame"], sealed["json"].dumps
     line = sealed["_LINE"]
 
