@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from nboracle import module_tensors, read_state, set_training
+from nboracle import draw_parameters, module_tensors, parameter_gradients, read_state, set_training
 from nboracle.kernel import probes
 from torch import nn
 
@@ -190,3 +190,22 @@ def test_rebound_builtins_are_not_asked():
     finally:
         builtins.type, builtins.id = saved
     assert [row[0] for row in rows] == ["weight", "bias"]
+
+
+def test_reading_and_writing_a_module_runs_none_of_its_class_code():
+    """A module that would learn it is graded (its class's __dict__, asked by anything but torch) learns nothing."""
+    asked = []
+
+    class Watching(nn.Linear):
+        @property
+        def __dict__(self):
+            if "/torch/" not in sys._getframe(1).f_code.co_filename:
+                asked.append(sys._getframe(1).f_code.co_name)
+            return nn.Module.__dict__["__dict__"].__get__(self)
+
+    layer = Watching(3, 2)
+    drawn = draw_parameters(layer, torch.Generator().manual_seed(0))
+    set_training(layer, False)
+    assert torch.equal(read_state(layer)["weight"], drawn["weight"]) and not layer.training
+    parameter_gradients(layer, (torch.randn(4, 3),), torch.randn(4, 2))
+    assert asked == []
