@@ -173,6 +173,12 @@ def test_dict_subclasses_are_refused_with_a_message(where):
 def test_a_class_level_training_cannot_shadow_the_mode():
     with pytest.raises(probes.NotPlainModule, match="defines training itself"):
         set_training(nn.Sequential(_Moody(3, 2)), True)
+    class Plain(nn.Linear):
+        training = True  # a plain class attribute: the instance dict's entry wins over it
+
+    plain = Plain(3, 2)
+    set_training(plain, False)
+    assert plain.training is False
     honest = nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5))
     set_training(honest, False)
     assert not honest.training and not honest[1].training

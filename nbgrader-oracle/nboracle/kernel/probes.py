@@ -228,7 +228,7 @@ def _torch_functions() -> Any:
         instance_dict=vars(torch.nn.Module)["__dict__"].__get__, class_dict=vars(type)["__dict__"].__get__,
         mro=vars(type)["__mro__"].__get__, class_name=vars(type)["__name__"].__get__,
         items=dict.items, lookup=dict.get, store=dict.__setitem__, has=dict.__contains__,
-        proxy_has=type(vars(type)).__contains__, first=tuple.__getitem__, length=tuple.__len__,
+        proxy_has=type(vars(type)).__contains__, proxy_get=type(vars(type)).get, first=tuple.__getitem__, length=tuple.__len__,
         dtype_names={value: str(value).replace("torch.", "") for value in vars(torch).values() if type(value) is torch.dtype},
         detach=base.detach, clone=base.clone, requires_grad_=base.requires_grad_,
         copy_=base.copy_, size=base.size, mul=base.mul, sum=base.sum,
@@ -481,12 +481,23 @@ def read_tensors(module: Any, names: Any = None) -> dict:
     return read
 
 
+def _shadows(value: Any) -> bool:
+    """A class attribute that wins over the instance dict: a data descriptor (its type defines
+    ``__set__`` or ``__delete__``), read through type's slots."""
+    G = _genuine()
+    for base in G.mro(G.type(value)):
+        own = G.class_dict(base)
+        if G.proxy_has(own, "__set__") or G.proxy_has(own, "__delete__"):
+            return True
+    return False
+
+
 def _set_training(module: Any, mode: Any) -> bool:
     """``training = mode`` on ``module`` and every submodule, written in their own instance dicts as
     ``nn.Module.train`` does, with no method of theirs called. The forward must then read that
     mode: a module whose class (or any class of its MRO, nn.Module included) defines ``training``
-    (a property, an attribute) or its own ``__getattribute__`` could answer ``self.training`` with
-    another, so it fails, as a structure the grader cannot put in a mode."""
+    as a data descriptor (a property) or its own ``__getattribute__`` could answer ``self.training``
+    with another, so it fails, as a structure the grader cannot put in a mode."""
     G = _genuine()
     mode, seen = mode is True, set()
 
@@ -497,8 +508,9 @@ def _set_training(module: Any, mode: Any) -> bool:
         seen.add(G.id(part))
         for cls in G.mro(G.type(part)):
             own = G.class_dict(cls)
-            if G.proxy_has(own, "training") or (cls is not G.object and G.proxy_has(own, "__getattribute__")):
-                what = "training" if G.proxy_has(own, "training") else "__getattribute__"
+            shadowing = G.proxy_has(own, "training") and _shadows(G.proxy_get(own, "training"))
+            if shadowing or (cls is not G.object and G.proxy_has(own, "__getattribute__")):
+                what = "training" if shadowing else "__getattribute__"
                 raise NotPlainModule(f"the class {G.class_name(cls)} of the module {_where(prefix)} "
                                      f"defines {what} itself: a module keeps its mode in the `training` entry "
                                      "nn.Module.train() sets, and the forward must read that one")
