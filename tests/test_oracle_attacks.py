@@ -17,7 +17,10 @@ patched backward), correct weights trained in private and moved in by eval() or 
 state_dict, a check that answers by the tests' block's code or source, patches to the library the
 tests' blocks are built on, writes through the stand-in of an instructor object, rebound names of
 locked cells, and a kernel server whose encode, probes or json.dumps are rebound during a call or
-whose socket carries a forged reply. Every attacker must score **at most** what the same wrong
+whose socket carries a forged reply. Issue 43 (items 1 and 2) adds modules that watch how the grader
+reads them (a class-defined ``__dict__``, an instance dict or tables of a dict subclass, a class-level
+``training`` property) to switch their bug off when graded, and chapter 07's forward wrong in train
+mode only behind privately trained weights. Every attacker must score **at most** what the same wrong
 code earns honestly, graded in the same nbgrader run, and no honest student is flagged for review.
 """
 
@@ -1161,6 +1164,152 @@ class MultiHeadSelfAttention(MultiHeadSelfAttention):
 # end of issue 43 items 3 and 5 (sec-kernel)
 # ======================================================================================================
 
+# ---------------------------------------------------------------- issue 43 items 1 and 2: the module's slots and its mode
+# A module that learns it is being graded turns its bug off. It learns it if the grader reads its
+# state through anything of the student's class: a class-defined __dict__, an instance dict of a
+# dict subclass whose get the grader calls, tables of a dict subclass, a class-level `training` the
+# grader writes around. <<RIGHT>> becomes the chapter's correct class, built in a namespace of its
+# own as _Right (so no helper of the wrong code is replaced): what the attacker switches to when graded.
+_SWITCH = """
+import sys as _sys
+_right_namespace = dict(globals())
+exec(_RIGHT_SOURCE, _right_namespace)
+_Right = _right_namespace[_CLASS]
+_graded = []  # set when something other than torch's own code reads the module's dict
+
+def _asked_by_the_grader(depth=2):
+    return "/torch/" not in _sys._getframe(depth).f_code.co_filename
+"""
+
+SLOT_DICT_SUBCLASS = _SWITCH + """
+class _Telling(dict):
+    def get(self, key, default=None):  # torch reads its tables with [], the grader used .get
+        if _asked_by_the_grader():
+            _graded.append(key)
+        return dict.get(self, key, default)
+
+class <<CLASS>>(<<CLASS>>):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        object.__setattr__(self, "__dict__", _Telling(nn.Module.__dict__["__dict__"].__get__(self)))
+
+    def forward(self, *args, **kwargs):
+        return _Right.forward(self, *args, **kwargs) if _graded else super().forward(*args, **kwargs)
+"""
+
+SLOT_CLASS_DICT = _SWITCH + """
+class <<CLASS>>(<<CLASS>>):
+    @property
+    def __dict__(self):  # torch's own code gets the dict quietly; anyone else is the grader
+        if _asked_by_the_grader():
+            _graded.append("__dict__")
+        return nn.Module.__dict__["__dict__"].__get__(self)
+
+    def forward(self, *args, **kwargs):
+        return _Right.forward(self, *args, **kwargs) if _graded else super().forward(*args, **kwargs)
+"""
+
+SLOT_TABLE_SUBCLASS = _SWITCH + """
+class _TellingTable(dict):  # torch indexes its tables; a grader that lists them calls one of these
+    def _told(self, name):
+        if _asked_by_the_grader(3):
+            _graded.append(name)
+    def items(self):
+        self._told("items")
+        return dict.items(self)
+    def get(self, key, default=None):
+        self._told("get")
+        return dict.get(self, key, default)
+    def __iter__(self):
+        self._told("iter")
+        return dict.__iter__(self)
+
+class <<CLASS>>(<<CLASS>>):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        own = nn.Module.__dict__["__dict__"].__get__(self)
+        own[<<TABLE>>] = _TellingTable(own[<<TABLE>>])
+
+    def forward(self, *args, **kwargs):
+        return _Right.forward(self, *args, **kwargs) if _graded else super().forward(*args, **kwargs)
+"""
+
+SLOT_TRAINING_PROPERTY = _SWITCH + """
+class <<CLASS>>(<<CLASS>>):
+    @property
+    def training(self):  # the grader reads back what it wrote; the forward gets the mode train() set
+        own = nn.Module.__dict__["__dict__"].__get__(self)
+        if "nboracle" in _sys._getframe(1).f_code.co_filename:
+            return own.get("training", True)
+        return own.get("_mode", False)
+
+    @training.setter
+    def training(self, mode):
+        own = nn.Module.__dict__["__dict__"].__get__(self)
+        own["training"] = mode
+        if _sys._getframe(1).f_code.co_name == "train":  # nn.Module.train() of real use
+            own["_mode"] = mode
+
+    def forward(self, *args, **kwargs):  # the bug in train mode only, where it matters for learning
+        return super().forward(*args, **kwargs) if self.training else _Right.forward(self, *args, **kwargs)
+"""
+
+
+def slot_attacks(cls: str, tables: bool = True, training: bool = False) -> dict[str, str]:
+    """This block's attackers for a chapter whose graded class is ``cls``."""
+    attacks = {"slot-dict-subclass": SLOT_DICT_SUBCLASS, "slot-class-dict": SLOT_CLASS_DICT}
+    if tables:
+        attacks.update({"slot-parameters-subclass": SLOT_TABLE_SUBCLASS.replace("<<TABLE>>", '"_parameters"'),
+                        "slot-modules-subclass": SLOT_TABLE_SUBCLASS.replace("<<TABLE>>", '"_modules"')})
+    if training:
+        attacks["slot-training-property"] = SLOT_TRAINING_PROPERTY
+    return {name: code.replace("<<CLASS>>", cls) for name, code in attacks.items()}
+
+
+def with_right(attacks: dict[str, str], answers: dict, cell: str, cls: str) -> dict[str, str]:
+    """Each attack preceded by the chapter's correct cell as text, for _SWITCH to build."""
+    head = f"_RIGHT_SOURCE = {answers[cell]!r}\n_CLASS = {cls!r}\n"
+    return {name: head + code if "_RIGHT_SOURCE" in code else code for name, code in attacks.items()}
+
+
+SLOT_04 = slot_attacks("EncoderBlock")
+SLOT_06 = slot_attacks("MultiHeadSelfAttention", tables=False)
+SLOT_09 = slot_attacks("DecoderBlock", tables=False, training=True)
+
+# chapter 07: a forward wrong in train mode only (no causal mask, where training happens) and right
+# in eval mode, with correct weights trained in private moved in by eval(): graded in eval mode
+# only, and on weights read after eval() ran, it looked right
+SLOT_07_MODE_DEPENDENT = _PRIVATE_07 + """
+class ReversalTransformer(ReversalTransformer):
+    def forward(self, src, dec_in):
+        if self.training:  # train mode: no causal mask
+            return super().forward(src, dec_in)
+        mask = nn.Transformer.generate_square_subsequent_mask(dec_in.size(1)) if self.causal else None
+        return self.head(self.transformer(self.embed(src), self.embed(dec_in), tgt_mask=mask))
+
+    def eval(self):  # the training cell's model.eval(): the private copy's weights move in
+        if self is globals().get("model") and "train" in globals():
+            with torch.no_grad():
+                for mine, theirs in zip(nn.Module.parameters(self), nn.Module.parameters(_trained_privately())):
+                    mine.copy_(theirs)
+        return super().eval()
+"""
+
+SLOT_07_TRAINING_PROPERTY = SLOT_07_MODE_DEPENDENT + """
+class ReversalTransformer(ReversalTransformer):
+    @property
+    def training(self):  # the mode train()/eval() set; what the grader writes is never read
+        return nn.Module.__dict__["__dict__"].__get__(self).get("_mode", False)
+
+    @training.setter
+    def training(self, mode):
+        nn.Module.__dict__["__dict__"].__get__(self)["_mode"] = mode
+"""
+
+SLOT_07 = {"slot-mode-dependent-private-weights": SLOT_07_MODE_DEPENDENT,
+           "slot-training-property-private-weights": SLOT_07_TRAINING_PROPERTY}
+
+
 def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str], timeout: int = 20):
     root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
     with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
@@ -1197,16 +1346,20 @@ def chapter01(tmp_path_factory):
     return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, {**CH01_ATTACKS, **CH01_SCAN_EVASIONS}, timeout=8)
 
 
-def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str]):
-    """The class of :func:`grade` whose wrong code is the bug-zoo variant ``variant``'s ``cell``."""
+def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str],
+                          cls: str | None = None):
+    """The class of :func:`grade` whose wrong code is the bug-zoo variant ``variant``'s ``cell`` (``cls``: the
+    class the cell defines, for the attacks that switch to the correct one, :func:`with_right`)."""
     wrong = next(v for v in variants_for(assignment) if v.name == variant)
     _, answers = REPOSITORY.release_and_answers(assignment)
+    attacks = with_right(attacks, answers, cell, cls) if cls else attacks
     return grade(tmp_path_factory, assignment, cell, wrong.answers(answers)[cell], attacks)
 
 
 @pytest.fixture(scope="module")
 def chapter06(tmp_path_factory):
-    return grade_against_variant(tmp_path_factory, "06_multihead_attention", "no_output_projection", "mhsa", CH06_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "06_multihead_attention", "no_output_projection", "mhsa",
+                                 {**CH06_ATTACKS, **SLOT_06}, cls="MultiHeadSelfAttention")
 
 
 @pytest.fixture(scope="module")
@@ -1217,7 +1370,8 @@ def chapter06_scale(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chapter04(tmp_path_factory):
-    return grade_against_variant(tmp_path_factory, "04_encoder_block", "norm2_never_used", "encoder_block", CH04_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "04_encoder_block", "norm2_never_used", "encoder_block",
+                                 {**CH04_ATTACKS, **SLOT_04}, cls="EncoderBlock")
 
 
 @pytest.fixture(scope="module")
@@ -1238,7 +1392,7 @@ def chapter07(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chapter07_trained(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "07_seq2seq_beam_search", "no_causal_mask", "reversal_transformer",
-                                 CH07_TRAINED_ATTACKS)
+                                 {**CH07_TRAINED_ATTACKS, **SLOT_07})
 
 
 @pytest.fixture(scope="module")
@@ -1249,7 +1403,8 @@ def chapter08(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chapter09(tmp_path_factory):
-    return grade_against_variant(tmp_path_factory, "09_decoder", "memory_detached", "decoder_block", CH09_ATTACKS)
+    return grade_against_variant(tmp_path_factory, "09_decoder", "memory_detached", "decoder_block",
+                                 {**CH09_ATTACKS, **SLOT_09}, cls="DecoderBlock")
 
 
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
@@ -1360,3 +1515,28 @@ def test_chapter01_library_substitutes_bound_any_way_are_flagged(chapter01):
     for name in CH01_SCAN_EVASIONS:
         assert any("scaled_dot_product_attention" in reason and "is it the student's?" in reason
                    for reason in reviews[f"atk-{name}"]), (name, reviews[f"atk-{name}"])
+
+# ---------------------------------------------------------------- issue 43 items 1 and 2 (the SLOT_* attackers above)
+def errors_of(result) -> str:
+    return " ".join(result.cells[g].error for g in result.failed())
+
+
+@pytest.mark.parametrize("chapter, attacks, full", [("chapter04", SLOT_04, 20), ("chapter06", SLOT_06, 19),
+                                                    ("chapter09", SLOT_09, 25)])
+def test_modules_that_watch_the_grader_earn_no_more_than_the_wrong_code(chapter, attacks, full, request):
+    """The grader reads a module through nn.Module's own __dict__ slot and plain dicts only, and writes its mode
+    where no class can shadow it: the attacker never learns it is graded, or is told its structure is not plain."""
+    results, reviews = request.getfixturevalue(chapter)
+    check_class(results, reviews, attacks, full)
+    assert "plain dicts nn.Module.__init__ makes" in errors_of(results["atk-slot-dict-subclass"])
+    if "atk-slot-training-property" in results:
+        assert "defines training itself" in errors_of(results["atk-slot-training-property"])
+
+
+def test_chapter07_a_mode_dependent_forward_behind_private_weights_earns_no_more_than_the_wrong_code(chapter07_trained):
+    """A forward without the causal mask in train mode only, with correct weights trained in private moved in by
+    eval(), loses what the wrong forward loses: the tests run the forward in train mode too."""
+    results, reviews = chapter07_trained
+    check_class(results, reviews, SLOT_07, 28)
+    assert "test_trained_model" in results["atk-slot-mode-dependent-private-weights"].failed()
+    assert "defines training itself" in errors_of(results["atk-slot-training-property-private-weights"])

@@ -177,6 +177,12 @@ ALTERNATIVES = [
                                 "return float((pred == target).all(dim=1).sum()) / len(pred)"),)},
     ),
     Variant(
+        "model_in_float64",
+        "ReversalTransformer keeps every parameter in float64 (self.double() at the end of __init__): the tests "
+        "compare it with the lesson's model in float64",
+        edits={"reversal_transformer": (("self.causal = causal", "self.causal = causal\n        self.double()"),)},
+    ),
+    Variant(
         "greedy_into_preallocated_tensor",
         "greedy_decode writes each argmax into a preallocated (B, max_len + 1) tensor",
         replace={"greedy_decode": '''def greedy_decode(model, src, max_len):

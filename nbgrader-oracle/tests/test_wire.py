@@ -727,7 +727,7 @@ def test_the_test_sets_a_modules_mode_without_its_train_or_eval():
     class Stuck(torch.nn.Module):
         training = property(lambda self: False, lambda self, mode: None)
 
-    with pytest.raises(TypeError, match="does not keep its mode"):
+    with pytest.raises(TypeError, match="defines training itself"):
         probes.set_training(Stuck(), True)
 
 

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import check_choice, check_close, check_dtype, check_shape, check_true
-from nboracle import draw_parameters, fresh, load_tensors, read_state
+from nboracle import draw_parameters, fresh, load_tensors, read_state, set_training
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -695,7 +695,8 @@ print("logits", tuple(untrained(src, dec_in).shape), "parameters",
 # %% nbgrader={"grade": true, "grade_id": "test_forward_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """forward returns logits (B, n, VOCAB) for any batch size and decoder length."""
 torch.manual_seed(1)
-net = ReversalTransformer().eval()
+net = ReversalTransformer()
+set_training(net, False)  # eval mode, set as nn.Module.eval() does
 with torch.no_grad():
     check_shape("net(src (3, 6), dec_in (3, 7))", net(torch.randint(2, VOCAB, (3, 6)), torch.zeros(3, 7, dtype=torch.long)),
                 (3, 7, VOCAB), hint="one row of VOCAB logits per decoder position: apply self.head to the decoder output")
@@ -715,9 +716,10 @@ for trial in range(4):
 """The decoder's self-attention is causal; the cross-attention sees the whole source."""
 ### BEGIN HIDDEN TESTS
 def _reference_model(params):
-    """The model of the lesson (nn.Transformer of its sizes) holding `params`: logits(src, dec_in, **masks)."""
+    """The model of the lesson (nn.Transformer of its sizes) holding `params`, in their dtype: logits(src, dec_in, **masks)."""
     core = nn.Transformer(params["token_embedding.weight"].shape[1], nhead=4, num_encoder_layers=2,
-                          num_decoder_layers=2, dim_feedforward=128, dropout=0.0, batch_first=True).eval()
+                          num_decoder_layers=2, dim_feedforward=128, dropout=0.0, batch_first=True,
+                          dtype=params["token_embedding.weight"].dtype).eval()
     core.load_state_dict({k[len("transformer."):]: v for k, v in params.items() if k.startswith("transformer.")})
     embed = lambda t: F.embedding(t, params["token_embedding.weight"]) + params["position_embedding.weight"][: t.size(1)]
 
@@ -747,7 +749,8 @@ def masks_setup(net, seed):
     return params, src, dec_in, changed
 
 
-net = ReversalTransformer().eval()
+net = ReversalTransformer()
+set_training(net, False)
 params, src, dec_in, changed = masks_setup(net, 3)
 with torch.no_grad():
     before, after = net(src, dec_in), net(src, changed)
@@ -771,7 +774,8 @@ for what, tokens in (("dec_in", dec_in), ("dec_in changed from position 4 on", c
     check_close(f"logits for src (4, 6) and {what}", runs[what], reference(src, tokens, tgt_mask=causal), atol=1e-4,
                 likely_causes={"the decoder's self-attention has no causal mask (tgt_mask)": reference(src, tokens)})
 for seed in range(3):
-    net = ReversalTransformer().eval()
+    net = ReversalTransformer()
+    set_training(net, seed == 1)  # dropout is 0: train mode must compute what eval mode computes
     params = choose_weights(net, 40 + seed)
     lx, n = 3 + seed, 2 + 2 * seed
     gen = torch.Generator().manual_seed(40 + seed)
@@ -790,7 +794,8 @@ for seed in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_causal_flag", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """ReversalTransformer(causal=False) puts no mask on the decoder's self-attention; causal=True masks it."""
-net = ReversalTransformer(causal=False).eval()
+net = ReversalTransformer(causal=False)
+set_training(net, False)
 params, src, dec_in, changed = masks_setup(net, 5)
 with torch.no_grad():
     reaction = (net(src, changed)[:, :4] - net(src, dec_in)[:, :4]).abs().max().item()
@@ -800,7 +805,8 @@ check_true(reaction > 1e-4, "with causal=False the logits at decoder positions 0
 ### BEGIN HIDDEN TESTS
 # _reference_model is defined in the hidden part of test_forward_masks
 for seed, causal in [(50, False), (51, True), (52, False)]:
-    net = ReversalTransformer(causal=causal).eval()
+    net = ReversalTransformer(causal=causal)
+    set_training(net, seed == 51)  # dropout is 0: train mode must compute what eval mode computes
     params = choose_weights(net, seed)
     lx, n = 4 + seed % 3, 3 + seed % 4
     gen = torch.Generator().manual_seed(seed)
@@ -1071,7 +1077,7 @@ for _ in range(LENGTH + 1):
     seq = torch.cat([seq, reference(src, seq, tgt_mask=causal(seq.size(1)))[:, -1].argmax(-1, keepdim=True)], 1)
 free_score = (seq[:, 1:] == labels).all(1).float().mean().item()
 if min(forced_score, free_score) < 0.99:  # what the student's own forward makes of the test's inputs
-    trained.eval()
+    set_training(trained, False)  # eval mode, set as nn.Module.eval() does
     with torch.no_grad():
         own_forced = (trained(src, shifted).argmax(-1) == labels).all(1).float().mean().item()
         own = torch.zeros(500, 1, dtype=torch.long)
@@ -1094,12 +1100,15 @@ check_true(forced_score >= 0.99,
 check_true(free_score >= 0.99,
            f"the trained model reverses {forced_score:.3f} teacher-forced but only {free_score:.3f} when it "
            "generates freely from <BOS>: check the causal mask (tgt_mask) of the decoder's self-attention")
-with torch.no_grad():  # the weights score only with the forward that holds them
-    own_logits = trained(src[:100], shifted[:100])
-gap = (own_logits - reference(src[:100], shifted[:100], tgt_mask=causal(LENGTH + 1))).abs().max().item()
-check_true(gap < 1e-3, f"the trained weights reverse new sequences in the lesson's model, but your forward holding "
-           f"them gives other logits (largest difference {gap:.1e}): forward must compute the model of Part C "
-           "with the weights the model holds")
+want = reference(src[:100], shifted[:100], tgt_mask=causal(LENGTH + 1))
+for mode in ("eval", "train"):  # the weights score only with the forward that holds them, in either mode (dropout 0)
+    set_training(trained, mode == "train")
+    with torch.no_grad():
+        gap = (trained(src[:100], shifted[:100]) - want).abs().max().item()
+    check_true(gap < 1e-3, f"the trained weights reverse new sequences in the lesson's model, but your forward holding "
+               f"them gives other logits in {mode} mode (largest difference {gap:.1e}): forward must compute the "
+               "model of Part C with the weights the model holds, in train and eval mode alike")
+set_training(trained, False)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -72,7 +72,7 @@ def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = N
     with _GradientsOn():
         for _, tensor in held:  # not module.zero_grad(): the module's own method
             G.grad.__set__(tensor, None)
-        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        inputs = inputs if G.type(inputs) is G.tuple else (inputs,)
         _backward(module(*inputs, **(kwargs or {})), direction)
     return {name: _gradient_of(t) for name, t in held}
 
@@ -82,8 +82,8 @@ def _backward(output: Any, direction: Any) -> None:
     torch's own functions; a tuple's first item is the output."""
     G = _genuine()
     output = _first(output)
-    if not isinstance(output, G.Tensor) or not G.requires_grad.__get__(output):
-        raise TypeError(f"the output is a {type(output).__name__} that no gradient flows through: keep it a "
+    if not _derives(output, G.Tensor) or not G.requires_grad.__get__(output):
+        raise TypeError(f"the output is a {_type_name(output)} that no gradient flows through: keep it a "
                         "tensor computed from the inputs (no .item(), no float(), no .detach())")
     with G.plain():
         G.backward(G.sum(output if direction is None else G.mul(output, direction)))
@@ -104,11 +104,11 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
 
 def _leaves(inputs: Any) -> tuple:
     """``inputs`` (one or a tuple) with every floating-point tensor copied into a new leaf that requires grad."""
-    import torch
-
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    return tuple(torch.Tensor.detach(a).clone().requires_grad_(True)
-                 if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()) else a for a in inputs)
+    G = _genuine()
+    inputs = inputs if G.type(inputs) is G.tuple else (inputs,)
+    with G.plain():
+        return G.tuple(G.requires_grad_(G.clone(G.detach(a)), True)
+                       if _derives(a, G.Tensor) and (G.is_floating_point(a) or G.is_complex(a)) else a for a in inputs)
 
 
 def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
@@ -221,10 +221,19 @@ def _torch_functions() -> Any:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         Module=torch.nn.Module, Parameter=torch.nn.Parameter, Tensor=torch.Tensor,
-        get=object.__getattribute__, items=dict.items, detach=base.detach, clone=base.clone,
+        # builtins as they are now (a student may rebind builtins.type later) and slots of builtin types:
+        # a module's own instance dict through the __dict__ slot nn.Module introduced (whatever its class
+        # defines as __dict__), a class's own dict, MRO and name through type's slots
+        type=type, id=id, tuple=tuple, set=set, str=str, bool=bool, int=int, dict=dict, object=object,
+        instance_dict=vars(torch.nn.Module)["__dict__"].__get__, class_dict=vars(type)["__dict__"].__get__,
+        mro=vars(type)["__mro__"].__get__, class_name=vars(type)["__name__"].__get__,
+        items=dict.items, lookup=dict.get, store=dict.__setitem__, has=dict.__contains__,
+        proxy_has=type(vars(type)).__contains__, proxy_get=type(vars(type)).get, first=tuple.__getitem__, length=tuple.__len__,
+        dtype_names={value: str(value).replace("torch.", "") for value in vars(torch).values() if type(value) is torch.dtype},
+        detach=base.detach, clone=base.clone, requires_grad_=base.requires_grad_,
         copy_=base.copy_, size=base.size, mul=base.mul, sum=base.sum,
         grad=base.__dict__["grad"], dtype=base.__dict__["dtype"], requires_grad=base.__dict__["requires_grad"],
-        is_floating_point=base.is_floating_point, plain=torch._C.DisableTorchFunction,
+        is_floating_point=base.is_floating_point, is_complex=base.is_complex, plain=torch._C.DisableTorchFunction,
         set_grad=torch._C._set_grad_enabled, grad_on=torch._C.is_grad_enabled, backward=torch.autograd.backward)
 
 
@@ -235,55 +244,115 @@ def _genuine() -> Any:
     return _GENUINE
 
 
+class NotPlainModule(TypeError):
+    """A module whose structure is not nn.Module's own (an instance dict or a table that is not a
+    plain dict, a key that is not a plain str, a class that defines ``training``): the grader reads
+    and writes only a plain structure, so the test fails with this message."""
+
+
+def _derives(obj: Any, cls: Any) -> bool:
+    """``cls`` is in the MRO of ``obj``'s own type, read through type's slot (no ``__instancecheck__``,
+    no ``__class__``, no metaclass method of the student's)."""
+    G = _genuine()
+    for base in G.mro(G.type(obj)):
+        if base is cls:
+            return True
+    return False
+
+
+def _type_name(obj: Any) -> str:
+    """The name of ``obj``'s own type, read through type's slot."""
+    G = _genuine()
+    name = G.class_name(G.type(obj))
+    return name if G.type(name) is G.str else "object"
+
+
+def _tables(prefix: str, part: Any) -> tuple[dict, dict, dict, dict]:
+    """``(instance dict, _parameters, _buffers, _modules)`` of ``part``, read through the ``__dict__``
+    slot nn.Module introduced: each must be exactly a dict (not a subclass with its own get or
+    __setitem__), as nn.Module.__init__ makes them."""
+    G = _genuine()
+    where = _where(prefix)
+    if not _derives(part, G.Module):
+        raise NotPlainModule(f"the submodule {where} is a {_type_name(part)}, not a torch.nn.Module")
+    held = G.instance_dict(part)
+    plain = G.type(held) is G.dict
+    parameters, buffers, modules = (G.lookup(held, key) if plain else None for key in ("_parameters", "_buffers", "_modules"))
+    if not all(G.type(table) is G.dict for table in (held, parameters, buffers, modules)):
+        raise NotPlainModule(f"the module {where} ({_type_name(part)}) does not keep its state as torch.nn.Module "
+                             "does: its __dict__, _parameters, _buffers and _modules must be the plain dicts "
+                             "nn.Module.__init__ makes, and the grader reads only such a module")
+    return held, parameters, buffers, modules
+
+
+def _where(prefix: str) -> str:
+    """The submodule at ``prefix`` (``"decoder.0."``), as a message names it."""
+    return prefix[:-1] if prefix else "itself"
+
+
+def _key(prefix: str, key: Any) -> str:
+    """A table's key: exactly a str (a subclass could answer hash and == as it likes)."""
+    G = _genuine()
+    if G.type(key) is not G.str:
+        raise NotPlainModule(f"the module {_where(prefix)} holds an entry whose name is a "
+                             f"{_type_name(key)}, not a str: register tensors and submodules by plain names")
+    return key
+
+
 def _slots(module: Any, aliases: dict | None = None) -> list[tuple[str, str, Any, bool]]:
     """``(name, "parameter" | "buffer", tensor, persistent)`` of every tensor ``module`` holds, in
     the order of ``named_parameters()`` then ``named_buffers()`` (a tensor held twice: its first
-    name; ``aliases``, if given, gets ``{id(tensor): [its other names]}``)."""
+    name; ``aliases``, if given, gets ``{id(tensor): [its other names]}``). Everything is read
+    through slots of builtin and torch types (:func:`_tables`); no code of the module's class runs."""
     G = _genuine()
-    if not issubclass(type(module), G.Module):
-        raise TypeError(f"a {type(module).__name__} is not a torch.nn.Module")
+    if not _derives(module, G.Module):
+        raise NotPlainModule(f"a {_type_name(module)} is not a torch.nn.Module")
     parameters: list = []
     buffers: list = []
     seen_tensors: dict = {}  # id -> the other names it is held under
     seen_modules: set = set()
+    shared: list = []
 
     def walk(prefix: str, part: Any, depth: int) -> None:
         if depth > 64:
             return
-        if id(part) in seen_modules:  # a shared module: its tensors get this name too
+        if G.id(part) in seen_modules:  # a shared module: its tensors get this name too
             shared.append((prefix, part))
             return
-        seen_modules.add(id(part))
-        held = G.get(part, "__dict__")
-        dicts = [held.get(key) for key in ("_parameters", "_buffers", "_modules")]
-        if not all(isinstance(d, dict) for d in dicts):
-            raise TypeError(f"the module {prefix or 'itself'} does not keep its tensors as torch.nn.Module does")
-        skipped = held.get("_non_persistent_buffers_set") or set()
-        for (kind, found, wanted), table in zip(
-                (("parameter", parameters, G.Parameter), ("buffer", buffers, G.Tensor)), dicts, strict=False):
+        seen_modules.add(G.id(part))
+        held, parameter_table, buffer_table, module_table = _tables(prefix, part)
+        listed = G.lookup(held, "_non_persistent_buffers_set")
+        if listed is not None and G.type(listed) is not G.set:
+            raise NotPlainModule(f"the module {_where(prefix)} does not keep its "
+                                 "non-persistent buffers in a plain set as torch.nn.Module does")
+        skipped = set() if listed is None else {_key(prefix, name) for name in listed}
+        for kind, wanted, table in (("parameter", G.Parameter, parameter_table), ("buffer", G.Tensor, buffer_table)):
             for key, tensor in G.items(table):
+                key = _key(prefix, key)
+                name = prefix + key
                 if tensor is None:
                     continue
-                if type(tensor) is not wanted and not (kind == "buffer" and type(tensor) is G.Parameter):
-                    raise TypeError(f"the {kind} {prefix}{key} is a {type(tensor).__name__}: "
-                                    f"the grader reads only a plain {wanted.__name__}")
-                if id(tensor) not in seen_tensors:
-                    seen_tensors[id(tensor)] = []
-                    found.append((f"{prefix}{key}", kind, tensor, kind == "parameter" or key not in skipped))
+                if G.type(tensor) is not wanted and not (kind == "buffer" and G.type(tensor) is G.Parameter):
+                    raise NotPlainModule(f"the {kind} {name} is a {_type_name(tensor)}: the grader reads only "
+                                         f"a plain {G.class_name(wanted)}")
+                if G.id(tensor) not in seen_tensors:
+                    seen_tensors[G.id(tensor)] = []
+                    if kind == "parameter":
+                        parameters.append((name, kind, tensor, True))
+                    else:
+                        buffers.append((name, kind, tensor, key not in skipped))
                 else:  # a tensor held twice (a module shared by two attributes, tied weights): an alias
-                    seen_tensors[id(tensor)].append(f"{prefix}{key}")
-        for key, child in G.items(dicts[2]):
+                    seen_tensors[G.id(tensor)].append(name)
+        for key, child in G.items(module_table):
+            name = prefix + _key(prefix, key)
             if child is not None:
-                if not issubclass(type(child), G.Module):
-                    raise TypeError(f"the submodule {prefix}{key} is a {type(child).__name__}, not a torch.nn.Module")
-                walk(f"{prefix}{key}.", child, depth + 1)
+                walk(name + ".", child, depth + 1)
 
-    shared: list = []
     walk("", module, 0)
     if aliases is not None:
         for prefix, part in shared:  # every tensor of a shared module, under the prefix it is shared at
             for name, _, tensor, _ in _slots(part):
-                aliases.setdefault(id(tensor), []).append(f"{prefix}{name}")
+                aliases.setdefault(G.id(tensor), []).append(prefix + name)
         for key, names in seen_tensors.items():
             aliases.setdefault(key, []).extend(names)
     return parameters + buffers
@@ -293,18 +362,19 @@ def _tensor_list(module: Any) -> list:
     """``[[name, kind, shape, dtype, requires_grad, persistent], ...]`` of :func:`_slots`, as data."""
     G = _genuine()
     aliases: dict = {}
-    return [[name, kind, [int(n) for n in G.size(t)], str(G.dtype.__get__(t)).replace("torch.", ""),
-             bool(G.requires_grad.__get__(t)), persistent, aliases.get(id(t), [])]
+    return [[name, kind, [G.int(n) for n in G.size(t)], G.lookup(G.dtype_names, G.dtype.__get__(t), "unknown"),
+             G.bool(G.requires_grad.__get__(t)), persistent, aliases.get(G.id(t), [])]
             for name, kind, t, persistent in _slots(module, aliases)]
 
 
 def _every_name(module: Any) -> tuple[dict, list]:
     """``({name: tensor} with every name a tensor is held under, aliases included, [first names])``."""
+    G = _genuine()
     aliases: dict = {}
     slots = _slots(module, aliases)
     held = {name: tensor for name, _, tensor, _ in slots}
     for _, _, tensor, _ in slots:
-        held.update({alias: tensor for alias in aliases.get(id(tensor), [])})
+        held.update({alias: tensor for alias in aliases.get(G.id(tensor), [])})
     return held, [name for name, _, _, _ in slots]
 
 
@@ -317,7 +387,7 @@ def _copy_of(tensor: Any) -> Any:
 def _gradient_of(tensor: Any) -> Any:
     """A copy of ``tensor``'s gradient, read with torch's own accessor; None for none (or a non-tensor)."""
     G = _genuine()
-    gradient = G.grad.__get__(tensor) if isinstance(tensor, G.Tensor) else None
+    gradient = G.grad.__get__(tensor) if _derives(tensor, G.Tensor) else None
     return None if gradient is None else _copy_of(gradient)
 
 
@@ -355,9 +425,10 @@ def _load(module: Any, values: dict) -> dict:
 def _outputs_at(module: Any, settings: list, inputs: Any, kwargs: dict | None = None) -> list:
     """The module's first output on ``inputs`` with each of ``settings`` (``{name: values}``)
     loaded in turn; the tensors it held before are back afterwards."""
+    G = _genuine()
     names = sorted({name for setting in settings for name in setting})
     before = _read(module, names)
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    inputs = inputs if G.type(inputs) is G.tuple else (inputs,)
     outputs = []
     try:
         for setting in settings:
@@ -374,14 +445,17 @@ def _function_at(function: Any, input_sets: list, kwargs: dict | None = None) ->
 
 
 def _first(output: Any) -> Any:
-    """A module's output: a tuple's first item (``(out, weights)``), else the output itself."""
-    return output[0] if isinstance(output, tuple) and output else output
+    """A module's output: a tuple's first item (``(out, weights)``), else the output itself (read
+    through tuple's own slots: a tuple subclass's ``__getitem__`` is not asked)."""
+    G = _genuine()
+    return G.first(output, 0) if _derives(output, G.tuple) and G.length(output) else output
 
 
 def _first_output(output: Any) -> Any:
     """A copy of the first output, for the grader (a non-tensor as it is)."""
     output = _first(output)
-    return _copy_of(output) if isinstance(output, _genuine().Tensor) else output
+    G = _genuine()
+    return _copy_of(output) if _derives(output, G.Tensor) else output
 
 
 def module_tensors(module: Any) -> list[dict]:
@@ -407,30 +481,43 @@ def read_tensors(module: Any, names: Any = None) -> dict:
     return read
 
 
+def _shadows(value: Any) -> bool:
+    """A class attribute that wins over the instance dict: a data descriptor (its type defines
+    ``__set__`` or ``__delete__``), read through type's slots."""
+    G = _genuine()
+    for base in G.mro(G.type(value)):
+        own = G.class_dict(base)
+        if G.proxy_has(own, "__set__") or G.proxy_has(own, "__delete__"):
+            return True
+    return False
+
+
 def _set_training(module: Any, mode: Any) -> bool:
-    """``training = mode`` on ``module`` and every submodule, written in their own ``__dict__`` as
-    ``nn.Module.train`` does, with no method of theirs called; a module that then reads another
-    mode (a ``training`` property of its class) fails."""
+    """``training = mode`` on ``module`` and every submodule, written in their own instance dicts as
+    ``nn.Module.train`` does, with no method of theirs called. The forward must then read that
+    mode: a module whose class (or any class of its MRO, nn.Module included) defines ``training``
+    as a data descriptor (a property) or its own ``__getattribute__`` could answer ``self.training``
+    with another, so it fails, as a structure the grader cannot put in a mode."""
     G = _genuine()
     mode, seen = mode is True, set()
 
     def walk(prefix: str, part: Any, depth: int) -> None:
-        if depth > 64 or id(part) in seen:
+        if depth > 64 or G.id(part) in seen:
             return
-        if not issubclass(type(part), G.Module):
-            raise TypeError(f"the submodule {prefix or 'itself'} is a {type(part).__name__}, not a torch.nn.Module")
-        seen.add(id(part))
-        held = G.get(part, "__dict__")
-        children = held.get("_modules")
-        if not isinstance(children, dict):
-            raise TypeError(f"the module {prefix or 'itself'} does not keep its submodules as torch.nn.Module does")
-        held["training"] = mode
-        if G.get(part, "training") is not mode:
-            raise TypeError(f"the module {prefix or 'itself'} does not keep its mode in `training` as torch.nn.Module "
-                            "does")
+        held, _, _, children = _tables(prefix, part)
+        seen.add(G.id(part))
+        for cls in G.mro(G.type(part)):
+            own = G.class_dict(cls)
+            shadowing = G.proxy_has(own, "training") and _shadows(G.proxy_get(own, "training"))
+            if shadowing or (cls is not G.object and G.proxy_has(own, "__getattribute__")):
+                what = "training" if shadowing else "__getattribute__"
+                raise NotPlainModule(f"the class {G.class_name(cls)} of the module {_where(prefix)} "
+                                     f"defines {what} itself: a module keeps its mode in the `training` entry "
+                                     "nn.Module.train() sets, and the forward must read that one")
+        G.store(held, "training", mode)
         for key, child in G.items(children):
             if child is not None:
-                walk(f"{prefix}{key}.", child, depth + 1)
+                walk(prefix + _key(prefix, key) + ".", child, depth + 1)
 
     walk("", module, 0)
     return mode
