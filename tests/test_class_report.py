@@ -119,6 +119,15 @@ def test_a_regrade_keeps_unchanged_students_and_replaces_a_resubmission(graded):
         {s: d for s, d in first["students"].items() if s != "softmax_axis0-1"}
 
 
+def test_a_lost_record_is_rebuilt_from_the_gradebook_without_grading(graded):
+    root, *_ = graded
+    before = M.read_record(root, A)
+    M.record_path(root, A).unlink()
+    reports = batch.grade_class(root, A, jobs=1, progress=False)
+    assert {r.status for r in reports.values()} == {"unchanged"}
+    assert M.read_record(root, A)["students"] == before["students"]
+
+
 def test_the_catalogue_follows_the_zoo_and_its_families_exist():
     for assignment, modules in chapter_modules().items():
         names = {v.name for m in modules for v in m.VARIANTS}

@@ -424,13 +424,31 @@ def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, r
         if bar:
             bar.close()
     stats.wall_seconds = time.perf_counter() - start
-    _fill_from_gradebook(root, assignment, p.reports, [s for s, r in p.reports.items() if r.status == "unchanged"])
+    unchanged = [s for s, r in p.reports.items() if r.status == "unchanged"]
+    _fill_from_gradebook(root, assignment, p.reports, unchanged)
+    _record_missing_mistakes(root, assignment, recorder.mistakes, unchanged)
     if stop:
         kept = {0: "none is recorded", 1: "that one is recorded"}.get(n_done, f"those {n_done} are recorded")
         message = (f"{stop[0]}\nThe batch stopped after {n_done} of {len(p.todo)} students; {kept} "
                    f"(gradebook, {STATE_FILE}). Run the same command again to grade the rest.")
         raise BatchStopped(message, p.reports) from stop[1]
     return p.reports
+
+
+def _record_missing_mistakes(root: CourseRoot, assignment: str, log: MistakeLog, students: list[str]) -> None:
+    """Classify unchanged students the record lacks (graded before it existed, or it was deleted)
+    from the gradebook and their autograded notebooks, as if their results came in now."""
+    missing = [s for s in students if s not in log.record["students"]]
+    if not missing:
+        return
+    results, name = root.results(assignment), root.notebook_name(assignment)
+    for student in [s for s in missing if s in results]:
+        result = results[student]
+        log.add({"student": student, "status": G.GRADED, "score": result.auto_score, "max_score": result.auto_max,
+                 "files": G.read_folder(root.folder("autograded", assignment, student)),
+                 "grades": {name: {g: [c.score, False] for g, c in result.cells.items()}},
+                 "failed_cells": {g: result.cells[g].error for g in result.failed()}})
+    log.save()
 
 
 def _fill_from_gradebook(root: CourseRoot, assignment: str, reports: dict[str, StudentReport],
