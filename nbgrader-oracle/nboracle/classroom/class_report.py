@@ -34,16 +34,21 @@ TOP = 10  # mistakes in the plot
 
 
 def cell_counts(record: dict) -> dict[str, dict]:
-    """{test: {"passed", "mistake", "unrecognised", "not attempted": students, "mistakes": Counter}}."""
-    counts = {t: {PASSED: 0, MISTAKE: 0, UNRECOGNISED: 0, NOT_ATTEMPTED: 0, "mistakes": Counter(),
-                  "messages": Counter()} for t in record.get("tests", {})}
+    """{test: {"passed", "mistake", "unrecognised", "not attempted": students, "mistakes": Counter,
+    "alongside": of the unrecognised, students with a named mistake in another cell, "messages": Counter}}."""
+    def empty():
+        return {PASSED: 0, MISTAKE: 0, UNRECOGNISED: 0, NOT_ATTEMPTED: 0, "alongside": 0,
+                "mistakes": Counter(), "messages": Counter()}
+
+    counts = {t: empty() for t in record.get("tests", {})}
     for student in record["students"].values():
+        named = any(c.get("mistakes") for c in student["cells"].values())
         for test, cell in student["cells"].items():
-            row = counts.setdefault(test, {PASSED: 0, MISTAKE: 0, UNRECOGNISED: 0, NOT_ATTEMPTED: 0,
-                                           "mistakes": Counter(), "messages": Counter()})
+            row = counts.setdefault(test, empty())
             row[cell["outcome"]] += 1
             row["mistakes"].update(cell.get("mistakes", []))
             if cell["outcome"] == UNRECOGNISED:
+                row["alongside"] += named  # failed otherwise by a student who made a named mistake elsewhere
                 row["messages"][cell.get("message", "").splitlines()[0] if cell.get("message") else "(no message)"] += 1
     return counts
 
@@ -138,10 +143,14 @@ def render_html(record: dict) -> str:
         parts.append("<p>No failure matched a known mistake.</p>")
     parts.append("<h2>Each test</h2>")
     tests = record.get("tests", {})
+    parts.append("<p class=muted>Failed otherwise: lost points with no known mistake's whole signature; "
+                 "in brackets, how many of them made a named mistake elsewhere (often its consequence).</p>")
     parts.append(_table(["test", "points", "passed", "named mistakes", "failed otherwise", "not attempted", "section"], [
         [f"<code>{_e(t)}</code>", f"{tests.get(t, {}).get('points', 0):g}", c[PASSED],
          "<br>".join(f"{k}: <code>{_e(m)}</code>" for m, k in c["mistakes"].most_common()) or "",
-         c[UNRECOGNISED], c[NOT_ATTEMPTED], _e(tests.get(t, {}).get("section", ""))]
+         f"{c[UNRECOGNISED]}" + (f" <span class=muted>({c['alongside']} with a named mistake)</span>"
+                                  if c["alongside"] else ""),
+         c[NOT_ATTEMPTED], _e(tests.get(t, {}).get("section", ""))]
         for t, c in counts.items()], {1, 2, 4, 5}))
     unknown = [(t, msg, k) for t, c in counts.items() for msg, k in c["messages"].most_common()]
     if unknown:
@@ -175,10 +184,12 @@ def write_assignment(root, assignment: str) -> dict[str, Path]:
     counts, tests = cell_counts(record), record.get("tests", {})
     with paths["csv"].open("w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["test", "points", "passed", "named_mistake", "failed_otherwise", "not_attempted", "mistakes"])
+        out.writerow(["test", "points", "passed", "named_mistake", "failed_otherwise", "not_attempted", "mistakes",
+                      "failed_otherwise_with_a_named_mistake"])
         for t, c in counts.items():
             out.writerow([t, tests.get(t, {}).get("points", ""), c[PASSED], c[MISTAKE], c[UNRECOGNISED],
-                          c[NOT_ATTEMPTED], "; ".join(f"{m}={k}" for m, k in c["mistakes"].most_common())])
+                          c[NOT_ATTEMPTED], "; ".join(f"{m}={k}" for m, k in c["mistakes"].most_common()),
+                          c["alongside"]])
     with paths["ranked"].open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["rank", "mistake", "students", "why", "section", "family", "tests", "who"])
