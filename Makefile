@@ -87,4 +87,4 @@ lint: setup
 	$(PY) -m ruff check course instructor tests bench source nbgrader-oracle examples
 
 clean:                 ## remove generated grading state (never source/, release/ or submitted/)
-	rm -rf autograded/*/ autograded/.batch-state.json feedback/ downloaded/ report-*.txt gradebook.db grades.csv .pytest_cache .exchange/
+	rm -rf autograded/*/ autograded/.batch-state.json feedback/ downloaded/ report-*.txt mistakes/ gradebook.db grades.csv .pytest_cache .exchange/

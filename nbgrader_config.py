@@ -104,6 +104,9 @@ c.ReviewFlags.helper_attributes = sorted(_HELPERS)
 # `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
 # review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport
+# The class report (mistakes/ in the course root, for the instructor only): the known mistakes
+# a failed test names, from the bug zoo (instructor/mistakes.py), read only by the class batch.
+c.ClassReport.catalogue = "instructor.mistakes:catalogue"
 
 # The exchange (Assignments panel, release_assignment/fetch/submit/collect). On one machine it
 # is `.exchange/` inside this course (git-ignored; `make lab` and `make formgrader` create it).

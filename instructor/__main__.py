@@ -158,7 +158,9 @@ def cmd_grade_class(args) -> int:
     print(batch.format_table(name, reports))
     csv = C.add_folder_column(ROOT.export(Path(args.to).resolve()), ROOT)
     report = batch.write_report(ROOT.path / f"report-{name}.txt", name, reports)
-    print(f"grades: {csv}\nreport: {report}\nfeedback: {ROOT.path / 'feedback'}/<student>/{name}/")
+    pages = batch.write_class_report(ROOT, name)  # what the class got wrong (instructor only)
+    print(f"grades: {csv}\nreport: {report}\nmistakes: {pages['html']} (and .csv; the term: {pages['term-html']})"
+          f"\nfeedback: {ROOT.path / 'feedback'}/<student>/{name}/")
     if stopped:
         print(f"error: {stopped}", file=sys.stderr)
         return 3

@@ -2,7 +2,9 @@
 
 ``demo-correct`` hands in the instructor's solutions, ``demo-empty`` the released notebook
 untouched, ``demo-buggy`` one plausible mistake from the bug zoo. Only students whose id
-starts with ``demo-`` exist there, in ``.build/demo/``: real submissions are left alone.
+starts with ``demo-`` exist there, in ``.build/demo/``: real submissions are left alone. Each
+chapter's sample class is graded by the class batch (``grade-class``'s path, in this process),
+which also writes what the class got wrong (``mistakes/`` beside the demo's ``grades.csv``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from __future__ import annotations
 import shutil
 import time
 
+from nboracle.classroom import batch
 from nboracle.classroom import pipeline as P
+from nboracle.classroom.class_report import ranked
 from nboracle.classroom.course_root import CourseRoot
+from nboracle.classroom.mistakes import read_record
 
 from .zoo import variants_for
 
@@ -47,12 +52,12 @@ def run_demo(root: CourseRoot, names: list[str]) -> int:
     if demo_path.exists():
         shutil.rmtree(demo_path)
     demo = root.scratch_copy(demo_path, names)
-    rows = []
+    rows, pages = [], {}
     for name in names:
         described = make_demo_submissions(demo, name)
         print(f"== autograde {name} ({len(described)} demo students)")
-        demo.autograde(name, f"{DEMO_PREFIX}*")
-        demo.feedback(name, f"{DEMO_PREFIX}*")
+        batch.grade_class(demo, name, runner=batch.InProcess(), progress=False)  # grade-class's path
+        pages[name] = batch.write_class_report(demo, name)
         graded = demo.results(name)
         for student, what in described.items():
             result = graded[student]
@@ -68,7 +73,14 @@ def run_demo(root: CourseRoot, names: list[str]) -> int:
             print(f"\n== what demo-buggy reads in its feedback for {name}")
             for gid in result.failed():
                 print(f"  {gid}: {result.cells[gid].error}")
+    print("\n== what the class got wrong (named mistakes; the instructor's report, never the students')")
+    for name in names:
+        found = ranked(read_record(demo, name))
+        print(f"{name:<26}" + ("; ".join(f"{m['id']} ({len(m['students'])}): {m['why']}" for m in found) or "none named"))
     print(f"\nfeedback HTML: {demo.path / 'feedback'}/<student>/<assignment>/")
     print(f"grades CSV:    {csv}")
+    if pages:
+        term = next(iter(pages.values()))["term-html"]
+        print(f"mistakes:      {term.parent}/<assignment>.html (and .csv); the term: {term}")
     print(f"done in {time.time() - start:.0f} s")
     return 0

@@ -243,6 +243,8 @@ def banner(url: str, layout: Layout) -> str:
     for name, role in accounts().items():
         lines.append(f"  {name:10s} {password(name):28s} {role}")
     lines += [f"formgrader (instructor and assistant): {url}/services/{SERVICE}/",
+              # issue 40: the class batch writes what the class got wrong into the course root's mistakes/
+              f"what the class got wrong (after grade-class): {url}/services/{SERVICE}/files/mistakes/term.html",
               f"course root: {layout.course}   exchange: {layout.exchange}",
               f"hub log: {layout.log}   stop: make hub-stop (or Ctrl-C on make hub)"]
     return "\n".join(lines)

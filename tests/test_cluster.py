@@ -244,3 +244,16 @@ def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded, capfd):
     assert resumed[kept.pop()].status == "unchanged"
     after = CourseRoot(root).results(A)
     assert {s: r.auto_score for s, r in after.items()} == {s: r.auto_score for s, r in before.items()}
+
+
+def test_the_mistakes_recorded_are_those_of_the_one_machine_batch(graded):
+    """Issue 40: each student's outcome per test cell (passed, named mistakes, failed otherwise,
+    not attempted) is the same from Dask workers into PostgreSQL as from the local pool into sqlite."""
+    from nboracle.classroom.mistakes import read_record
+
+    local, cluster = read_record(CourseRoot(graded["local"]), A), read_record(CourseRoot(graded["root"]), A)
+    assert local["students"]["bug-softmax_axis0"]["cells"]["test_softmax_rows"]["mistakes"] == ["softmax_axis0"]
+    for student, expected in local["students"].items():
+        for name in (student, student + TWIN):
+            assert cluster["students"][name]["cells"] == expected["cells"], name
+    assert set(cluster["students"]) == {s + t for s in local["students"] for t in ("", TWIN)}

@@ -173,6 +173,8 @@ def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(cou
     assert "0/11" in lines[accents] and "REVIEW" in lines[accents] and f"folder {ACCENTS!r}" in lines[accents]
     report = (root.path / f"report-{A}.txt").read_text()
     assert f"{NB}-Copy1.ipynb (3 of 4 answers filled in)" in report and "## refused: readme.txt (refused)" in report
+    assert f"mistakes: {root.path / 'mistakes' / A}.html" in out.out  # the class report (issue 40)
+    assert (root.path / "mistakes" / f"{A}.csv").is_file() and (root.path / "mistakes" / "term.html").is_file()
     rows = {r["student_id"]: r for r in csv.DictReader((root.path / "grades.csv").open())}
     assert rows[space]["folder"] == SPACE and rows[accents]["folder"] == ACCENTS and rows[accents]["needs_review"]
 
@@ -187,6 +189,7 @@ def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(cou
     proc = subprocess.run(["make", "clean"], cwd=root.path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert not (root.path / "downloaded").exists() and not (root.path / f"report-{A}.txt").exists()
+    assert not (root.path / "mistakes").exists()
     assert root.notebook("submitted", A, space).exists(), "make clean never removes students' work"
 
 

@@ -21,7 +21,11 @@ runs :func:`grade_class`, which is written once:
    side does a few row writes and file copies per student; everything that grows with the
    class (kernels, feedback rendering) runs where the students run. Manual grades are never
    touched; a student's second result (a re-run task of a killed worker) is ignored.
-4. **report**: :func:`format_table`, :func:`write_report` and the CSV (``CourseRoot.export``).
+4. **report**: :func:`format_table`, :func:`write_report` and the CSV (``CourseRoot.export``);
+   the Recorder also classifies each student's test cells (passed, the known mistakes their
+   messages name, failed otherwise, not attempted: :mod:`nboracle.classroom.mistakes`) into
+   ``mistakes/<assignment>.json``, which :mod:`nboracle.classroom.class_report` turns into
+   the instructor's pages (:func:`write_class_report`).
 
 Faults: a student whose autograde fails (a kernel killed by ``os._exit``, ...) is reported and
 the batch goes on. A *grader* fault (a kernel that cannot import the course, a worker that
@@ -62,6 +66,7 @@ from . import pipeline as P
 from .collect import Collected, collect_class, folder_names, last_collection
 from .course_root import STATE_FILE, CourseRoot  # noqa: F401 (STATE_FILE: where the state lives)
 from .grader import GraderError  # noqa: F401 (part of this module's interface)
+from .mistakes import MistakeLog
 
 
 @dataclass
@@ -269,6 +274,7 @@ class Recorder:
         self.buffer: list[dict] = []
         self.last_flush = time.perf_counter()
         self._coursedir = CourseDirectory(root=str(root.path))
+        self.mistakes = MistakeLog(root, p.assignment)  # mistakes/<assignment>.json
 
     def add(self, result: dict) -> list[str]:
         """Take one result; return the students recorded by it (a batch, or nothing yet)."""
@@ -296,7 +302,9 @@ class Recorder:
             else:
                 done.pop(student, None)
             self._report(result)
+            self.mistakes.add(result)
         self.root.save_state(self.plan.state)
+        self.mistakes.save()
         self.stats.batches += 1
         self.stats.record_seconds += time.perf_counter() - start
         self.last_flush = time.perf_counter()
@@ -416,13 +424,31 @@ def grade_class(root: CourseRoot, assignment: str, runner=None, jobs: int = 2, r
         if bar:
             bar.close()
     stats.wall_seconds = time.perf_counter() - start
-    _fill_from_gradebook(root, assignment, p.reports, [s for s, r in p.reports.items() if r.status == "unchanged"])
+    unchanged = [s for s, r in p.reports.items() if r.status == "unchanged"]
+    _fill_from_gradebook(root, assignment, p.reports, unchanged)
+    _record_missing_mistakes(root, assignment, recorder.mistakes, unchanged)
     if stop:
         kept = {0: "none is recorded", 1: "that one is recorded"}.get(n_done, f"those {n_done} are recorded")
         message = (f"{stop[0]}\nThe batch stopped after {n_done} of {len(p.todo)} students; {kept} "
                    f"(gradebook, {STATE_FILE}). Run the same command again to grade the rest.")
         raise BatchStopped(message, p.reports) from stop[1]
     return p.reports
+
+
+def _record_missing_mistakes(root: CourseRoot, assignment: str, log: MistakeLog, students: list[str]) -> None:
+    """Classify unchanged students the record lacks (graded before it existed, or it was deleted)
+    from the gradebook and their autograded notebooks, as if their results came in now."""
+    missing = [s for s in students if s not in log.record["students"]]
+    if not missing:
+        return
+    results, name = root.results(assignment), root.notebook_name(assignment)
+    for student in [s for s in missing if s in results]:
+        result = results[student]
+        log.add({"student": student, "status": G.GRADED, "score": result.auto_score, "max_score": result.auto_max,
+                 "files": G.read_folder(root.folder("autograded", assignment, student)),
+                 "grades": {name: {g: [c.score, False] for g, c in result.cells.items()}},
+                 "failed_cells": {g: result.cells[g].error for g in result.failed()}})
+    log.save()
 
 
 def _fill_from_gradebook(root: CourseRoot, assignment: str, reports: dict[str, StudentReport],
@@ -525,6 +551,13 @@ def format_table(assignment: str, reports: dict[str, StudentReport]) -> str:
     lines.append(f"{assignment}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "pending")
                  + f"; {flagged} for review")
     return "\n".join(lines)
+
+
+def write_class_report(root: CourseRoot, assignment: str) -> dict[str, Path]:
+    """What the class got wrong: ``mistakes/<assignment>.html``, its CSVs and the term's pages."""
+    from .class_report import write_all
+
+    return write_all(root, assignment)
 
 
 def write_report(path: Path, assignment: str, reports: dict[str, StudentReport]) -> Path:
