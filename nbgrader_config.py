@@ -9,6 +9,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOu
 from nboracle.grader.nbgrader_ext import (
     FeedbackExporter,
     LimitOutputSize,
+    PerDayPenalty,
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
@@ -101,9 +102,17 @@ from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402
 
 c.ReviewFlags.substitutes = _SUBSTITUTES
 c.ReviewFlags.helper_attributes = sorted(_HELPERS)
-# `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
-# review_reasons to nbgrader's CSV.
+# `nbgrader export` (and the class batch's grades.csv) add the columns submitted, late,
+# seconds_late, needs_review and review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport
+
+# The late policy, in this one place (docs/JUPYTERHUB.md, "Deadlines"). A submission after the due
+# date (set in the formgrader; a student's extension: python -m instructor.hub extend) is marked
+# late in the formgrader, the feedback and the export; percent_per_day > 0 also takes that percent
+# of the notebook's automatic score off per started day late (at most max_percent).
+c.AssignLatePenalties.plugin_class = PerDayPenalty
+c.PerDayPenalty.percent_per_day = 0
+c.PerDayPenalty.max_percent = 100
 
 # The exchange (Assignments panel, release_assignment/fetch/submit/collect). On one machine it
 # is `.exchange/` inside this course (git-ignored; `make lab` and `make formgrader` create it).
