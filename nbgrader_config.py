@@ -5,11 +5,12 @@ Every line here answers a pitfall we measured; see docs/GRADING.md, "Grading pip
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
+from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput, OverwriteCells
 from nboracle.grader.nbgrader_ext import (
     FeedbackExporter,
     LimitOutputSize,
     PerDayPenalty,
+    QuietOverwriteCells,
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
@@ -171,7 +172,10 @@ from nboracle.grader.repair import RepairNotes, RepairSubmission  # noqa: E402
 from instructor.repository import REPO as _REPO  # noqa: E402
 
 c.RepairSubmission.release_roots = [str(_REPO)]
-c.Autograde.sanitize_preprocessors = [RepairSubmission, *_Autograde.sanitize_preprocessors.default()]
+# A test cell handed in as released is not reported as changed (its hidden tests are not in the
+# released copy): QuietOverwriteCells in place of nbgrader's OverwriteCells.
+c.Autograde.sanitize_preprocessors = [RepairSubmission, *(
+    QuietOverwriteCells if step is OverwriteCells else step for step in _Autograde.sanitize_preprocessors.default())]
 c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
 # A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the
 # time limit interrupted it lands on the class batch's progress bar): only critical lines.

@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+import jupyterhub.app
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from nboracle.classroom import pipeline as P  # noqa: E402
@@ -21,6 +23,17 @@ from nboracle.classroom import pipeline as P  # noqa: E402
 from instructor import hub as H  # noqa: E402
 
 c = get_config()  # noqa: F821
+
+
+# JupyterHub 5 waits for a managed service 10 times 1 s, then exits ("Cannot connect to formgrader
+# service managed"); the formgrader's Lab takes longer on a loaded machine (measured: 11 s and more
+# with a load of 14 on 2 cores). Each wait here lasts up to 12 s instead (2 minutes in all).
+class PatientServer(jupyterhub.app.Server):
+    async def wait_up(self, timeout=10, **kw):
+        return await super().wait_up(timeout=max(timeout, 12), **kw)
+
+
+jupyterhub.app.Server = PatientServer
 layout = H.Layout(Path(os.environ.get("COURSE_HUB_STATE", H.DEFAULT_STATE)))
 ip = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 port = int(os.environ.get("COURSE_HUB_PORT", "8000"))

@@ -338,6 +338,7 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
     argv = [sys.executable, "-m", "jupyterhub", "-f", str(HUB_DIR / "jupyterhub_config.py")]
     layout.url_file.write_text(url)
     log = open(layout.log, "a")
+    since = log.tell()  # this start's lines only
     proc = subprocess.Popen(argv, cwd=layout.hub, env=env, stdout=log if background else None,
                             stderr=subprocess.STDOUT if background else None,
                             start_new_session=background)
@@ -349,8 +350,8 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
         deadline = time.monotonic() + 120
         while not _answering(url):
             if proc.poll() is not None:
-                tail = layout.log.read_text()[-3000:] if background else ""
-                sys.exit(f"jupyterhub exited ({proc.returncode}) {tail}")
+                said = layout.log.read_text()[since:] if background else ""
+                sys.exit(f"jupyterhub exited ({proc.returncode}) {said[-3000:]}")
             if time.monotonic() > deadline:
                 sys.exit("jupyterhub did not answer in 120 s")
             time.sleep(0.5)

@@ -9,7 +9,7 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.plugins import CsvExportPlugin, LateSubmissionPlugin
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Float, Integer, List, TraitError, Unicode, validate
 
 from .kernel_client import rejected, rejection_reasons
@@ -392,6 +392,29 @@ class ReviewCsvExport(CsvExportPlugin):
             writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
+
+
+class QuietOverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells without its "checksum has changed" warning for a locked cell handed
+    in exactly as released: the gradebook's copy of a test cell holds the hidden tests that the
+    released one lacks, so every honest submission differed. A cell the student changed is still
+    reported (and put back) as nbgrader does."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._handed_in = cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        import nbformat
+
+        if attr == "checksum":
+            source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id)
+            released = nbformat.v4.new_code_cell(source.source)
+            ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
+            if released.source == self._handed_in:
+                self.log.debug("cell %s: handed in as released (its hidden tests put back)", name)
+                return
+        super().report_change(name, attr, old, new)
 
 
 class PerDayPenalty(LateSubmissionPlugin):
