@@ -131,9 +131,14 @@ def _account(layout: Layout, name: str, password: str | None) -> None:
     (the service account). An account that exists gets its home, shell and password set again."""
     home = layout.user_home(name)
     try:
-        pwd.getpwnam(name)
-        subprocess.run(["usermod", "--home", str(home), "--shell", "/bin/bash", name], check=True,
-                       capture_output=True)
+        entry = pwd.getpwnam(name)
+        if (entry.pw_dir, entry.pw_shell) != (str(home), "/bin/bash"):
+            moved = subprocess.run(["usermod", "--home", str(home), "--shell", "/bin/bash", name],
+                                   capture_output=True, text=True)
+            # 8: the account runs processes (another hub on this machine uses it): the service
+            # account is always started with HOME set, a person's account must move
+            if moved.returncode and not (moved.returncode == 8 and password is None):
+                sys.exit(f"usermod {name} (its home to {home}) failed: {moved.stderr.strip()}")
     except KeyError:
         subprocess.run(["useradd", "--home-dir", str(home), "--no-create-home", "--shell", "/bin/bash",
                         "--user-group", name], check=True, capture_output=True)
