@@ -11,6 +11,7 @@ the clone; ``--state`` or ``HUB_STATE`` elsewhere)::
                                     inbound 733 and outbound 755 itself)
     etc/common/                     nbgrader_config.py for everyone: course id, exchange
     etc/student/                    students' Jupyter config: no formgrader, no create-assignment
+    etc/grader/                     the formgrader service's: its log at INFO (no DEBUG in dialogs)
     hub/                            root only: JupyterHub's database, cookie secret, log, pid,
                                     passwords.csv (first passwords), the roster service's token
     backups/                        ``backup``'s archives
@@ -72,6 +73,7 @@ class Layout:
         self.exchange = self.state / "exchange"
         self.common = self.state / "etc" / "common"
         self.student_etc = self.state / "etc" / "student"
+        self.grader_etc = self.state / "etc" / "grader"
         self.hub = self.state / "hub"
         self.course = self.home / GRADER / "course"
         self.pid = self.hub / "jupyterhub.pid"
@@ -264,7 +266,13 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     (layout.student_etc / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True}}, indent=1))
-    for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*")]:
+    # The formgrader's dialogs show its log from the server's log level: the server's logger at
+    # INFO, not traitlets' DEBUG (hundreds of DEBUG lines in the autograde "Success" dialog).
+    layout.grader_etc.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.grader_etc, 0o755)
+    (layout.grader_etc / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {
+        "logging_config": {"loggers": {"ServerApp": {"level": "INFO"}}}}}, indent=1))
+    for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*"), *layout.grader_etc.iterdir()]:
         if path.is_file():
             os.chmod(path, 0o644)
     if not (layout.course / "nbgrader_config.py").exists():
@@ -291,7 +299,8 @@ def grader_env(layout: Layout) -> dict[str, str]:
     """The formgrader service's environment (the hub's config and the grader's commands share it)."""
     return {"PATH": f"{P.BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(REPO), "LANG": "C.UTF-8",
             "HOME": str(layout.user_home(GRADER)), "USER": GRADER, "LOGNAME": GRADER,
-            "JUPYTER_CONFIG_PATH": str(layout.common), "COURSE_ROOT": str(layout.course)}
+            "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.grader_etc, layout.common))),
+            "COURSE_ROOT": str(layout.course)}
 
 
 def as_grader(layout: Layout, *argv: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -82,6 +82,10 @@ def browser_login(driver, hub, name: str) -> None:
 
 
 def assignments_panel(driver, lab: Lab) -> None:
+    # on a loaded machine Lab's shell is up before nbgrader's extension has registered its commands
+    wait(driver, lambda: driver.execute_script(
+        "return window.jupyterapp.commands.hasCommand('nbgrader:open-assignment-list')"), 120,
+        "nbgrader's Assignment List command")
     lab.command("nbgrader:open-assignment-list")
     wait(driver, lambda: driver.find_elements(By.ID, "released_assignments_list"), 60, "the Assignments panel")
 
