@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (nboracle.classroom.pipeline.tool_env).
 
-.PHONY: setup demo test test-slow test-all test-browser hub hub-stop test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-all test-browser hub hub-stop hub-roster hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -43,11 +43,25 @@ hub/node_modules/.installed: hub/package.json hub/package-lock.json
 	npm ci --prefix hub --no-audit --no-fund --loglevel=error
 	touch $@
 
-hub: setup hub/node_modules/.installed   ## JupyterHub for the course on http://127.0.0.1:$(HUB_PORT) (root; prints the accounts; Ctrl-C or make hub-stop)
-	$(PY) -m instructor.hub start --port $(HUB_PORT) $(if $(BACKGROUND),--background)
+hub: setup hub/node_modules/.installed   ## JupyterHub for the course on http://127.0.0.1:$(HUB_PORT) (root; ROSTER=class.csv for a new term; Ctrl-C or make hub-stop)
+	$(PY) -m instructor.hub start --port $(HUB_PORT) $(if $(BACKGROUND),--background) $(if $(ROSTER),--roster "$(ROSTER)")
 
-hub-stop:              ## stop make hub: the hub, the proxy, every user's server and the formgrader service
-	$(PY) -m instructor.hub stop
+hub-roster: setup      ## make hub-roster FILE=class.csv: add or update the hub's accounts and gradebook students (running hub: no restart)
+	@test -n "$(FILE)" || { echo "usage: make hub-roster FILE=class.csv"; exit 2; }
+	$(PY) -m instructor.hub roster import "$(FILE)"
+
+hub-export: setup      ## the hub's grades for the university's gradebook: make hub-export [TO=grades-lms.csv] [LAYOUT=canvas]
+	$(PY) -m instructor.hub export --to "$(or $(TO),grades-lms.csv)" --layout $(or $(LAYOUT),long)
+
+hub-backup: setup      ## one archive of the hub's term (roster, gradebook, submissions, exchange) in STATE/backups/
+	$(PY) -m instructor.hub backup
+
+hub-restore: setup     ## make hub-restore FROM=term.tar.gz [HUB_STATE=/new/state]
+	@test -n "$(FROM)" || { echo "usage: make hub-restore FROM=term-....tar.gz"; exit 2; }
+	$(PY) -m instructor.hub restore "$(FROM)"
+
+hub-stop:              ## stop make hub: the hub, the proxy, every server, the formgrader service (PURGE=1: then remove its accounts and state folder)
+	$(PY) -m instructor.hub stop $(if $(PURGE),--purge)
 
 test-hub: setup hub/node_modules/.installed   ## the term on a real hub in headless Chromium (root; bash .ci/install-browser)
 	COURSE_HUB_TESTS=1 $(PY) -m pytest -n 0 -p no:cacheprovider tests/hub -v -rs

@@ -5,10 +5,12 @@ Every line here answers a pitfall we measured; see docs/GRADING.md, "Grading pip
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput
+from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput, OverwriteCells
 from nboracle.grader.nbgrader_ext import (
     FeedbackExporter,
     LimitOutputSize,
+    PerDayPenalty,
+    QuietOverwriteCells,
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
@@ -101,12 +103,20 @@ from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402
 
 c.ReviewFlags.substitutes = _SUBSTITUTES
 c.ReviewFlags.helper_attributes = sorted(_HELPERS)
-# `nbgrader export` (and the class batch's grades.csv) add the columns needs_review and
-# review_reasons to nbgrader's CSV.
+# `nbgrader export` (and the class batch's grades.csv) add the columns submitted, late,
+# seconds_late, needs_review and review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport
 # The class report (mistakes/ in the course root, for the instructor only): the known mistakes
 # a failed test names, from the bug zoo (instructor/mistakes.py), read only by the class batch.
 c.ClassReport.catalogue = "instructor.mistakes:catalogue"
+
+# The late policy, in this one place (docs/JUPYTERHUB.md, "Deadlines"). A submission after the due
+# date (set in the formgrader; a student's extension: python -m instructor.hub extend) is marked
+# late in the formgrader, the feedback and the export; percent_per_day > 0 also takes that percent
+# of the notebook's automatic score off per started day late (at most max_percent).
+c.AssignLatePenalties.plugin_class = PerDayPenalty
+c.PerDayPenalty.percent_per_day = 0
+c.PerDayPenalty.max_percent = 100
 
 # The exchange (Assignments panel, release_assignment/fetch/submit/collect). On one machine it
 # is `.exchange/` inside this course (git-ignored; `make lab` and `make formgrader` create it).
@@ -165,7 +175,10 @@ from nboracle.grader.repair import RepairNotes, RepairSubmission  # noqa: E402
 from instructor.repository import REPO as _REPO  # noqa: E402
 
 c.RepairSubmission.release_roots = [str(_REPO)]
-c.Autograde.sanitize_preprocessors = [RepairSubmission, *_Autograde.sanitize_preprocessors.default()]
+# A test cell handed in as released is not reported as changed (its hidden tests are not in the
+# released copy): QuietOverwriteCells in place of nbgrader's OverwriteCells.
+c.Autograde.sanitize_preprocessors = [RepairSubmission, *(
+    QuietOverwriteCells if step is OverwriteCells else step for step in _Autograde.sanitize_preprocessors.default())]
 c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
 # A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the
 # time limit interrupted it lands on the class batch's progress bar): only critical lines.

@@ -1,18 +1,20 @@
 """JupyterHub 5 for the course on one machine: `make hub` (instructor/hub.py) starts it as root.
 
-* PAM logs in the hub's system accounts (hub/accounts.sh); only they are allowed; the
-  instructor is the one hub admin.
+* PAM logs in the hub's system accounts, made from the roster (STATE/roster.csv; the sample
+  class hub/roster.csv); only they are allowed; the roster's instructors are the hub admins.
 * LocalProcessSpawner: each user's server runs as that user, from the course's environment,
   with JupyterLab, the Assignments panel and Validate (no formgrader in users' own servers).
 * The formgrader is a managed hub service (/services/formgrader/): a single-user server run by
   the account `grader-attention` in the course root it owns, which the group
-  `formgrade-attention-transformers` (instructor and assistant) may open: the role below grants
+  `formgrade-attention-transformers` (instructors and assistants) may open: the role below grants
   `access:services!service=formgrader` and nothing else (the assistant is not an admin).
 """
 
 import os
 import sys
 from pathlib import Path
+
+import jupyterhub.app
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -21,6 +23,17 @@ from nboracle.classroom import pipeline as P  # noqa: E402
 from instructor import hub as H  # noqa: E402
 
 c = get_config()  # noqa: F821
+
+
+# JupyterHub 5 waits for a managed service 10 times 1 s, then exits ("Cannot connect to formgrader
+# service managed"); the formgrader's Lab takes longer on a loaded machine (measured: 11 s and more
+# with a load of 14 on 2 cores). Each wait here lasts up to 12 s instead (2 minutes in all).
+class PatientServer(jupyterhub.app.Server):
+    async def wait_up(self, timeout=10, **kw):
+        return await super().wait_up(timeout=max(timeout, 12), **kw)
+
+
+jupyterhub.app.Server = PatientServer
 layout = H.Layout(Path(os.environ.get("COURSE_HUB_STATE", H.DEFAULT_STATE)))
 ip = os.environ.get("COURSE_HUB_IP", "127.0.0.1")
 port = int(os.environ.get("COURSE_HUB_PORT", "8000"))
@@ -42,16 +55,23 @@ c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's serve
 
 c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.open_sessions = False
-c.Authenticator.allowed_users = set(H.accounts())
-c.Authenticator.admin_users = set(H.INSTRUCTORS)
+# The roster (STATE/roster.csv, instructor/roster.py) says who may log in, who is an admin, who
+# grades. `python -m instructor.hub roster import|drop` changes it while the hub runs, through the
+# hub's REST API with the roster service's token (no restart: no one's server stops); since
+# allowed_users is set, users added through the API may log in too (allow_existing_users).
+people = layout.people()
+c.Authenticator.allowed_users = {p.id for p in people}
+c.Authenticator.admin_users = {p.id for p in people if p.role == "instructor"}
 
 c.JupyterHub.load_groups = {
-    H.GRADERS_GROUP: {"users": [*H.INSTRUCTORS, *H.ASSISTANTS]},
-    H.STUDENTS_GROUP: {"users": list(H.STUDENTS)},
+    H.GRADERS_GROUP: {"users": [p.id for p in people if p.role in ("instructor", "ta")]},
+    H.STUDENTS_GROUP: {"users": [p.id for p in people if p.role == "student"]},
 }
 c.JupyterHub.load_roles = [
     {"name": "course-graders", "description": "open the course's formgrader service",
      "scopes": [f"access:services!service={H.SERVICE}"], "groups": [H.GRADERS_GROUP]},
+    {"name": "course-roster", "description": "add and drop the roster's users and group members",
+     "scopes": ["admin:users", "admin:servers", "groups", "list:users"], "services": [H.ROSTER_SERVICE]},
 ]
 
 python = str(Path(sys.executable))
@@ -81,7 +101,7 @@ c.Spawner.environment = {
     "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.student_etc, layout.common, REPO))),
 }
 
-c.JupyterHub.services = [{
+c.JupyterHub.services = [{"name": H.ROSTER_SERVICE, "api_token": H.roster_token(layout)}, {
     "name": H.SERVICE,
     "display": True,
     "url": f"http://127.0.0.1:{service_port}",
@@ -89,12 +109,7 @@ c.JupyterHub.services = [{
     "user": H.GRADER,
     "cwd": str(layout.course),
     "oauth_no_confirm": True,
-    "environment": {
-        **common_env,
-        "HOME": str(layout.user_home(H.GRADER)),
-        "USER": H.GRADER,
-        "JUPYTERHUB_DEFAULT_URL": "/lab",
-        # the course root's nbgrader_config.py is read from the working directory
-        "JUPYTER_CONFIG_PATH": str(layout.common),
-    },
+    # the course root's nbgrader_config.py is read from the working directory; COURSE_ROOT makes
+    # `python -m instructor grade-class|export` in its terminal work on this course root
+    "environment": {**H.grader_env(layout), "JUPYTERHUB_DEFAULT_URL": "/lab"},
 }]

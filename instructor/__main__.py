@@ -1,6 +1,7 @@
 """``python -m instructor COMMAND``: the course's one-command workflows.
 
-Every command works on this repository's course root; ``COMMAND --help`` says more.
+Every command works on this repository's course root, or on the one ``--course-root`` (or
+``COURSE_ROOT``: the hub's formgrader terminal sets it) names; ``COMMAND --help`` says more.
 """
 
 from __future__ import annotations
@@ -238,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regrade", action="store_true", help="regrade unchanged submissions too")
     p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
     p.set_defaults(func=cmd_grade_class)
+    for name, command in sub.choices.items():
+        if name not in ("lab", "check"):
+            command.add_argument("--course-root", default=os.environ.get("COURSE_ROOT") or None,
+                                 help="the course root to work on (default: $COURSE_ROOT, else this repository)")
+        else:
+            command.set_defaults(course_root=None)
     for name in GRADING:
         sub.choices[name].add_argument(
             "--no-sandbox", action="store_true",
@@ -252,6 +259,13 @@ JUPYTER_ARGS = "\n\nOptions of `jupyter lab` (e.g. --ServerApp.port=8899) are pa
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if args.course_root:  # another course root (the hub's): every command below works there
+        global ROOT
+        from nboracle.classroom.course_root import CourseRoot
+
+        ROOT = CourseRoot(Path(args.course_root).resolve(), release_command=ROOT.release_command)
+        if not ROOT.config.is_file():
+            parser.error(f"--course-root {ROOT.path}: no nbgrader_config.py there")
     if extra and args.command not in ("lab", "formgrader"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra  # lab, formgrader: passed on to `jupyter lab`

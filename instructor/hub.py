@@ -1,65 +1,69 @@
-"""A JupyterHub for the course on this machine (``make hub``, ``make hub-stop``, docs/JUPYTERHUB.md).
+"""A JupyterHub for the course on this machine: the term from the roster to the export (docs/JUPYTERHUB.md).
 
-Everything the hub writes lives in a state folder (default ``.hub/`` in the clone, git-ignored)::
+Everything the term writes lives in a state folder (default ``/var/lib/attention-hub``, outside
+the clone; ``--state`` or ``HUB_STATE`` elsewhere)::
 
-    .hub/home/<account>/            each account's home (mode 700, owned by it): hub/accounts.sh
-    .hub/home/grader-attention/course/   the course root (config, source/, gradebook), the
-                                         formgrader service's own folder: no other account enters
-    .hub/exchange/                  nbgrader's exchange (mode 777; nbgrader makes the course's
+    roster.csv                      the class list in use (instructor/roster.py): accounts, gradebook
+    home/<account>/                 each account's home (mode 700, owned by it)
+    home/grader-attention/course/   the course root (config, source/, gradebook), the formgrader
+                                    service's own folder: no other account enters
+    exchange/                       nbgrader's exchange (mode 777; nbgrader makes the course's
                                     inbound 733 and outbound 755 itself)
-    .hub/etc/common/                nbgrader_config.py for everyone: course id, exchange
-    .hub/etc/student/               students' Jupyter config: no formgrader, no create-assignment
-    .hub/hub/                       JupyterHub's database, cookie secret, proxy token, log, pid
+    etc/common/                     nbgrader_config.py for everyone: course id, exchange
+    etc/student/                    students' Jupyter config: no formgrader, no create-assignment
+    etc/grader/                     the formgrader service's: its log at INFO (no DEBUG in dialogs)
+    hub/                            root only: JupyterHub's database, cookie secret, log, pid,
+                                    passwords.csv (first passwords), the roster service's token
+    backups/                        ``backup``'s archives
 
 The hub runs as root (LocalProcessSpawner: each user's server runs as that system user), logs
 in through PAM, and starts the formgrader as a managed service run by ``grader-attention``,
-reachable by the group ``formgrade-attention-transformers`` (instructor and assistant).
+reachable by the group ``formgrade-attention-transformers`` (instructors and assistants).
 
-    python -m instructor.hub start [--state DIR] [--port 8000] [--background]
-    python -m instructor.hub stop  [--state DIR]
+    python -m instructor.hub start [--state DIR] [--port 8000] [--background] [--roster FILE]
+    python -m instructor.hub stop  [--state DIR] [--purge]
+    python -m instructor.hub roster import FILE | drop ID... | list
+    python -m instructor.hub export [--to FILE] [--layout long|canvas]
+    python -m instructor.hub extend ASSIGNMENT STUDENT --hours N
+    python -m instructor.hub backup [--to FILE] | restore FILE
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tarfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 from nboracle.classroom import pipeline as P
 
+from instructor import roster as R
 from instructor.repository import REPO
 
 COURSE_ID = "attention-transformers"
 SERVICE = "formgrader"  # the hub service's name: /services/formgrader/
+ROSTER_SERVICE = "roster"  # a token-only service: the roster command's hub API access
 GRADER = "grader-attention"
-INSTRUCTORS = ("prof-ada",)
-ASSISTANTS = ("ta-ben",)
-STUDENTS = ("alice", "bob", "carol")
 GRADERS_GROUP = f"formgrade-{COURSE_ID}"
 STUDENTS_GROUP = f"nbgrader-{COURSE_ID}"
 HUB_DIR = REPO / "hub"
-DEFAULT_STATE = REPO / ".hub"
+DEFAULT_ROSTER = HUB_DIR / "roster.csv"  # the sample class: prof-ada, ta-ben, alice, bob, carol
+DEFAULT_STATE = Path("/var/lib/attention-hub")
 TRAVERSE_RECORD = "granted-traverse.json"
-
-
-def password(name: str) -> str:
-    """The TEST password hub/accounts.sh gives ``name`` (a test machine only)."""
-    return f"{name}-attention-2026"
-
-
-def accounts() -> dict[str, str]:
-    return {**{n: "instructor (hub admin)" for n in INSTRUCTORS},
-            **{n: "teaching assistant" for n in ASSISTANTS},
-            **{n: "student" for n in STUDENTS}}
+CREATED_RECORD = "created-accounts.json"
+ROLE_NAMES = {"instructor": "instructor (hub admin)", "ta": "teaching assistant", "student": "student"}
 
 
 class Layout:
@@ -69,14 +73,104 @@ class Layout:
         self.exchange = self.state / "exchange"
         self.common = self.state / "etc" / "common"
         self.student_etc = self.state / "etc" / "student"
+        self.grader_etc = self.state / "etc" / "grader"
         self.hub = self.state / "hub"
         self.course = self.home / GRADER / "course"
         self.pid = self.hub / "jupyterhub.pid"
         self.log = self.hub / "jupyterhub.log"
         self.url_file = self.hub / "url"
+        self.roster = self.state / "roster.csv"
+        self.passwords = self.hub / "passwords.csv"
+        self.roster_token = self.hub / "roster-service-token"
+        self.backups = self.state / "backups"
 
     def user_home(self, name: str) -> Path:
         return self.home / name
+
+    def people(self) -> list[R.Person]:
+        """The roster in use: the term's copy, else the sample class."""
+        return R.read(self.roster if self.roster.exists() else DEFAULT_ROSTER)
+
+    def with_role(self, *roles: str) -> list[str]:
+        return [p.id for p in self.people() if p.role in roles]
+
+    def password(self, name: str) -> str:
+        """The first password ``start`` gave ``name`` (root only: hub/passwords.csv)."""
+        return _passwords(self).get(name, "")
+
+
+def _passwords(layout: Layout) -> dict[str, str]:
+    if not layout.passwords.exists():
+        return {}
+    with open(layout.passwords, newline="") as handle:
+        return {row["id"]: row["password"] for row in csv.DictReader(handle)}
+
+
+def _save_passwords(layout: Layout, passwords: dict[str, str]) -> None:
+    layout.hub.mkdir(parents=True, exist_ok=True)
+    fd = os.open(layout.passwords, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "password"])
+        writer.writerows(sorted(passwords.items()))
+    os.chmod(layout.passwords, 0o600)
+
+
+def _save_roster(layout: Layout, people: list[R.Person]) -> None:
+    """The term's roster, root only (names and emails of the whole class)."""
+    R.write(people, layout.roster)
+    os.chmod(layout.roster, 0o600)
+
+
+def _record_created(layout: Layout, name: str) -> None:
+    record = layout.hub / CREATED_RECORD
+    before = json.loads(record.read_text()) if record.exists() else []
+    record.write_text(json.dumps(sorted(set(before) | {name})))
+
+
+def _account(layout: Layout, name: str, password: str | None) -> None:
+    """The system account ``name`` with its home under the state folder; ``password`` None: locked
+    (the service account). An account that exists gets its home, shell and password set again."""
+    home = layout.user_home(name)
+    try:
+        entry = pwd.getpwnam(name)
+        if (entry.pw_dir, entry.pw_shell) != (str(home), "/bin/bash"):
+            moved = subprocess.run(["usermod", "--home", str(home), "--shell", "/bin/bash", name],
+                                   capture_output=True, text=True)
+            # 8: the account runs processes (another hub on this machine uses it): the service
+            # account is always started with HOME set, a person's account must move
+            if moved.returncode and not (moved.returncode == 8 and password is None):
+                sys.exit(f"usermod {name} (its home to {home}) failed: {moved.stderr.strip()}")
+    except KeyError:
+        subprocess.run(["useradd", "--home-dir", str(home), "--no-create-home", "--shell", "/bin/bash",
+                        "--user-group", name], check=True, capture_output=True)
+        _record_created(layout, name)
+    home.mkdir(parents=True, exist_ok=True)
+    profile = home / ".bash_profile"
+    if not profile.exists():  # Lab's terminal is a login shell: /etc/profile resets PATH
+        profile.write_text("# the course's Python, nbgrader and jupyter first (instructor/hub.py)\n"
+                           f'export PATH="{P.BIN}:$PATH"\n[ -f ~/.bashrc ] && . ~/.bashrc\n')
+    entry = pwd.getpwnam(name)
+    for path in (home, profile):
+        os.lchown(path, entry.pw_uid, entry.pw_gid)
+    os.chmod(home, 0o700)
+    if password is None:
+        subprocess.run(["usermod", "--lock", name], check=True, capture_output=True)
+    else:
+        subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
+
+
+def _accounts(layout: Layout, people: list[R.Person]) -> list[str]:
+    """Every roster account (a random first password for each new one, kept in
+    hub/passwords.csv, root only) and the service account; the names given a password now."""
+    passwords = _passwords(layout)
+    new = [p.id for p in people if p.id not in passwords]
+    passwords.update({name: secrets.token_urlsafe(9) for name in new})
+    _save_passwords(layout, passwords)
+    for person in people:
+        _account(layout, person.id, passwords[person.id])
+    _account(layout, GRADER, None)
+    return new
 
 
 def _chown(path: Path, user: str) -> None:
@@ -129,15 +223,29 @@ def _hide_source() -> None:
         os.chmod(source, source.stat().st_mode & ~0o007)
 
 
-def prepare(layout: Layout) -> None:
-    """Accounts, folders, configs and the course root: idempotent; a course root already there
-    (a term under way) is kept."""
+def _state_folders(layout: Layout) -> None:
     if os.geteuid() != 0:
-        sys.exit("make hub: the hub runs as root (it starts each user's server as that user)")
+        sys.exit("the hub runs as root (it starts each user's server as that user, and makes the accounts)")
+    layout.home.mkdir(parents=True, exist_ok=True)
+    for folder in (layout.state, layout.home):
+        os.chmod(folder, 0o755)
     layout.hub.mkdir(parents=True, exist_ok=True)
     os.chmod(layout.hub, 0o700)
-    subprocess.run(["bash", str(HUB_DIR / "accounts.sh"), str(layout.state)], check=True,
-                   stdout=subprocess.DEVNULL)
+
+
+def prepare(layout: Layout, roster: Path | None = None) -> None:
+    """Accounts from the roster, folders, configs and the course root: idempotent; a course root
+    and a roster already there (a term under way) are kept (``roster import`` changes the roster)."""
+    _state_folders(layout)
+    if not layout.roster.exists():
+        _save_roster(layout, R.read(roster or DEFAULT_ROSTER))
+    elif roster is not None:
+        print(f"the term's roster {layout.roster} is kept: `python -m instructor.hub roster import "
+              f"{roster}` adds or updates its people")
+    people = layout.people()
+    new = _accounts(layout, people)
+    if new:
+        print(f"{len(new)} new account(s) with a random first password each: {layout.passwords} (root only)")
     _grant_traverse(layout)
     _hide_source()
     layout.exchange.mkdir(parents=True, exist_ok=True)
@@ -158,7 +266,13 @@ def prepare(layout: Layout) -> None:
     (layout.student_etc / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True}}, indent=1))
-    for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*")]:
+    # The formgrader's dialogs show its log from the server's log level: the server's logger at
+    # INFO, not traitlets' DEBUG (hundreds of DEBUG lines in the autograde "Success" dialog).
+    layout.grader_etc.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.grader_etc, 0o755)
+    (layout.grader_etc / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {
+        "logging_config": {"loggers": {"ServerApp": {"level": "INFO"}}}}}, indent=1))
+    for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*"), *layout.grader_etc.iterdir()]:
         if path.is_file():
             os.chmod(path, 0o644)
     if not (layout.course / "nbgrader_config.py").exists():
@@ -167,13 +281,49 @@ def prepare(layout: Layout) -> None:
         shutil.copytree(REPO / "source", layout.course / "source", dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         _chown(layout.course, GRADER)
-    for name in (*INSTRUCTORS, *ASSISTANTS, *STUDENTS):
+    _seed_lab(layout, [p.id for p in people])
+    _import_students(layout, R.students(people))
+
+
+def _seed_lab(layout: Layout, names: list[str]) -> None:
+    from .workspace import _seed_settings
+
+    for name in names:
         settings = layout.user_home(name) / ".jupyter" / "lab" / "user-settings"
         if not settings.exists():
-            from .workspace import _seed_settings
-
             _seed_settings(settings)
             _chown(layout.user_home(name) / ".jupyter", name)
+
+
+def grader_env(layout: Layout) -> dict[str, str]:
+    """The formgrader service's environment (the hub's config and the grader's commands share it)."""
+    return {"PATH": f"{P.BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(REPO), "LANG": "C.UTF-8",
+            "HOME": str(layout.user_home(GRADER)), "USER": GRADER, "LOGNAME": GRADER,
+            "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.grader_etc, layout.common))),
+            "COURSE_ROOT": str(layout.course)}
+
+
+def as_grader(layout: Layout, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``argv`` as the service account in the course root, with the service's environment."""
+    proc = subprocess.run(["/usr/sbin/runuser", "-u", GRADER, "--", *argv], cwd=layout.course,
+                          env=grader_env(layout), capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} (as {GRADER}) failed:\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}")
+    return proc
+
+
+def _import_students(layout: Layout, students: list[R.Person]) -> None:
+    """The roster's students into the gradebook (``nbgrader db student import``): names and
+    emails in the formgrader, a row for each in the export even without a submission."""
+    if not students:
+        return
+    listing = layout.user_home(GRADER) / "students-import.csv"
+    R.write(students, listing)
+    _chown(listing, GRADER)
+    try:
+        as_grader(layout, str(P.BIN / "nbgrader"), "db", "student", "import", str(listing))
+    finally:
+        listing.unlink(missing_ok=True)
 
 
 def _answering(url: str) -> bool:
@@ -202,6 +352,7 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
     argv = [sys.executable, "-m", "jupyterhub", "-f", str(HUB_DIR / "jupyterhub_config.py")]
     layout.url_file.write_text(url)
     log = open(layout.log, "a")
+    since = log.tell()  # this start's lines only
     proc = subprocess.Popen(argv, cwd=layout.hub, env=env, stdout=log if background else None,
                             stderr=subprocess.STDOUT if background else None,
                             start_new_session=background)
@@ -213,8 +364,8 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
         deadline = time.monotonic() + 120
         while not _answering(url):
             if proc.poll() is not None:
-                tail = layout.log.read_text()[-3000:] if background else ""
-                sys.exit(f"jupyterhub exited ({proc.returncode}) {tail}")
+                said = layout.log.read_text()[since:] if background else ""
+                sys.exit(f"jupyterhub exited ({proc.returncode}) {said[-3000:]}")
             if time.monotonic() > deadline:
                 sys.exit("jupyterhub did not answer in 120 s")
             time.sleep(0.5)
@@ -239,9 +390,15 @@ def start(layout: Layout, port: int, background: bool, ip: str = "127.0.0.1") ->
 
 
 def banner(url: str, layout: Layout) -> str:
-    lines = [f"JupyterHub for the course: {url}/hub/login", "accounts (TEST passwords):"]
-    for name, role in accounts().items():
-        lines.append(f"  {name:10s} {password(name):28s} {role}")
+    people = layout.people()
+    lines = [f"JupyterHub for the course: {url}/hub/login",
+             f"roster {layout.roster}: " + ", ".join(
+                 f"{sum(p.role == role for p in people)} {ROLE_NAMES[role]}(s)" for role in R.ROLES),
+             f"first passwords (root only): {layout.passwords}"]
+    for person in people[:8]:
+        lines.append(f"  {person.id:14s} {ROLE_NAMES[person.role]}")
+    if len(people) > 8:
+        lines.append(f"  ... {len(people) - 8} more: python -m instructor.hub roster list")
     lines += [f"formgrader (instructor and assistant): {url}/services/{SERVICE}/",
               # issue 40: the class batch writes what the class got wrong into the course root's mistakes/
               f"what the class got wrong (after grade-class): {url}/services/{SERVICE}/files/mistakes/term.html",
@@ -250,10 +407,17 @@ def banner(url: str, layout: Layout) -> str:
     return "\n".join(lines)
 
 
-def _account_pids() -> list[int]:
+def _names(layout: Layout) -> list[str]:
+    try:
+        return [p.id for p in layout.people()]
+    except (OSError, R.RosterError):
+        return []
+
+
+def _account_pids(layout: Layout) -> list[int]:
     """Processes of the hub's own accounts (single-user servers, the service, their kernels)."""
     uids = set()
-    for name in (*INSTRUCTORS, *ASSISTANTS, *STUDENTS, GRADER):
+    for name in (*_names(layout), GRADER):
         try:
             uids.add(pwd.getpwnam(name).pw_uid)
         except KeyError:
@@ -271,23 +435,23 @@ def _account_pids() -> list[int]:
 
 def _cleanup(layout: Layout) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = _account_pids()
+        pids = _account_pids(layout)
         for pid in pids:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 10
-        while _account_pids() and time.monotonic() < deadline:
+        while _account_pids(layout) and time.monotonic() < deadline:
             time.sleep(0.2)
     _revoke_traverse(layout)
-    _lock_accounts()
+    _lock_accounts(layout)
 
 
-def _lock_accounts() -> None:
-    """The TEST passwords work only while the hub runs: stopping it locks the accounts
-    (hub/accounts.sh sets the passwords again at the next start)."""
-    for name in (*INSTRUCTORS, *ASSISTANTS, *STUDENTS):
+def _lock_accounts(layout: Layout) -> None:
+    """The passwords work only while the hub runs: stopping it locks the accounts (the next
+    start sets them again from hub/passwords.csv)."""
+    for name in _names(layout):
         try:
             pwd.getpwnam(name)
         except KeyError:
@@ -344,21 +508,281 @@ def stop(layout: Layout) -> int:
     return 0
 
 
+def purge(layout: Layout) -> int:
+    """After ``stop``: remove the system accounts this hub created (hub/created-accounts.json;
+    accounts that were there before stay) and the state folder, the term with it."""
+    if not (layout.hub / CREATED_RECORD).exists() and not layout.roster.exists():
+        sys.exit(f"{layout.state} is no hub state folder (no roster.csv, no {CREATED_RECORD}): nothing removed")
+    record = layout.hub / CREATED_RECORD
+    created = json.loads(record.read_text()) if record.exists() else []
+    for name in created:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+    shutil.rmtree(layout.state, ignore_errors=True)
+    print(f"removed {len(created)} account(s) ({', '.join(created) or 'none'}) and {layout.state}")
+    return 0
+
+
+# ---------------------------------------------------------------- the roster during the term
+
+
+def roster_token(layout: Layout) -> str:
+    """The roster service's hub API token (hub/, root only), made once."""
+    if not layout.roster_token.exists():
+        layout.hub.mkdir(parents=True, exist_ok=True)
+        fd = os.open(layout.roster_token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+    return layout.roster_token.read_text().strip()
+
+
+def _hub_running(layout: Layout) -> str | None:
+    """The running hub's URL, or None."""
+    if not layout.pid.exists() or not layout.url_file.exists():
+        return None
+    if not _is_our_hub(int(layout.pid.read_text() or 0), layout):
+        return None
+    url = layout.url_file.read_text().strip()
+    return url if _answering(url) else None
+
+
+def hub_api(layout: Layout, url: str, method: str, path: str, body=None) -> int:
+    """One call of the hub's REST API with the roster service's token; its HTTP status."""
+    request = urllib.request.Request(f"{url}/hub/api{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"token {roster_token(layout)}",
+                                              "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        if err.code in (404, 409):  # already gone, already there
+            return err.code
+        raise SystemExit(f"hub API {method} {path}: {err.code} {err.read()[:300]!r}") from None
+
+
+def roster_import(layout: Layout, path: Path) -> int:
+    """Add or update every person of ``path`` (no one is dropped): accounts, first passwords,
+    gradebook students; on a running hub, its users and groups through the REST API (no restart)."""
+    _state_folders(layout)
+    new_people = R.read(path)
+    before = {p.id: p for p in layout.people()}
+    people = R.merge(list(before.values()), new_people)
+    _save_roster(layout, people)
+    if not (layout.course / "nbgrader_config.py").exists():
+        prepare(layout)
+    else:
+        fresh = _accounts(layout, new_people)
+        _seed_lab(layout, [p.id for p in new_people])
+        _import_students(layout, R.students(new_people))
+        if fresh:
+            print(f"{len(fresh)} new account(s): {', '.join(fresh)}; first passwords in {layout.passwords} (root only)")
+    url = _hub_running(layout)
+    if url:
+        for person in new_people:
+            hub_api(layout, url, "POST", f"/users/{person.id}")
+            hub_api(layout, url, "PATCH", f"/users/{person.id}", {"admin": person.role == "instructor"})
+            group, other = ((GRADERS_GROUP, STUDENTS_GROUP) if person.role != "student"
+                            else (STUDENTS_GROUP, GRADERS_GROUP))
+            hub_api(layout, url, "POST", f"/groups/{group}/users", {"users": [person.id]})
+            hub_api(layout, url, "DELETE", f"/groups/{other}/users", {"users": [person.id]})
+        print(f"the running hub knows them now ({url}); no server was restarted")
+    added = [p.id for p in new_people if p.id not in before]
+    print(f"roster {layout.roster}: {len(people)} people; added {len(added)}, updated {len(new_people) - len(added)}")
+    return 0
+
+
+def roster_drop(layout: Layout, ids: list[str]) -> int:
+    """Take ``ids`` off the roster: their hub user goes (their server stops), their account is
+    locked; their home, submissions and grades stay (the export lists the roster's students only)."""
+    people = layout.people()
+    unknown = sorted(set(ids) - {p.id for p in people})
+    if unknown:
+        sys.exit(f"not on the roster {layout.roster}: {', '.join(unknown)}")
+    _save_roster(layout, [p for p in people if p.id not in ids])
+    url = _hub_running(layout)
+    for name in ids:
+        if url:
+            hub_api(layout, url, "DELETE", f"/users/{name}")
+        subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
+    print(f"dropped {', '.join(ids)} from {layout.roster}" + (" and the running hub" if url else ""))
+    return 0
+
+
+def roster_list(layout: Layout) -> int:
+    for p in layout.people():
+        print(f"{p.id:16s} {p.role:10s} {p.section:6s} {p.last_name}, {p.first_name} <{p.email}>")
+    return 0
+
+
+# ---------------------------------------------------------------- grades out, deadlines
+
+
+def export(layout: Layout, to: Path, layout_name: str = "long") -> Path:
+    """The term's grades for the university's gradebook: nbgrader's export of the hub's gradebook
+    (as the service account), one row per student of the roster and assignment."""
+    scratch = layout.user_home(GRADER) / ".export-grades.csv"
+    as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch))
+    try:
+        rows = R.lms_rows(scratch, layout.people())
+    finally:
+        scratch.unlink(missing_ok=True)
+    to = R.write_lms(rows, Path(to), layout_name)
+    print(f"{len(rows)} row(s) ({len(R.students(layout.people()))} students on the roster): {to}")
+    return to
+
+
+def extend(layout: Layout, assignment: str, student: str, hours: float) -> int:
+    """A per-student extension on the hub's gradebook (nbgrader's ``grant_extension``), and the
+    late penalty of that submission computed again with the course's late policy."""
+    code = f"""
+import sys
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGrader
+from nbgrader.preprocessors import AssignLatePenalties
+app = NbGrader(); app.initialize([])
+late = AssignLatePenalties(parent=app)
+plugin = late.plugin_class(parent=late)
+with Gradebook(app.coursedir.db_url) as gb:
+    try:
+        submission = gb.find_submission({assignment!r}, {student!r})
+    except MissingEntry:
+        sys.exit("no autograded submission of {assignment} by {student} yet: autograde it first "
+                 "(the formgrader's button), then give the extension")
+    if submission.assignment.duedate is None:
+        sys.exit("{assignment} has no due date: set one in the formgrader (Manage Assignments, Edit)")
+    gb.grant_extension({assignment!r}, {student!r}, minutes={hours * 60!r})
+    seconds = submission.total_seconds_late
+    for nb in submission.notebooks:
+        penalty = plugin.late_submission_penalty({student!r}, nb.score, seconds) if seconds > 0 else None
+        nb.late_submission_penalty = None if penalty is None else late._check_late_penalty(nb, penalty)
+    gb.db.commit()
+    print(f"{student} {assignment}: due {{submission.duedate}} UTC; "
+          + (f"{{seconds:g}} s late" if seconds > 0 else "on time")
+          + f", penalty {{sum(nb.late_submission_penalty or 0 for nb in submission.notebooks):g}}")
+"""
+    proc = as_grader(layout, str(P.BIN / "python"), "-c", code, check=False)
+    print(proc.stdout.strip() or proc.stderr.strip()[-1500:])
+    return proc.returncode
+
+
+# ---------------------------------------------------------------- backup and restore
+
+BACKED_UP = ("roster.csv", "hub/passwords.csv", f"home/{GRADER}/course", "exchange")
+
+
+def backup(layout: Layout, to: Path | None = None) -> Path:
+    """One archive of the term: roster, first passwords, the course root (gradebook, source,
+    submitted, autograded, feedback) and the exchange; owners kept by name."""
+    layout.backups.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.backups, 0o700)  # it holds the gradebook and the passwords
+    to = Path(to or layout.backups / f"term-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
+    with tarfile.open(to, "w:gz") as archive:
+        for part in BACKED_UP:
+            if (layout.state / part).exists():
+                archive.add(layout.state / part, arcname=part)
+    os.chmod(to, 0o600)
+    print(f"backup of {layout.state}: {to}")
+    return to
+
+
+def restore(layout: Layout, archive_path: Path) -> int:
+    """A term from ``backup``'s archive into this state folder: the accounts first (from its
+    roster), then the files with their owners; the hub must not run there."""
+    if _hub_running(layout):
+        sys.exit("the hub runs on this state folder: make hub-stop first")
+    if (layout.course / "gradebook.db").exists():
+        sys.exit(f"{layout.course} already holds a gradebook: restore into an empty state folder "
+                 "(--state), or move that one away first")
+    _state_folders(layout)
+    with tarfile.open(archive_path) as archive:
+        members = archive.getmembers()
+        first = [m for m in members if m.name in ("roster.csv", "hub/passwords.csv")]
+        archive.extractall(layout.state, members=first, filter="fully_trusted")
+        _accounts(layout, layout.people())
+        archive.extractall(layout.state, members=[m for m in members if m not in first],
+                           filter="fully_trusted")
+    os.chmod(layout.passwords, 0o600)
+    prepare(layout)
+    print(f"restored {archive_path} into {layout.state}: make hub HUB_STATE={layout.state}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m instructor.hub", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["start", "stop", "prepare"])
     parser.add_argument("--state", type=Path, default=Path(os.environ.get("HUB_STATE", DEFAULT_STATE)))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT", 8000)))
-    parser.add_argument("--ip", default=os.environ.get("HUB_IP", "127.0.0.1"))
-    parser.add_argument("--background", action="store_true")
-    args = parser.parse_args(argv)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("start", help="start the hub (accounts from the roster, the course root)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("HUB_PORT", 8000)))
+    p.add_argument("--ip", default=os.environ.get("HUB_IP", "127.0.0.1"))
+    p.add_argument("--background", action="store_true")
+    p.add_argument("--roster", type=Path, help=f"the class list of a new term (default {DEFAULT_ROSTER})")
+    p = sub.add_parser("prepare", help="accounts, folders and the course root, without starting")
+    p.add_argument("--roster", type=Path)
+    p = sub.add_parser("stop", help="stop the hub, every server and the service")
+    p.add_argument("--purge", action="store_true", help="then remove the accounts it created and the state folder")
+    p = sub.add_parser("roster", help="the class list: import FILE (add or update), drop ID..., list")
+    p.add_argument("action", choices=["import", "drop", "list"])
+    p.add_argument("items", nargs="*", help="import: one CSV file; drop: ids")
+    p = sub.add_parser("export", help="grades of the roster's students for an LMS")
+    p.add_argument("--to", type=Path, default=Path("grades-lms.csv"))
+    p.add_argument("--layout", choices=["long", "canvas"], default="long")
+    p = sub.add_parser("extend", help="a student's extension for an assignment (after autograding)")
+    p.add_argument("assignment")
+    p.add_argument("student")
+    p.add_argument("--hours", type=float, required=True, help="0 removes the extension")
+    p = sub.add_parser("backup", help="one archive of the term (roster, gradebook, submissions, exchange)")
+    p.add_argument("--to", type=Path)
+    p = sub.add_parser("restore", help="a term from backup's archive, into an empty state folder")
+    p.add_argument("archive", type=Path)
+    # the old spelling: start/stop/prepare after the options
+    args = parser.parse_args(_options_first(argv if argv is not None else sys.argv[1:]))
     layout = Layout(args.state)
     if args.command == "start":
+        if args.roster and not layout.roster.exists():
+            prepare(layout, args.roster)
         return start(layout, args.port, args.background, args.ip)
     if args.command == "prepare":
-        prepare(layout)
+        prepare(layout, args.roster)
         return 0
-    return stop(layout)
+    if args.command == "stop":
+        stop(layout)
+        return purge(layout) if args.purge else 0
+    if os.geteuid() != 0:
+        sys.exit("python -m instructor.hub runs as root (the accounts, the state folder)")
+    if args.command == "roster":
+        if args.action == "import":
+            if len(args.items) != 1:
+                sys.exit("roster import FILE: one CSV file")
+            try:
+                return roster_import(layout, Path(args.items[0]))
+            except R.RosterError as err:
+                sys.exit(str(err))
+        return roster_drop(layout, args.items) if args.action == "drop" else roster_list(layout)
+    if args.command == "export":
+        export(layout, args.to, args.layout)
+        return 0
+    if args.command == "extend":
+        return extend(layout, args.assignment, args.student, args.hours)
+    if args.command == "backup":
+        backup(layout, args.to)
+        return 0
+    return restore(layout, args.archive)
+
+
+def _options_first(argv: list[str]) -> list[str]:
+    """``start --state X`` as well as ``--state X start``: --state moves before the command."""
+    out, rest, i = [], [], 0
+    while i < len(argv):
+        if argv[i] == "--state" and i + 1 < len(argv):
+            out += argv[i:i + 2]
+            i += 2
+        elif argv[i].startswith("--state="):
+            out.append(argv[i])
+            i += 1
+        else:
+            rest.append(argv[i])
+            i += 1
+    return out + rest
 
 
 if __name__ == "__main__":

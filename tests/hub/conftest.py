@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 sys.path.insert(0, str(HERE))
+ROSTER = HERE / "roster.csv"  # the term's class: names of our own, not the sample roster's
 ARTIFACTS = REPO / ".artifacts" / "hub" / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
@@ -76,11 +77,15 @@ class Hub:
 
         self.url, self.state, self.layout = url, state, H.Layout(state)
 
+    def password(self, name: str) -> str:
+        """The first password the hub gave ``name`` (its passwords file, root only)."""
+        return self.layout.password(name)
+
 
 @pytest.fixture(scope="session")
 def hub():
-    """A fresh term: new state (homes, exchange, course root), the hub on free ports, stopped
-    at the end (servers, service and proxy with it)."""
+    """A fresh term from tests/hub/roster.csv: new state (homes, exchange, course root), the hub
+    on free ports, stopped at the end (servers, service and proxy with it), its accounts locked."""
     if _missing():
         pytest.skip(_missing())
     state = Path(tempfile.mkdtemp(prefix="attention-hub-", dir="/var/tmp"))
@@ -89,7 +94,8 @@ def hub():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "COURSE_HUB_EXPOSE_APP": "1", "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "instructor.hub"]
-    started = subprocess.run([*argv, "start", "--background", f"--state={state}", f"--port={port}"],
+    started = subprocess.run([*argv, "start", "--background", f"--state={state}", f"--port={port}",
+                              f"--roster={ROSTER}"],
                              cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     print(started.stdout, started.stderr)
     if started.returncode != 0:

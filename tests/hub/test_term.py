@@ -1,8 +1,8 @@
 """A term of 01_two_keys on a real JupyterHub, in headless Chromium.
 
-The instructor releases the assignment; alice (the solution) and bob (a bug from the zoo) log
+The instructor releases the assignment; amara (the solution) and bruno (a bug from the zoo) log
 in through the hub's login page, fetch it in the Assignments panel, type their answers into the
-notebook's cells, Validate, submit; alice submits again later. The instructor collects and
+notebook's cells, Validate, submit; amara submits again later. The instructor collects and
 autogrades (the scores equal the one-machine batch for the same notebooks), generates and
 releases feedback; each student fetches it and reads their own score, with no hidden test in
 it. The instructor clicks the formgrader's buttons (generate, release, collect, autograde,
@@ -14,8 +14,11 @@ each one's own hub token. Screenshots of every step in .artifacts/hub/<time>/.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ARTIFACTS
@@ -33,8 +36,8 @@ A = "01_two_keys"
 BUG = "attention_no_scale"
 NAME = REPOSITORY.notebook_name(A)
 FG = f"/services/{H.SERVICE}/formgrader"
-WRITTEN = {"alice": "Two keys that match the query equally share its weight: each gets one half.",
-           "bob": "The weights are the scores themselves."}
+WRITTEN = {"amara": "Two keys that match the query equally share its weight: each gets one half.",
+           "bruno": "The weights are the scores themselves."}
 
 
 class Seat:
@@ -46,7 +49,7 @@ class Seat:
 
 def answers_of(student: str) -> dict[str, str]:
     solutions = P.solution_answers(P.read_nb(REPOSITORY.notebook("source", A)))
-    if student == "alice":
+    if student == "amara":
         return solutions
     variant = next(v for v in variants_for(A) if v.name == BUG)
     return variant.answers(solutions)
@@ -70,7 +73,7 @@ def browser_login(driver, hub, name: str) -> None:
     driver.get(f"{hub.url}/hub/login")
     wait(driver, lambda: driver.find_elements(By.ID, "username_input"), 30, "the login form")
     driver.find_element(By.ID, "username_input").send_keys(name)
-    driver.find_element(By.ID, "password_input").send_keys(H.password(name))
+    driver.find_element(By.ID, "password_input").send_keys(hub.password(name))
     shot(driver, f"{name}-login")
     driver.find_element(By.ID, "login_submit").click()
     wait(driver, lambda: f"/user/{name}/lab" in driver.current_url and driver.execute_script(
@@ -79,6 +82,10 @@ def browser_login(driver, hub, name: str) -> None:
 
 
 def assignments_panel(driver, lab: Lab) -> None:
+    # on a loaded machine Lab's shell is up before nbgrader's extension has registered its commands
+    wait(driver, lambda: driver.execute_script(
+        "return window.jupyterapp.commands.hasCommand('nbgrader:open-assignment-list')"), 120,
+        "nbgrader's Assignment List command")
     lab.command("nbgrader:open-assignment-list")
     wait(driver, lambda: driver.find_elements(By.ID, "released_assignments_list"), 60, "the Assignments panel")
 
@@ -156,7 +163,7 @@ def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A) -> str:
 def student_works(driver, hub, name: str) -> tuple[Person, str]:
     """Log in, fetch, fill in, save, Validate, submit; return (person, Validate's text)."""
     browser_login(driver, hub, name)
-    person = Person(hub.url, name, H.password(name))
+    person = Person(hub.url, name, hub.password(name))
     lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}")
     assignments_panel(driver, lab)
     time.sleep(1)
@@ -186,9 +193,9 @@ def term(hub, driver):
     """The whole term, once; the tests below read what it left."""
     out = {}
     # --- the instructor releases 01_two_keys (generate, then release to the exchange)
-    browser_login(driver, hub, "prof-ada")
-    shot(driver, "prof-ada-lab")
-    prof = Person(hub.url, "prof-ada", H.password("prof-ada"))
+    browser_login(driver, hub, "prof-ines")
+    shot(driver, "prof-ines-lab")
+    prof = Person(hub.url, "prof-ines", hub.password("prof-ines"))
     out["prof"] = prof
     show_formgrader(driver, hub, "manage_assignments", "formgrader-before-release")
     fg_click(driver, hub, "manage_assignments", "glyphicon-education", "generated")
@@ -196,55 +203,55 @@ def term(hub, driver):
     out["released_page"] = show_formgrader(driver, hub, "manage_assignments", "formgrader-released")
 
     # --- two students
-    alice, out["alice_validate"] = student_works(driver, hub, "alice")
-    bob, out["bob_validate"] = student_works(driver, hub, "bob")
-    # alice submits again later (the panel's Submit on her fetched copy)
-    browser_login(driver, hub, "alice")
-    lab = Lab(driver, Seat(f"{hub.url}/user/alice", alice.token), ARTIFACTS, "alice-again")
+    amara, out["alice_validate"] = student_works(driver, hub, "amara")
+    bruno, out["bob_validate"] = student_works(driver, hub, "bruno")
+    # amara submits again later (the panel's Submit on her fetched copy)
+    browser_login(driver, hub, "amara")
+    lab = Lab(driver, Seat(f"{hub.url}/user/amara", amara.token), ARTIFACTS, "amara-again")
     assignments_panel(driver, lab)
     time.sleep(2)
     row_button(driver, "fetched_assignments_list", "Submit").click()
     wait(driver, lambda: "2" in driver.find_element(By.ID, "submitted_assignments_list").text
-         or count_rows(driver, "submitted_assignments_list") >= 2, 60, "alice's second submission")
+         or count_rows(driver, "submitted_assignments_list") >= 2, 60, "amara's second submission")
     time.sleep(1)
-    shot(driver, "alice-submitted-again")
-    out["alice"], out["bob"] = alice, bob
+    shot(driver, "amara-submitted-again")
+    out["amara"], out["bruno"] = amara, bruno
 
     # --- the instructor collects and autogrades
-    browser_login(driver, hub, "prof-ada")
+    browser_login(driver, hub, "prof-ines")
     fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-download", "collected")
-    for student in ("alice", "bob"):
+    for student in ("amara", "bruno"):
         fg_click(driver, hub, f"manage_submissions/{A}", "glyphicon-flash", f"autograded-{student}", row=student)
     out["submissions"] = formgrader(prof, "GET", f"submissions/{A}")
     out["graded_page"] = show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-autograded")
 
-    # --- the assistant grades alice's written answer by hand: types the score into the
+    # --- the assistant grades amara's written answer by hand: types the score into the
     # formgrader's manual-grading page (the API only finds the page and reads the result back)
-    browser_login(driver, hub, "ta-ben")
-    ta = Person(hub.url, "ta-ben", H.password("ta-ben"))
+    browser_login(driver, hub, "ta-jonas")
+    ta = Person(hub.url, "ta-jonas", hub.password("ta-jonas"))
     out["ta"] = ta
     notebooks = formgrader(ta, "GET", f"submitted_notebooks/{A}/{NAME}")
-    alice_nb = next(n for n in notebooks if n["student"] == "alice")
+    alice_nb = next(n for n in notebooks if n["student"] == "amara")
     grades = formgrader(ta, "GET", "grades", params={"submission_id": alice_nb["id"]})
     written = [g for g in grades if g["auto_score"] is None]
     assert written, grades
-    out["manual_page"] = show_formgrader(driver, hub, f"submissions/{alice_nb['id']}", "ta-ben-manual-grading")
+    out["manual_page"] = show_formgrader(driver, hub, f"submissions/{alice_nb['id']}", "ta-jonas-manual-grading")
     for grade in written:
         type_score(driver, grade["name"], grade["max_score"])
         wait(driver, lambda g=grade: _saved(ta, alice_nb["id"], g["name"]) == g["max_score"], 60,
              f"the score typed for {grade['name']} saved")
-    shot(driver, "ta-ben-manual-grade-typed")
+    shot(driver, "ta-jonas-manual-grade-typed")
     out["written"] = written
     out["final"] = formgrader(ta, "GET", f"submissions/{A}")
 
-    browser_login(driver, hub, "prof-ada")
+    browser_login(driver, hub, "prof-ines")
     fg_click(driver, hub, "manage_assignments", "glyphicon-comment", "feedback-generated")
     fg_click(driver, hub, "manage_assignments", "glyphicon-envelope", "feedback-released")
     show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-feedback-released")
 
     # --- each student fetches their feedback
     out["feedback"] = {}
-    for name, person in (("alice", alice), ("bob", bob)):
+    for name, person in (("amara", amara), ("bruno", bruno)):
         browser_login(driver, hub, name)
         lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
         assignments_panel(driver, lab)
@@ -276,20 +283,20 @@ def test_validate_tells_each_student(term):
 
 def test_collected_latest_and_graded_as_on_one_machine(term, hub, tmp_path):
     scores = {s["student"]: s["score"] for s in term["submissions"] if s["autograded"]}
-    assert set(scores) == {"alice", "bob"}, term["submissions"]
-    assert scores["alice"] == term["submissions"][0]["max_score"] or scores["alice"] == 11, scores
-    assert scores["bob"] < scores["alice"], scores
+    assert set(scores) == {"amara", "bruno"}, term["submissions"]
+    assert scores["amara"] == term["submissions"][0]["max_score"] or scores["amara"] == 11, scores
+    assert scores["bruno"] < scores["amara"], scores
     # the one-machine batch on the very notebooks the hub collected
     course = hub.layout.course
     root = REPOSITORY.scratch_copy(tmp_path / "batch", [A])
-    for student in ("alice", "bob"):
+    for student in ("amara", "bruno"):
         root.submit(A, student, P.read_nb(course / "submitted" / student / A / f"{NAME}.ipynb"))
     root.autograde(A)
     batch = {s: r.auto_score for s, r in root.results(A).items()}
     assert batch == scores, (batch, scores)
-    # alice's second submission is the one collected (the exchange keeps both)
+    # amara's second submission is the one collected (the exchange keeps both)
     inbound = hub.layout.exchange / H.COURSE_ID / "inbound"
-    assert len([p for p in inbound.iterdir() if p.name.startswith(f"alice+{A}+")]) == 2
+    assert len([p for p in inbound.iterdir() if p.name.startswith(f"amara+{A}+")]) == 2
 
 
 def test_each_student_reads_own_feedback_without_hidden_tests(term):
@@ -299,8 +306,8 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
     hidden_lines = {line.strip().strip('",').replace('\\"', '"') for block in hidden
                     for line in block.split("\\n") if len(line.strip()) > 25}
     scores = {s["student"]: s for s in term["final"]}
-    assert scores["alice"]["score"] == scores["alice"]["max_score"], "the assistant's points count"
-    for name in ("alice", "bob"):
+    assert scores["amara"]["score"] == scores["amara"]["max_score"], "the assistant's points count"
+    for name in ("amara", "bruno"):
         path, html, text = term["feedback"][name]
         shown = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", text)
         assert shown, text[:400]
@@ -310,7 +317,7 @@ def test_each_student_reads_own_feedback_without_hidden_tests(term):
         leaked = [line for line in hidden_lines if line in html]
         assert not leaked, f"{name}'s feedback shows hidden test lines: {leaked[:3]}"
         assert "Fontconfig" not in html, f"{name}'s feedback shows the sandbox's font warning"
-    assert "attention" in term["feedback"]["bob"][2].lower()
+    assert "attention" in term["feedback"]["bruno"][2].lower()
 
 
 def test_the_formgrader_ran_sandboxed(hub):
@@ -332,21 +339,21 @@ def as_user(user: str, *argv: str) -> subprocess.CompletedProcess:
 
 def test_a_student_cannot_read_others_work_the_gradebook_or_the_sources(term, hub):
     L = hub.layout
-    alice_home = L.user_home("alice")
+    alice_home = L.user_home("amara")
     feedback = sorted(alice_home.glob(f"{A}/feedback/*/*.html"))
     assert feedback
     private = [alice_home / A / f"{NAME}.ipynb", feedback[0], L.course / "gradebook.db",
-               L.course / "source" / A / f"{NAME}.ipynb", L.course / "submitted" / "alice" / A / f"{NAME}.ipynb",
-               L.course / "autograded" / "alice" / A / f"{NAME}.ipynb", REPO / "source" / A / f"{NAME}.ipynb"]
+               L.course / "source" / A / f"{NAME}.ipynb", L.course / "submitted" / "amara" / A / f"{NAME}.ipynb",
+               L.course / "autograded" / "amara" / A / f"{NAME}.ipynb", REPO / "source" / A / f"{NAME}.ipynb"]
     for path in private:
         assert path.exists(), path
-        proc = as_user("bob", "cat", str(path))
-        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bob reads {path}"
-    # the exchange: bob may hand in, not list what others handed in or the feedback folder
+        proc = as_user("bruno", "cat", str(path))
+        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bruno reads {path}"
+    # the exchange: bruno may hand in, not list what others handed in or the feedback folder
     course = L.exchange / H.COURSE_ID
     for folder in (course / "inbound", course / "feedback"):
-        proc = as_user("bob", "ls", str(folder))
-        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bob lists {folder}"
+        proc = as_user("bruno", "ls", str(folder))
+        assert proc.returncode != 0 and "Permission denied" in proc.stderr, f"bruno lists {folder}"
     # what is released to everyone holds no hidden test
     released = (course / "outbound" / A / f"{NAME}.ipynb").read_text()
     assert "HIDDEN" not in released and "BEGIN SOLUTION" not in released
@@ -359,34 +366,34 @@ def _not_served(reply) -> bool:
 def test_a_students_token_reaches_only_their_own_things(term, hub):
     import requests
 
-    bob = Person(hub.url, "bob", H.password("bob"))
-    assert bob.hub("GET", "/user").json()["name"] == "bob"
-    assert bob.hub("GET", "/users").status_code == 403
-    assert bob.hub("GET", "/users/alice").status_code in (403, 404)
-    assert bob.hub("POST", "/users/alice/tokens", json={}).status_code in (403, 404)
-    assert bob.hub("GET", "/groups").status_code == 403
+    bruno = Person(hub.url, "bruno", hub.password("bruno"))
+    assert bruno.hub("GET", "/user").json()["name"] == "bruno"
+    assert bruno.hub("GET", "/users").status_code == 403
+    assert bruno.hub("GET", "/users/amara").status_code in (403, 404)
+    assert bruno.hub("POST", "/users/amara/tokens", json={}).status_code in (403, 404)
+    assert bruno.hub("GET", "/groups").status_code == 403
 
     def get(path):
-        return requests.get(f"{hub.url}{path}", headers={"Authorization": f"token {bob.token}"},
+        return requests.get(f"{hub.url}{path}", headers={"Authorization": f"token {bruno.token}"},
                             allow_redirects=False, timeout=60)
 
-    for path in (f"/user/alice/api/contents/{A}", f"/user/alice/files/{A}/{NAME}.ipynb",
+    for path in (f"/user/amara/api/contents/{A}", f"/user/amara/files/{A}/{NAME}.ipynb",
                  f"{FG}/api/submissions/{A}", f"{FG}/api/students",
                  f"/services/{H.SERVICE}/api/contents/gradebook.db",
                  f"/services/{H.SERVICE}/files/source/{A}/{NAME}.ipynb"):
         reply = get(path)
-        assert _not_served(reply), f"bob's token gets {path}: {reply.status_code}"
-    assert get(f"/user/bob/api/contents/{A}").status_code == 200
+        assert _not_served(reply), f"bruno's token gets {path}: {reply.status_code}"
+    assert get(f"/user/bruno/api/contents/{A}").status_code == 200
 
 
 def test_the_assistant_grades_but_is_not_an_admin(term, hub):
     ta = term["ta"]
     assert requests_via(ta, "GET", f"{FG}/api/submissions/{A}").status_code == 200
     assert ta.hub("GET", "/users").status_code == 403
-    assert ta.hub("POST", "/users/alice/server").status_code in (403, 404)
+    assert ta.hub("POST", "/users/amara/server").status_code in (403, 404)
     assert not ta.hub("GET", "/user").json().get("admin")
-    assert WRITTEN["alice"][:40] in term["manual_page"], "the manual-grading page shows alice's answer"
-    reply = ta.server("GET", f"api/contents/{A}", user="alice", allow_redirects=False)
+    assert WRITTEN["amara"][:40] in term["manual_page"], "the manual-grading page shows amara's answer"
+    reply = ta.server("GET", f"api/contents/{A}", user="amara", allow_redirects=False)
     assert _not_served(reply), reply.status_code
 
 
@@ -414,14 +421,14 @@ def _reads(path):
     except Exception:
         return False
 print("PROBE " + _json.dumps({"env": sorted(k for k in _os.environ if "TOKEN" in k or k.startswith("JUPYTERHUB")),
-                             "gradebook": _reads(%r), "source": _reads(%r), "alice": _reads(%r)}))
+                             "gradebook": _reads(%r), "source": _reads(%r), "amara": _reads(%r)}))
 '''
 
 
 def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
-    """carol (through nbgrader as her own user, not the browser) hands in after the deadline a
+    """chidi (through nbgrader as her own user, not the browser) hands in after the deadline a
     notebook whose code looks for the grader's tokens and files; re-collecting grades her
-    alone: alice's manual grade and bob's score stay."""
+    alone: amara's manual grade and bruno's score stay."""
     import json
 
     from nbgrader.api import Gradebook
@@ -429,55 +436,167 @@ def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
     L, prof = hub.layout, term["prof"]
     from datetime import datetime, timezone
 
-    # the deadline passes now: after alice's and bob's submissions, before carol's
+    # the deadline passes now: after amara's and bruno's submissions, before chidi's
     deadline = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     formgrader(prof, "PUT", f"assignment/{A}", json={"duedate_notimezone": deadline, "duedate_timezone": "UTC"})
     time.sleep(1.5)
-    as_student(hub, "carol", "fetch_assignment", A)
-    mine = L.user_home("carol") / A / f"{NAME}.ipynb"
-    answers = answers_of("alice")
+    as_student(hub, "chidi", "fetch_assignment", A)
+    mine = L.user_home("chidi") / A / f"{NAME}.ipynb"
+    answers = answers_of("amara")
     first = next(iter(answers))
     answers[first] += PROBE % (str(L.course / "gradebook.db"), str(L.course / "source" / A / f"{NAME}.ipynb"),
-                               str(L.course / "submitted" / "alice" / A / f"{NAME}.ipynb"))
+                               str(L.course / "submitted" / "amara" / A / f"{NAME}.ipynb"))
     P.write_nb(P.fill(P.read_nb(mine), answers), mine)
-    subprocess.run(["chown", "carol:carol", str(mine)], check=True)
-    as_student(hub, "carol", "submit", A)
+    subprocess.run(["chown", "chidi:chidi", str(mine)], check=True)
+    as_student(hub, "chidi", "submit", A)
 
     before = {s["student"]: s for s in formgrader(prof, "GET", f"submissions/{A}")}
     formgrader(prof, "POST", f"assignment/{A}/collect")
-    formgrader(prof, "POST", f"submission/{A}/carol/autograde")
+    formgrader(prof, "POST", f"submission/{A}/chidi/autograde")
     after = {s["student"]: s for s in formgrader(prof, "GET", f"submissions/{A}")}
-    assert after["carol"]["score"] == 11, after["carol"]
-    for name in ("alice", "bob"):
+    assert after["chidi"]["score"] == 11, after["chidi"]
+    for name in ("amara", "bruno"):
         assert after[name]["score"] == before[name]["score"], (name, before[name], after[name])
-    assert after["alice"]["score"] == after["alice"]["max_score"], "the assistant's grade is kept"
+    assert after["amara"]["score"] == after["amara"]["max_score"], "the assistant's grade is kept"
 
     with Gradebook(f"sqlite:///{L.course / 'gradebook.db'}") as gb:
-        assert gb.find_submission(A, "carol").total_seconds_late > 0
-        assert gb.find_submission(A, "alice").total_seconds_late == 0
+        assert gb.find_submission(A, "chidi").total_seconds_late > 0
+        assert gb.find_submission(A, "amara").total_seconds_late == 0
 
-    graded = P.read_nb(L.course / "autograded" / "carol" / A / f"{NAME}.ipynb")
+    graded = P.read_nb(L.course / "autograded" / "chidi" / A / f"{NAME}.ipynb")
     lines = [line for cell in graded.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
              for line in out.get("text", "").splitlines() if line.startswith("PROBE ")]
     assert lines, "the probe ran"
     seen = json.loads(lines[0][len("PROBE "):])
-    assert seen == {"env": [], "gradebook": False, "source": False, "alice": False}, seen
+    assert seen == {"env": [], "gradebook": False, "source": False, "amara": False}, seen
 
 
 def test_a_server_stopped_mid_work_keeps_the_work(term, hub):
-    """carol saves half her work, her server is stopped (the hub culls it, or she logs out), and
+    """chidi saves half her work, her server is stopped (the hub culls it, or she logs out), and
     starts again: the notebook is as she saved it (through her server's REST API)."""
-    carol = Person(hub.url, "carol", H.password("carol"))
-    carol.start()
+    chidi = Person(hub.url, "chidi", hub.password("chidi"))
+    chidi.start()
     path = f"{A}/{NAME}.ipynb"
-    model = carol.server("GET", f"api/contents/{path}").json()
+    model = chidi.server("GET", f"api/contents/{path}").json()
     cells = model["content"]["cells"]
-    cells[-1]["source"] = "half done: carol"
-    saved = carol.server("PUT", f"api/contents/{path}", json={"type": "notebook", "content": model["content"]})
+    cells[-1]["source"] = "half done: chidi"
+    saved = chidi.server("PUT", f"api/contents/{path}", json={"type": "notebook", "content": model["content"]})
     assert saved.status_code == 200, saved.text[:300]
-    carol.stop()
-    assert not carol.hub("GET", "/users/carol").json().get("servers"), "the server stopped"
-    carol.start()
-    again = carol.server("GET", f"api/contents/{path}").json()
-    assert again["content"]["cells"][-1]["source"] == "half done: carol"
-    carol.stop()
+    chidi.stop()
+    assert not chidi.hub("GET", "/users/chidi").json().get("servers"), "the server stopped"
+    chidi.start()
+    again = chidi.server("GET", f"api/contents/{path}").json()
+    assert again["content"]["cells"][-1]["source"] == "half done: chidi"
+    chidi.stop()
+
+
+# ---------------------------------------------------------------- the term's roster, export, extension, backup
+
+
+def hub_command(hub, *args: str) -> subprocess.CompletedProcess:
+    """``python -m instructor.hub --state <the term> ARGS`` as the lecturer (root) runs it."""
+    proc = subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={hub.state}", *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO), "LANG": "C.UTF-8"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def read_csv(path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_path):
+    """The roster's names are in the formgrader; a student added from a CSV while the others
+    work logs in with a first password of their own; nobody's server restarts; a dropped
+    student can no longer log in."""
+    prof = term["prof"]
+    students = {s["id"]: s for s in formgrader(prof, "GET", "students")}
+    assert (students["amara"]["first_name"], students["amara"]["last_name"], students["amara"]["email"]) == \
+        ("Amara", "Okeke", "amara.okeke@uni.example"), students["amara"]
+
+    def started():
+        return {n: prof.hub("GET", f"/users/{n}").json()["servers"][""]["started"] for n in ("amara", "bruno")}
+
+    before = started()
+    joining = tmp_path / "joining.csv"
+    joining.write_text("id,first_name,last_name,email,section\ndara,Dara,Quinn,dara.quinn@uni.example,B\n")
+    out = hub_command(hub, "roster", "import", str(joining)).stdout
+    assert "no server was restarted" in out, out
+    assert started() == before, "a roster change restarted a server"
+    passwords = {hub.password(n) for n in ("amara", "bruno", "chidi", "dara")}
+    assert len(passwords) == 4 and all(len(p) >= 12 for p in passwords), "first passwords are random, one each"
+    dara = Person(hub.url, "dara", hub.password("dara"))
+    assert dara.hub("GET", "/user").json()["name"] == "dara"
+    assert "dara" in {s["id"] for s in formgrader(prof, "GET", "students")}
+
+    leaving = tmp_path / "leaving.csv"
+    leaving.write_text("id,first_name,last_name,email,section\neli,Eli,Moreau,eli.moreau@uni.example,A\n")
+    hub_command(hub, "roster", "import", str(leaving))
+    password = hub.password("eli")
+    Person(hub.url, "eli", password)
+    hub_command(hub, "roster", "drop", "eli")
+    with pytest.raises(PermissionError):
+        Person(hub.url, "eli", password)
+    assert prof.hub("GET", "/users/eli").status_code == 404
+    assert started() == before
+
+
+def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, tmp_path):
+    """After the late submission: the LMS export has every student of the roster (dara, who
+    joined and submitted nothing, too) with names, late flags and scores; an extension for chidi
+    makes him on time; the formgrader's terminal (a login shell as the service account) has the
+    course's tools and exports the same gradebook; a backup restored into a fresh state folder
+    exports the same grades."""
+    export = tmp_path / "lms.csv"
+    hub_command(hub, "export", "--to", str(export))
+    rows = {r["student_id"]: r for r in read_csv(export) if r["assignment"] == A}
+    assert set(rows) == {"amara", "bruno", "chidi", "dara"}, rows.keys()
+    assert rows["amara"]["email"] == "amara.okeke@uni.example" and rows["amara"]["section"] == "A"
+    assert rows["amara"]["score"] == rows["amara"]["max_score"] == "13.0", rows["amara"]
+    assert rows["chidi"]["late"] == "yes" and rows["amara"]["late"] == "" and rows["bruno"]["late"] == ""
+    assert rows["dara"]["submitted"] == "no" and rows["dara"]["score"] == "0.0"
+    canvas = tmp_path / "canvas.csv"
+    hub_command(hub, "export", "--to", str(canvas), "--layout", "canvas")
+    assert read_csv(canvas)[0]["Student"] == "Points Possible"
+
+    late_by = float(rows["chidi"]["seconds_late"])
+    out = hub_command(hub, "extend", A, "chidi", "--hours", "1").stdout
+    assert "on time" in out, out
+    hub_command(hub, "export", "--to", str(export))
+    after = {r["student_id"]: r for r in read_csv(export) if r["assignment"] == A}
+    assert after["chidi"]["late"] == "" and late_by < 3600, after["chidi"]
+
+    # the formgrader service's terminal: a login shell as grader-attention in the course root
+    L = hub.layout
+    terminal = subprocess.run(
+        ["/usr/sbin/runuser", "-u", H.GRADER, "--", "bash", "-lc",
+         "cd ~/course && command -v nbgrader python && python -m instructor export --to terminal-grades.csv"
+         " >/dev/null && cat terminal-grades.csv"],
+        cwd="/", capture_output=True, text=True, timeout=300, env=H.grader_env(L))
+    assert terminal.returncode == 0, terminal.stdout + terminal.stderr
+    assert f"{P.BIN}/nbgrader" in terminal.stdout and "chidi.eze@uni.example" in terminal.stdout
+
+    archive = tmp_path / "term.tar.gz"
+    hub_command(hub, "backup", "--to", str(archive))
+    restored = Path(tempfile.mkdtemp(prefix="attention-hub-restored-", dir="/var/tmp"))
+    try:
+        subprocess.run(["chmod", "755", str(restored)], check=True)
+        proc = subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "restore",
+                               str(archive)], cwd=REPO, capture_output=True, text=True, timeout=300,
+                              env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        again = tmp_path / "restored.csv"
+        subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "export", "--to",
+                        str(again)], cwd=REPO, check=True, capture_output=True, timeout=300,
+                       env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+        assert read_csv(again) == read_csv(export)
+        assert (restored / "exchange" / H.COURSE_ID / "inbound").stat().st_mode & 0o777 == 0o733
+    finally:
+        subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "stop"], cwd=REPO,
+                       capture_output=True, timeout=120, env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin",
+                                                               "PYTHONPATH": str(REPO)})
+        shutil.rmtree(restored, ignore_errors=True)

@@ -8,9 +8,9 @@ import re
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-from nbgrader.plugins import CsvExportPlugin
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Dict, Integer, List, TraitError, Unicode, validate
+from nbgrader.plugins import CsvExportPlugin, LateSubmissionPlugin
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
+from traitlets import Dict, Float, Integer, List, TraitError, Unicode, validate
 
 from .kernel_client import rejected, rejection_reasons
 
@@ -345,10 +345,14 @@ def review_reasons(nb) -> list[str]:
 
 
 class ReviewCsvExport(CsvExportPlugin):
-    """nbgrader's CSV export plus two columns: ``needs_review`` and ``review_reasons``.
+    """nbgrader's CSV export plus ``submitted``, ``late``, ``seconds_late``, ``needs_review`` and ``review_reasons``.
 
-    ``needs_review`` is ``yes`` when any notebook of that student's submission was flagged by
-    :class:`ReviewFlags`; ``review_reasons`` joins the reasons with `` | ``.
+    Every student of the gradebook has a row per assignment, submitters or not (``submitted``
+    ``yes``/``no``). ``late`` is ``yes`` when the submission came after the due date (the
+    assignment's, plus the student's extension): ``seconds_late`` says by how much, and nbgrader's
+    ``late_submission_penalty`` what the late policy took off. ``needs_review`` is ``yes`` when
+    any notebook of that student's submission was flagged by :class:`ReviewFlags`;
+    ``review_reasons`` joins the reasons with `` | ``.
     """
 
     def export(self, gradebook):
@@ -363,9 +367,18 @@ class ReviewCsvExport(CsvExportPlugin):
         with open(dest, newline="") as handle:
             reader = csv.DictReader(handle)
             rows = list(reader)
-            fields = [*(reader.fieldnames or []), "needs_review", "review_reasons"]
+            fields = [*(reader.fieldnames or []), "submitted", "late", "seconds_late", "needs_review",
+                      "review_reasons"]
         coursedir = self.parent.coursedir
+        from nbgrader.api import MissingEntry
+
         for row in rows:
+            try:
+                late = gradebook.find_submission(row["assignment"], row["student_id"]).total_seconds_late
+            except MissingEntry:
+                row.update(submitted="no", late="", seconds_late="")
+            else:
+                row.update(submitted="yes", late="yes" if late > 0 else "", seconds_late=f"{late:g}")
             folder = coursedir.format_path(coursedir.autograded_directory, row["student_id"], row["assignment"])
             reasons = []
             for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
@@ -379,6 +392,46 @@ class ReviewCsvExport(CsvExportPlugin):
             writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
+
+
+class QuietOverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells without its "checksum has changed" warning for a locked cell handed
+    in exactly as released: the gradebook's copy of a test cell holds the hidden tests that the
+    released one lacks, so every honest submission differed. A cell the student changed is still
+    reported (and put back) as nbgrader does."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._handed_in = cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        import nbformat
+
+        if attr == "checksum":
+            source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id)
+            released = nbformat.v4.new_code_cell(source.source)
+            ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
+            if released.source == self._handed_in:
+                self.log.debug("cell %s: handed in as released (its hidden tests put back)", name)
+                return
+        super().report_change(name, attr, old, new)
+
+
+class PerDayPenalty(LateSubmissionPlugin):
+    """A late policy: ``percent_per_day`` of the notebook's score off for each day or part of a
+    day late (after the student's extension), at most ``max_percent``; 0 (the default): late
+    submissions are marked late, nothing is taken off."""
+
+    percent_per_day = Float(0.0, help="percent of the score taken off per started day late").tag(config=True)
+    max_percent = Float(100.0, help="at most this percent of the score is taken off").tag(config=True)
+
+    def late_submission_penalty(self, student_id, score, total_seconds_late):
+        import math
+
+        if self.percent_per_day <= 0 or total_seconds_late <= 0:
+            return None
+        days = math.ceil(total_seconds_late / 86400)
+        return round(score * min(self.max_percent, days * self.percent_per_day) / 100, 6)
 
 
 class FeedbackExporter(HTMLExporter):
