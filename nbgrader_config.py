@@ -84,7 +84,7 @@ c.OracleExecute.grader_memory_mb = 3072
 c.OracleExecute.oracle = "auto"
 c.OracleExecute.oracle_chapters = ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block",
                                    "05_positional_encoding", "06_multihead_attention",
-                                   "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"]
+                                   "07_seq2seq_beam_search", "08_attention_cost", "09_decoder", "10_tiny_gpt"]
 # course.checks.attempt(what, function, ...) calls only the function the test hands it.
 c.OracleExecute.calling_helpers = ["course.checks:attempt"]
 _autograde_steps = [OracleExecute if step is Execute else step

@@ -231,3 +231,21 @@ def test_attempt_calls_a_kernel_function_for_the_test_but_other_checks_read_no_p
         exec(compile("attempt('fn(3)', fn, 3, hint='pass the mask as it is.')", "<test cell>", "exec"), namespace)
     assert str(failed.value) == "fn(3) raised RuntimeError (shapes differ): pass the mask as it is"
 
+
+
+def test_kieu_corpus_ships_whole_and_loads_without_network(monkeypatch):
+    """Chapter 10's corpus: the 3,254 lines of Truyện Kiều, NFC, 6 and 8 words alternating, read from the package."""
+    import socket
+    import unicodedata
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the corpus must load without network")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    lines = course.kieu_lines()
+    assert len(lines) == 3254
+    assert all(unicodedata.is_normalized("NFC", line) for line in lines)
+    assert [len(line.split()) for line in lines] == [6, 8] * 1627
+    assert lines[0] == "Trăm năm trong cõi người ta,"
+    assert course.KIEU_PATH.stat().st_size < 200_000

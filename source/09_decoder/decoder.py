@@ -27,6 +27,9 @@
 #
 # then train that model on chapter 07's digit reversal, check that `nn.Transformer` loaded
 # with the same weights computes the same thing, and look at what its cross-attention learned.
+# "Your own parts" means the blocks, their wiring and the whole model: the attention inside
+# each block is PyTorch's `nn.MultiheadAttention`, as in chapter 04. Your chapter 06 attention
+# runs inside a model that does real work in chapter 10.
 #
 # **Conventions** (those of chapter 04). Tensors are batch first. The decoder input `x` is
 # `(B, T, D)`; the encoder output, the **memory**, is `(B, S, D)`, and `S` need not equal `T`.

@@ -1,0 +1,216 @@
+"""Wrong answers to chapter 10 that the graded tests must catch, each with its message, and correct answers
+written differently that keep full marks.
+
+Every variant is the current solution with one change (see ``instructor/zoo/__init__.py``).
+"""
+
+from instructor.zoo import Variant
+
+ASSIGNMENT = "10_tiny_gpt"
+
+STARTS = "torch.randint(len(ids) - block_size, (batch_size,), generator=generator)"
+ATTEND = "x = x + self.attention(self.norm1(x))  # (B, T, D)"
+FEED = "return x + self.ffn(self.norm2(x))  # (B, T, D)"
+EMBED = "x = self.token_embedding(idx) + self.position_embedding(torch.arange(T))  # (B, T, D)"
+TOP_K = "kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]  # (B, 1)"
+KEEP_TIES = 'logits = logits.masked_fill(logits < kth, float("-inf"))  # ties with the k-th survive'
+NUCLEUS = "before >= top_p"
+CACHE_K = "k = torch.cat([caches[index][0], k], dim=2)"
+CACHE_V = "v = torch.cat([caches[index][1], v], dim=2)"
+
+VARIANTS = [
+    Variant(
+        "targets_not_shifted",
+        "the targets are the input windows themselves, not shifted by one character",
+        edits={"lm_batch": (("return windows[:, :-1], windows[:, 1:]", "return windows[:, :-1], windows[:, :-1]"),)},
+        expect={"test_lm_batch_targets": "the targets are the inputs themselves"},
+    ),
+    Variant(
+        "batch_global_rng",
+        "the window starts are drawn from the global random state instead of the generator given",
+        edits={"lm_batch": ((STARTS, "torch.randint(len(ids) - block_size, (batch_size,))"),)},
+        expect={"test_lm_batch_starts": "do not start where the generator you were given says"},
+    ),
+    Variant(
+        "block_post_norm",
+        "the block normalises after each sublayer (post-norm) instead of before it",
+        edits={"block": ((ATTEND, "x = self.norm1(x + self.attention(x))  # (B, T, D)"),
+                         (FEED, "return self.norm2(x + self.ffn(x))  # (B, T, D)"))},
+        expect={"test_block_matches_pytorch": "post-norm"},
+    ),
+    Variant(
+        "block_ffn_reads_input",
+        "the FFN sublayer reads the block's input x instead of the stream after the attention",
+        edits={"block": ((ATTEND, "h = x + self.attention(self.norm1(x))  # (B, T, D)"),
+                         (FEED, "return h + self.ffn(self.norm2(x))  # (B, T, D)"))},
+        expect={"test_block_matches_pytorch": "the FFN reads norm2(x) of the block's input"},
+    ),
+    Variant(
+        "block_ffn_too_narrow",
+        "the FFN's hidden layer is 2 * width instead of 4 * width",
+        edits={"block": (("FeedForward(width, 4 * width)", "FeedForward(width, 2 * width)"),)},
+        expect={"test_block_parts": "ffn.linear1.weight has shape"},
+    ),
+    Variant(
+        "gpt_no_positions",
+        "the model never adds the position embeddings",
+        edits={"gpt": ((EMBED, "x = self.token_embedding(idx)  # (B, T, D)"),)},
+        expect={"test_gpt_logits": "the position embeddings are not added",
+                "test_cached_step": "make the tests of Part C pass first"},
+    ),
+    Variant(
+        "gpt_no_final_norm",
+        "the head reads the last block's output without the final norm",
+        edits={"gpt": (("logits = self.head(self.norm(x))  # (B, T, vocab)", "logits = self.head(x)  # (B, T, vocab)"),)},
+        expect={"test_gpt_logits": "the final norm is missing"},
+    ),
+    Variant(
+        "loss_summed",
+        "the loss is the sum of the cross-entropies of all positions instead of their mean",
+        edits={"gpt": (("targets.reshape(B * T))", 'targets.reshape(B * T), reduction="sum")'),)},
+        expect={"test_gpt_loss": "summed over the positions"},
+    ),
+    Variant(
+        "temperature_after_softmax",
+        "the probabilities are divided by the temperature after the softmax instead of the logits before it",
+        edits={"sampling": (("logits = logits / temperature  # (B, V)", "logits = logits  # (B, V)"),
+                            ("probs = logits.softmax(dim=-1)  # (B, V)", "probs = logits.softmax(dim=-1) / temperature  # (B, V)"))},
+        expect={"test_probs_temperature": "the temperature divides the logits, then softmax"},
+    ),
+    Variant(
+        "top_k_keeps_k_plus_one",
+        "top-k keeps the k + 1 largest logits",
+        edits={"sampling": ((TOP_K, "kth = torch.topk(logits, min(top_k + 1, logits.shape[-1]), dim=-1).values[..., -1:]"),)},
+        expect={"test_probs_top_k": "3 characters keep a probability"},
+    ),
+    Variant(
+        "top_k_drops_ties",
+        "top-k keeps exactly k characters (the indices of torch.topk), dropping those tied with the k-th",
+        edits={"sampling": ((KEEP_TIES, "logits = logits.masked_fill(torch.ones_like(logits, dtype=torch.bool).scatter("
+                                        "-1, torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).indices, False), "
+                                        'float("-inf"))'),)},
+        expect={"test_probs_top_k": "a character tied with the k-th is kept too"},
+    ),
+    Variant(
+        "top_k_beyond_vocabulary_fails",
+        "top-k calls torch.topk with k above the vocabulary size, which raises",
+        edits={"sampling": ((TOP_K, "kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]"),)},
+        expect={"test_probs_top_k": "with top_k at or above the vocabulary size every character is kept"},
+    ),
+    Variant(
+        "nucleus_drops_crossing_token",
+        "top-p keeps only the characters whose running total stays within p, dropping the one that crosses p",
+        edits={"sampling": ((NUCLEUS, "cumulative > top_p"),)},
+        expect={"test_probs_top_p": "the character that crosses p is dropped"},
+    ),
+    Variant(
+        "nucleus_drops_exact_p",
+        "top-p drops the character whose running total reaches p exactly",
+        edits={"sampling": ((NUCLEUS, "cumulative >= top_p"),)},
+        expect={"test_probs_top_p": "the character that crosses p is dropped"},
+    ),
+    Variant(
+        "sample_global_rng",
+        "sample_next draws with the global random state instead of the generator given",
+        edits={"sampling": (("return torch.multinomial(probs, 1, generator=generator)", "return torch.multinomial(probs, 1)"),)},
+        expect={"test_sample_next": "does not draw what the generator it is given draws"},
+    ),
+    Variant(
+        "cache_positions_restart",
+        "every cached step embeds its character at position 0",
+        edits={"cached_step": (("model.position_embedding(torch.tensor([start]))", "model.position_embedding(torch.tensor([0]))"),)},
+        expect={"test_cached_step": "embedded at position 0"},
+    ),
+    Variant(
+        "cache_wrong_axis",
+        "the cache grows along the heads axis (dim 1) instead of the positions axis (dim 2)",
+        edits={"cached_step": ((CACHE_K, "k = torch.cat([caches[index][0], k], dim=1)"),
+                               (CACHE_V, "v = torch.cat([caches[index][1], v], dim=1)"))},
+        expect={"test_cached_step": "along dim 2"},
+    ),
+    Variant(
+        "quiz_wrong",
+        "both quiz answers are wrong",
+        edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = "c", "a"'),)},
+        expect={"test_quiz_q1": "Q1 is not the best answer", "test_quiz_q2": "Q2 is not the best answer"},
+    ),
+]
+
+ALTERNATIVES = [
+    Variant(
+        "batch_by_indexing",
+        "lm_batch cuts all windows at once with an index matrix",
+        replace={"lm_batch": '''def lm_batch(ids, batch_size, block_size, generator):
+    starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
+    index = starts[:, None] + torch.arange(block_size)[None, :]  # (B, T)
+    return ids[index], ids[index + 1]
+'''},
+    ),
+    Variant(
+        "block_other_order",
+        "Block creates its submodules in another order and keeps a helper list of its sublayers",
+        replace={"block": '''class Block(nn.Module):
+    def __init__(self, width, heads, max_len):
+        super().__init__()
+        self.ffn = FeedForward(width, 4 * width)
+        self.norm2 = nn.LayerNorm(width)
+        self.attention = MultiHeadSelfAttention(width, heads, max_len)
+        self.norm1 = nn.LayerNorm(width)
+
+    def forward(self, x):
+        for norm, sublayer in ((self.norm1, self.attention), (self.norm2, self.ffn)):
+            x = x + sublayer(norm(x))
+        return x
+'''},
+    ),
+    Variant(
+        "sampling_by_sorting",
+        "next_token_probs with a sort for top-k, a hand-written softmax and torch.where for top-p",
+        replace={"sampling": '''def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    scaled = logits / temperature
+    if top_k is not None and top_k < scaled.shape[-1]:
+        kth = scaled.sort(dim=-1, descending=True).values[..., top_k - 1:top_k]
+        scaled = torch.where(scaled >= kth, scaled, torch.full_like(scaled, -math.inf))
+    probs = torch.exp(scaled - scaled.max(dim=-1, keepdim=True).values)
+    probs = probs / probs.sum(dim=-1, keepdim=True)
+    if top_p is not None:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        keep_sorted = sorted_probs.cumsum(dim=-1) - sorted_probs < top_p
+        keep = torch.empty_like(keep_sorted).scatter_(-1, order, keep_sorted)
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
+
+
+def sample_next(probs, generator):
+    return torch.multinomial(probs, num_samples=1, generator=generator)
+'''},
+    ),
+    Variant(
+        "cache_by_hand",
+        "cached_step writes the attention by hand and counts positions with torch.arange",
+        replace={"cached_step": '''def cached_step(model, token, caches=None):
+    B = token.shape[0]
+    caches = caches or [None] * len(model.blocks)
+    start = 0 if caches[0] is None else caches[0][0].shape[-2]
+    x = model.token_embedding(token) + model.position_embedding(torch.arange(start, start + 1))
+    grown = []
+    for block, cache in zip(model.blocks, caches):
+        a = block.attention
+        q, k, v = a.qkv(block.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (t.reshape(B, 1, a.n_heads, -1).permute(0, 2, 1, 3) for t in (q, k, v))
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), dim=-2), torch.cat((cache[1], v), dim=-2)
+        weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+        x = x + a.proj((weights @ v).permute(0, 2, 1, 3).reshape(B, 1, -1))
+        x = x + block.ffn(block.norm2(x))
+        grown.append((k, v))
+    return model.head(model.norm(x[:, -1])), grown
+'''},
+    ),
+    Variant(
+        "quiz_capitals",
+        "the quiz answers in capitals with spaces",
+        edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = " B", "C "'),)},
+    ),
+]
