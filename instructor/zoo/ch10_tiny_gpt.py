@@ -132,7 +132,7 @@ VARIANTS = [
         "quiz_wrong",
         "both quiz answers are wrong",
         edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = "c", "a"'),)},
-        expect={"test_quiz_q1": "Q1 is not the best answer", "test_quiz_q2": "Q2 is not the best answer"},
+        expect={"test_quiz_q1": "Q1 is not right: (c)", "test_quiz_q2": "Q2 is not right: (a)"},
     ),
 ]
 

@@ -1236,16 +1236,18 @@ plt.show()
 # Answer each question with one letter, `"a"` to `"d"`, in the cell below.
 #
 # **Q1.** A model gives the logits (2, 1, 0) for three characters. What does temperature 0.5 do?
-# (a) it halves every probability after the softmax, so the row no longer sums to 1;
-# (b) it doubles the logits to (4, 2, 0), so the first character gets a larger share;
-# (c) it halves the logits to (1, 0.5, 0), so the probabilities move closer together;
-# (d) it leaves the probabilities as they are, since the softmax removes any common scale.
+#
+# * a) it halves every probability after the softmax, so the row no longer sums to 1
+# * b) it doubles the logits to (4, 2, 0), so the first character gets a larger share
+# * c) it halves the logits to (1, 0.5, 0), so the probabilities move closer together
+# * d) it keeps every probability as it was, since softmax removes any common scale
 #
 # **Q2.** A KV cache holds 10 characters. At which position is the 11th character embedded?
-# (a) at position 0, since the cache already holds the positions of the others;
-# (b) at position 11, one past the number of characters that the cache holds;
-# (c) at position 10, the number of characters already held in the cache;
-# (d) at no position, since the cached keys already carry the order of the text.
+#
+# * a) at position 0, since the cache already holds the positions of the others
+# * b) at position 11, one past the number of characters that the cache holds
+# * c) at position 10, the number of characters already held in the cache
+# * d) at no position at all, since the cached keys carry the order of the text
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 Q1 = Q2 = None  # replace each None with "a", "b", "c" or "d"
@@ -1257,16 +1259,29 @@ Q1, Q2 = "b", "c"
 """Q1: what a temperature below 1 does."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q1", Q1) == "b", "Q1 is not the best answer: re-read step 1 of Part D (the logits are "
-           "divided by the temperature, before the softmax)")
+from course import check_option
+
+answer = check_option("Q1", Q1, {
+    "a": "the temperature divides the logits before the softmax, not the probabilities after it; the row "
+         "still sums to 1 (re-read step 1 of Part D)",
+    "c": "dividing by a temperature of 0.5 multiplies the logits by 2: a temperature below 1 sharpens the "
+         "distribution, it does not flatten it",
+    "d": "softmax is unchanged by adding a constant to every logit, not by multiplying them: scaling the "
+         "logits changes how peaked the row is"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Q2: the position of a new character with a KV cache."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
-check_true(check_choice("Q2", Q2) == "c", "Q2 is not the best answer: re-read the opening of Part E (positions "
-           "count from 0)")
+from course import check_option
+
+answer = check_option("Q2", Q2, {
+    "a": "restarting at position 0 gives the new character the first character's position embedding: "
+         "the cache holds keys and values, the new token still needs its own position (re-read Part E)",
+    "b": "positions count from 0: characters 0 to 9 are in the cache, so the 11th is at position 10",
+    "d": "attention itself has no notion of order; the position is added to the new token's embedding "
+         "before its query, key and value are computed"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
