@@ -424,7 +424,8 @@ def _load(module: Any, values: dict) -> dict:
 
 def _outputs_at(module: Any, settings: list, inputs: Any, kwargs: dict | None = None) -> list:
     """The module's first output on ``inputs`` with each of ``settings`` (``{name: values}``)
-    loaded in turn; the tensors it held before are back afterwards."""
+    loaded in turn, every other tensor a setting names at its value from before (a point moves
+    only what it names); the tensors it held before are back afterwards."""
     G = _genuine()
     names = sorted({name for setting in settings for name in setting})
     before = _read(module, names)
@@ -432,7 +433,7 @@ def _outputs_at(module: Any, settings: list, inputs: Any, kwargs: dict | None = 
     outputs = []
     try:
         for setting in settings:
-            _load(module, setting)
+            _load(module, {**before, **setting})
             outputs.append(_first_output(module(*inputs, **(kwargs or {}))))
     finally:
         _load(module, before)
