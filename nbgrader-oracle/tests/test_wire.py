@@ -456,7 +456,9 @@ def test_library_classes_stay_in_the_grader_too(grader_side):
     offers = Offers()
     x = torch.randn(1, 3, 4)
     out, weights = offers.ask(offers.send(marker), "call", x, x, x, average_attn_weights=False)
-    assert torch.equal(out, marker(x, x, x)[0]) and tuple(weights.shape) == (1, 2, 3, 3)
+    # the request runs with the grader's grad mode, which picks one of the layer's two kernels (the fast path
+    # without autograd): the same numbers up to rounding
+    assert torch.allclose(out, marker(x, x, x)[0], atol=1e-6) and tuple(weights.shape) == (1, 2, 3, 3)
 
 
 def test_a_torch_generator_travels_as_its_state():
