@@ -17,9 +17,16 @@ Two rules, over every comparison in a test cell (course checks, `torch.allclose`
 * the expected side of a course check (`check_close(name, actual, expected)`, `check_shape`,
   `check_dtype`) is never tainted: no expected value calls a student function;
 * no comparison has both sides tainted (two outputs of the same student object agree, so
-  nothing about either is known), unless it only chooses a failure message. Such a line carries
-  the marker `# message only: <why>`, and its cell must also hold a reference comparison (a
-  tainted side against a clean one), which is what awards the point.
+  nothing about either is known), unless it only chooses a failure message or is a precondition
+  that can only fail the test (a property of the student's function that the cell's reference
+  relies on, such as "split_heads only rearranges entries"). Such a line carries the marker
+  `# message only: <why>` or `# precondition: <why>`, and its cell must also hold a reference
+  comparison (a tainted side against a clean one), which is what awards the point.
+
+A composite may be judged around the student's own other part (chapter 08's linear attention
+around the student's `phi`, so a wrong feature map costs the test of `phi` only): the helper that
+hands that part to the references is listed in `OWN_PARTS`, with why, and must refuse a
+degenerate part (a constant feature map would let a hard-coded composite match).
 
 `PENDING` lists the cells not yet held to this, each with what it compares (empty since every
 chapter's cells were rewritten); remove an entry once its cell is fixed
@@ -41,11 +48,15 @@ from nboracle.grader.oracle import KERNEL_ONLY
 from support import ASSIGNMENTS, source_nb
 
 MESSAGE_ONLY = "# message only:"  # a comparison of two student outputs that only picks a failure message
+PRECONDITION = "# precondition:"  # a comparison of two student outputs that can only fail the test
+MARKERS = (MESSAGE_ONLY, PRECONDITION)
 
 # Calls whose result is the grader's own, whatever their arguments. The genuine accessors read what a module
 # holds from torch's own dicts, never through its code: a trained model's weights run in a twin of the
 # grader's are the grader's computation (issue 29 item 2), not an output of the student's code.
 CLEAN_CALLS = {"draw_parameters", "fresh", "module_tensors", "read_tensors", "read_state"}
+# The grader's record of the points its gradient checks probed: items (point: the grader's, output: the student's).
+PROBED_POINTS = "probed_points"
 # Course checks: the index of the expected argument (and its keyword).
 EXPECTED_ARGUMENT = {"check_close": (2, "expected"), "check_shape": (2, "expected"), "check_dtype": (2, "expected")}
 # Two-sided comparisons: (function's last dotted name, the two argument positions).
@@ -64,6 +75,15 @@ DATA_METHODS = set(dir(torch.Tensor)) | set(dir(np.ndarray)) | set(dir(dict)) | 
 # Cells not yet held to the rules (see the module docstring): {assignment: {grade_id: why}}. Empty an entry once its
 # cell compares each student output with the grader's own reference; the test then keeps it so.
 PENDING: dict[str, dict[str, str]] = {}
+
+# A test helper that hands the student's *other* part to a test's reference, so that a composite is judged around
+# the part the student wrote (one mistake, one loss; that part's own test judges it): {assignment: {helper: why}}.
+# Its result counts as the grader's. Each helper must check that the part is not degenerate (a constant feature map
+# would let a hard-coded composite match), which `test_own_parts_are_checked` holds.
+OWN_PARTS: dict[str, dict[str, str]] = {
+    "08_attention_cost": {"own_phi": "linear attention, its causal form and the step are judged around the "
+                                     "student's phi; test_phi judges phi against F.elu(x) + 1"},
+}
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)
 CLEAN: Taint = frozenset()
@@ -167,6 +187,7 @@ class Analysis:
     _summaries: dict = field(default_factory=dict)
     _active: set = field(default_factory=set)
     cell: str = ""  # the cell whose statements are being read
+    own_parts: frozenset = frozenset()  # OWN_PARTS' helpers of the chapter
 
     # ------------------------------------------------------------ names
 
@@ -298,12 +319,19 @@ class Analysis:
             sides = (args + list(kwargs.values()))[:2]
             if len(sides) == 2:
                 self.compared(node, *sides)
+        if isinstance(callee, Function) and isinstance(node.func, ast.Name) and node.func.id in self.own_parts:
+            return CLEAN  # the student's other part as the reference's input (OWN_PARTS)
         if isinstance(callee, Function):  # what its own calls of student code return is new at every call
             given = {call for value in [*args, rest, *kwargs.values()] for _, call in value}
             return relabel(self.summary(callee, node, args, kwargs, rest),
                            lambda student, call: (student, call if call in given else (id(node), call)))
         if name in CLEAN_CALLS and isinstance(node.func, ast.Name):
             return CLEAN
+        if name == PROBED_POINTS and isinstance(node.func, ast.Name) and callee == CLEAN and args:
+            # the grader's record of its gradient checks: each item the point the grader chose (clean) and the
+            # student's output there (a new output of the target)
+            output = frozenset((student, (id(node), call)) for student, call in frozenset(args[0]))
+            return Rows(Parts((CLEAN, output)))
         if name in ("zip", "enumerate") and callee == CLEAN and not rest and None not in kwargs:
             items = [item_of(value) for value in args]  # each item a tuple: one item of each argument
             return Rows(Parts(tuple(items) if name == "zip" else (CLEAN, *items[:1])))
@@ -465,7 +493,7 @@ class Analysis:
     def pairwise(self, node: ast.AST, taint: Taint) -> None:
         lines = self.lines.get(self.cell, [])
         span = lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)]
-        if any(MESSAGE_ONLY in text for text in span):
+        if any(marker in text for text in span for marker in MARKERS):
             self.excused.setdefault(self.cell, []).append(node.lineno)
             return
         self.flag(node, f"both sides derive from the student's {_names(taint)}, from different calls")
@@ -499,17 +527,19 @@ def finish(analysis: Analysis) -> Analysis:
         if not analysis.references.get(gid):
             for line in lines:
                 analysis.findings.append(Finding(gid, line, analysis.lines[gid][line - 1],
-                                                 "marked message only, but the cell compares nothing with a reference"))
+                                                 "marked message only or precondition, but the cell compares "
+                                                 "nothing with a reference"))
     for gid, lines in analysis.lines.items():  # a marker says why
         for number, text in enumerate(lines, 1):
-            if MESSAGE_ONLY in text and not re.search(re.escape(MESSAGE_ONLY) + r"\s*\S{3,}", text):
-                analysis.findings.append(Finding(gid, number, text, "a `# message only:` marker says why"))
+            for marker in MARKERS:
+                if marker in text and not re.search(re.escape(marker) + r"\s*\S{3,}", text):
+                    analysis.findings.append(Finding(gid, number, text, f"a `{marker}` marker says why"))
     return analysis
 
 
 def analyse(assignment: str) -> Analysis:
     """Run the chapter's provided and graded test cells, in order, through the analysis."""
-    analysis = Analysis()
+    analysis = Analysis(own_parts=frozenset(OWN_PARTS.get(assignment, {})))
     for cell in source_nb(assignment).cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code" or not meta.get("locked") or meta.get("solution"):
@@ -538,6 +568,21 @@ def test_pending_cells_are_still_flagged():
         assert assignment in ASSIGNMENTS
         flagged = {f.cell for f in analyse(assignment).findings}
         assert not set(cells) - flagged, f"{assignment}: no longer flagged, remove from PENDING: {set(cells) - flagged}"
+
+
+def test_own_parts_are_checked():
+    """Every OWN_PARTS helper is defined in a graded cell of its chapter and refuses a degenerate part: it runs the
+    student's part through `attempt` and fails the test with 'make the test of ... pass first' where that part
+    gives every input the same answer."""
+    for assignment, helpers in OWN_PARTS.items():
+        assert assignment in ASSIGNMENTS
+        sources = [cell.source for cell in source_nb(assignment).cells
+                   if cell.metadata.get("nbgrader", {}).get("grade")]
+        for helper in helpers:
+            body = next((ast.get_source_segment(text, node) for text in sources for node in ast.walk(ast.parse(text))
+                         if isinstance(node, ast.FunctionDef) and node.name == helper), None)
+            assert body is not None, f"{assignment}: no graded cell defines {helper}"
+            assert "attempt(" in body and "make the test of" in body and "same" in body, body
 
 
 def _analyse_source(cells: list) -> Analysis:
@@ -572,6 +617,13 @@ IMPORTS = ("imports", "import torch\nfrom course import attempt, check_close, ma
     ("a, b = f(x), g(x)\nif not matches(a, b):  # message only: names the mistake before the reference check\n"
      "    check_true(False, 'm')\ncheck_close('f', a, torch.ones(2))", False),
     ("a, b = f(x), g(x)\ncheck_true(matches(a, b), 'm')  # message only: but no reference", True),
+    ("check_true(f(x).shape == f(y).shape, 'm')  # precondition: one layout for any input\n"
+     "check_close('f', f(x), torch.ones(2))", False),
+    ("check_true(f(x).shape == f(y).shape, 'm')  # precondition: but no reference", True),
+    ("check_true(f(x).shape == f(y).shape, 'm')  # precondition:\ncheck_close('f', f(x), y)", True),
+    ("from nboracle import probed_points\nfor point, out in probed_points(M(2)):\n    check_close('m', out, torch.nn.Linear(2, 2)(point['w']))",
+     False),  # the probed point is the grader's choice, the output the student's
+    ("from nboracle import probed_points\nfor point, out in probed_points(M(2)):\n    check_close('m', out, M(2)(point['w']))", True),
     # a tuple's items keep their own taints, through a helper's `return a, b` too
     (PAIR + "block, layer = pair(2)\ncheck_close('m', block(x), layer(x))", False),  # the grader's item stays clean
     (PAIR + "block, layer = pair(2)\ncheck_close('m', M(2)(x), block(x))", True),  # the student's stays tainted

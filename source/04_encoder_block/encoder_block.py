@@ -149,8 +149,9 @@ def check_ffn_layers(width, hidden, gen):
         load_tensors(ffn, {"linear2.weight": params["linear2.weight"], "linear1.weight": torch.zeros(hidden, width),
                            "linear1.bias": scale * bias})
         with torch.no_grad():
-            outputs.append(ffn(x))
-        check_close(f"{name}(x) with linear1's weight set to 0", outputs[-1], outputs[-1][:1].expand(3, width),
+            out = ffn(x)
+        outputs.append(out)
+        check_close(f"{name}(x) with linear1's weight set to 0", out, out[:1].expand(3, width),
                     atol=1e-5, hint="then every position must get the same output: linear1 must be an "
                                     "nn.Linear(width, hidden) applied to x, followed by the activation and linear2")
     moved = (outputs[1] - outputs[0]).abs().max().item()

@@ -597,7 +597,8 @@ def as_gather(name, function, shape, *args):
                     torch.arange(n, dtype=torch.float64).view(shape), *args, hint=hint)
     probe = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
     picked = attempt(f"{name} on an input of shape {tuple(shape)}", function, probe, *args, hint=hint)
-    whole = (torch.is_tensor(index) and torch.is_tensor(picked) and index.shape == picked.shape
+    whole = (torch.is_tensor(index) and torch.is_tensor(picked)
+             and index.shape == picked.shape  # precondition: the same rearrangement for every input
              and index.dtype == torch.float64 and bool((index == index.round()).all())
              and bool(((index >= 0) & (index < n)).all()))
     check_true(whole and torch.equal(picked, probe.flatten()[index.long()]),
