@@ -34,8 +34,15 @@
 # then train the model (about 3 minutes on one CPU thread), compare it with two counting models in
 # bits per character, let it write, and measure how much of the meter it kept.
 #
-# **Time.** The exercises and their checks run in seconds. The training run needs about 3 minutes
-# of one CPU thread, the measurements after it a minute or two more (longer on a busy machine).
+# The computer's share of the time: the exercises and their checks run in seconds, the training
+# run needs about 3 minutes of one CPU thread, the measurements after it a minute or two more
+# (longer on a busy machine).
+#
+# **Time:** about 2.5 hours for a capable student. That is an estimate from the chapter's
+# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
+# for each of its 17 points.
+# **Assumes:** chapters 01 to 09: chapter 06's attention, chapter 04's pre-norm block, chapter
+# 05's learned positions, chapter 08's KV cache, and chapter 07's step-by-step decoding.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -741,11 +748,6 @@ print("1000 draws with top_k=3, counts per character:", torch.bincount(draws[:, 
 
 # %% nbgrader={"grade": true, "grade_id": "test_probs_temperature", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The temperature divides the logits before the softmax; near 0 the distribution is one-hot on the largest logit."""
-logits = torch.tensor([[2.0, 1.0, 0.5, -1.0]], dtype=torch.float64)
-probs = attempt("next_token_probs(logits, temperature=0.5)", next_token_probs, logits, temperature=0.5)
-check_shape("next_token_probs(logits, temperature=0.5)", probs, (1, 4), hint="one probability per character")
-check_close("row sums of next_token_probs(logits, temperature=0.5)", probs.sum(-1), torch.ones(1, dtype=torch.float64),
-            atol=1e-9, hint="the temperature divides the logits, then softmax: the probabilities sum to 1")
 ### BEGIN HIDDEN TESTS
 def _reference_probs(logits, temperature=1.0, top_k=None, top_p=None):
     """The rules of Part D, one row at a time in float64 NumPy: (B, V) -> (B, V)."""
@@ -761,8 +763,13 @@ def _reference_probs(logits, temperature=1.0, top_k=None, top_p=None):
             p /= p.sum()
         rows.append(p)
     return torch.tensor(np.array(rows))
-
-
+### END HIDDEN TESTS
+logits = torch.tensor([[2.0, 1.0, 0.5, -1.0]], dtype=torch.float64)
+probs = attempt("next_token_probs(logits, temperature=0.5)", next_token_probs, logits, temperature=0.5)
+check_shape("next_token_probs(logits, temperature=0.5)", probs, (1, 4), hint="one probability per character")
+check_close("row sums of next_token_probs(logits, temperature=0.5)", probs.sum(-1), torch.ones(1, dtype=torch.float64),
+            atol=1e-9, hint="the temperature divides the logits, then softmax: the probabilities sum to 1")
+### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(61)
 for temperature in (0.5, 2.0, 0.7, 1.3):
     logits = 2 * torch.randn(5, 12, generator=gen, dtype=torch.float64)
@@ -792,7 +799,7 @@ kept = int((probs > 0).sum())
 check_true(kept == 2, f"with top_k=2 and no ties, {kept} characters keep a probability: exactly the 2 largest logits "
            "should, the others get probability 0")
 ### BEGIN HIDDEN TESTS
-# _reference_probs is defined in the hidden part of test_probs_temperature
+# _reference_probs is defined in the hidden part of test_probs_temperature (at its top)
 def check_top_k(logits, top_k, case):
     probs = attempt(f"next_token_probs(logits, top_k={top_k}) {case}", next_token_probs, logits, top_k=top_k,
                     hint="with top_k at or above the vocabulary size every character is kept")
@@ -828,7 +835,7 @@ check_close("next_token_probs(logits, top_p=0.6) on probabilities 1/2, 1/4, 1/8,
                            "than p)": torch.tensor([[1.0, 0.0, 0.0, 0.0]], dtype=torch.float64)},
             hint="keep a character when the more probable ones total less than p, then divide by the kept total")
 ### BEGIN HIDDEN TESTS
-# _reference_probs is defined in the hidden part of test_probs_temperature
+# _reference_probs is defined in the hidden part of test_probs_temperature (at its top)
 def check_top_p(logits, top_p, case):
     probs = attempt(f"next_token_probs(logits, top_p={top_p}) {case}", next_token_probs, logits, top_p=top_p)
     expected = _reference_probs(logits, top_p=top_p)
