@@ -1423,9 +1423,9 @@ def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
 def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
     check_class(results, reviews, CH06_ATTACKS, auto_points("06_multihead_attention"))
-    # 12 since test_mhsa_causal compares each output with nn.MultiheadAttention (issue 29 item 4): the wrong
-    # scale now costs that test too
-    assert results["honest-wrong"].auto_score == 12
+    # 7 points lost since test_mhsa_causal compares each output with nn.MultiheadAttention (issue 29 item 4): the
+    # wrong scale costs that test too
+    assert results["honest-wrong"].auto_score == auto_points("06_multihead_attention") - 7
 
 
 def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale):
@@ -1441,13 +1441,15 @@ def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale)
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
     results, reviews = chapter04
     check_class(results, reviews, CH04_ATTACKS, auto_points("04_encoder_block"))
-    assert results["honest-wrong"].auto_score == 12  # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a reference
+    # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a
+    # reference
+    assert results["honest-wrong"].auto_score == auto_points("04_encoder_block") - 8
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):
     results, reviews = chapter02
     check_class(results, reviews, CH02_ATTACKS, auto_points("02_scaling"))
-    assert results["honest-wrong"].auto_score == 11
+    assert results["honest-wrong"].auto_score == auto_points("02_scaling") - 3
 
 
 def test_chapter03_attacks_earn_no_more_than_the_wrong_code(chapter03):

@@ -451,6 +451,24 @@ def test_an_instructor_object_keeps_its_dtype_and_its_parts_are_markers(grader_s
     assert marker.eval() is marker and marker.factor == 3.0
 
 
+def test_a_part_the_test_reads_keeps_the_tests_limit_for_it(grader_side):
+    """``fresh(C, only={"linear": ("weight",)}).linear``, read by the test (a provided helper hands ``lm.block`` to a
+    student's function), may do what the limit says for that part only; a part the limit does not name, nothing."""
+    offers = Offers()
+    x = torch.randn(2, 4)
+    limited = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4, only={"linear": ("weight",)})
+    part = offers.send(limited.linear)
+    refused = offers.ask(part, "call", x)["error"]
+    assert refused[0] == "TypeError" and "only the attributes weight" in refused[1]
+    assert torch.equal(offers.ask(part, "getattr", name="weight"), limited.linear.weight)
+    anything = offers.send(grader_side["fresh"](grader_side["Scaled"], 2.0, width=4, only={"linear": None}).linear)
+    assert offers.ask(anything, "call", x).shape == (2, 2)
+    unnamed = grader_side["fresh"](grader_side["Scaled"], 2.0, width=4, only={"__call__": None}).linear
+    assert offers.ask(offers.send(unnamed), "call", x)["error"][0] == "TypeError"
+    free = offers.send(grader_side["fresh"](grader_side["Scaled"], 2.0, width=4).linear)  # no limit: as before
+    assert offers.ask(free, "call", x).shape == (2, 2)
+
+
 def test_library_classes_stay_in_the_grader_too(grader_side):
     marker = grader_side["fresh"](torch.nn.MultiheadAttention, 4, 2, batch_first=True)
     offers = Offers()

@@ -49,8 +49,9 @@ class Fresh:
         value = getattr(self.local, name)
         if self.local is self._factory:  # a function or class: its attributes as they are
             return value
-        if _is_module(value):  # a part of the object (``lm.block``): a marker too
-            return Fresh(value)
+        if _is_module(value):  # a part of the object (``lm.block``): a marker too, with the test's limit for it
+            part = None if self.only is None else self.only.get(name, {})  # a part the test does not name: nothing
+            return Fresh(value, only=part)
         if callable(value) and getattr(value, "__self__", None) is self.local:
             return _KeepMarker(self, value)  # ``.double()``, ``.eval()`` return the marker, not the grader's copy
         return value
