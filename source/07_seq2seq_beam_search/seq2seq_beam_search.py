@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import check_choice, check_close, check_dtype, check_shape, check_true
+from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true
 from nboracle import draw_parameters, fresh, load_tensors, read_state, set_training
 from course.plots import plot_attention, plot_curves
 
@@ -308,6 +308,16 @@ def wu_penalty(n, alpha):
     return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
 
 
+BEAM_HINT = ("run it on the toy table above and read the traceback; a division by zero there usually comes from "
+             "length_penalty, which is never 0 (((5 + n) / 6) ** alpha): make the test of length_penalty pass first")
+
+
+def searched(next_probs, width, **kwargs):
+    """Your beam_search on one of the tests' tables; an error reads as one sentence."""
+    return attempt(f"beam_search(width={width}, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())})", beam_search,
+                   next_probs, width, hint=BEAM_HINT, **kwargs)
+
+
 ### BEGIN HIDDEN TESTS
 import zlib
 
@@ -345,7 +355,7 @@ def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>",
 ### END HIDDEN TESTS
 for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
                                              (2, 0.6, "đàn chim bay", 0.173)]:
-    result = beam_search(fresh(toy_next_probs), width, alpha)  # fresh(): the tests' own copy of the toy table
+    result = searched(fresh(toy_next_probs), width, alpha=alpha)  # fresh(): the tests' own copy of the toy table
     check_true(isinstance(result, tuple) and len(result) == 3, "beam_search must return (tokens, log_prob, score)")
     tokens, log_prob, score = result
     check_true(list(tokens) == sentence.split(),
@@ -367,14 +377,11 @@ def renamed_next_probs(prefix):
 
 for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2), (1, 0.6, 6), (4, 2.0, 5)]:
     want_tokens, want_log_prob = _reference_beam(renamed_next_probs, width, alpha, max_len, start="BEGIN", eos="END")
-    try:
-        tokens, log_prob, score = beam_search(fresh(renamed_next_probs), width, alpha=alpha,
-                                              max_len=max_len, start="BEGIN", eos="END")
-    except Exception as error:
-        raise AssertionError(f"beam_search(width={width}, alpha={alpha}, max_len={max_len}, start='BEGIN', eos='END') "
-                             f"on the toy table raised {type(error).__name__}: {error}. Use the `start`, `eos` and "
-                             "`max_len` arguments; when max_len steps are done, the hypotheses still in the beam "
-                             "compete with the finished ones") from None
+    tokens, log_prob, score = attempt(
+        f"beam_search(width={width}, alpha={alpha}, max_len={max_len}, start='BEGIN', eos='END') on the toy table",
+        beam_search, fresh(renamed_next_probs), width, alpha=alpha, max_len=max_len, start="BEGIN", eos="END",
+        hint="use the `start`, `eos` and `max_len` arguments; when max_len steps are done, the hypotheses still in "
+             "the beam compete with the finished ones")
     check_true(list(tokens) == want_tokens,
                f"on the toy table with start='BEGIN', eos='END', width={width}, alpha={alpha}, max_len={max_len} "
                "beam_search chose another hypothesis: use the `start`, `eos` and `max_len` arguments, and let "
@@ -397,10 +404,10 @@ def trap_next_probs(prefix):
     return trap[prefix[-1]]
 
 
-tokens, _, _ = beam_search(fresh(trap_next_probs), 2, alpha=0.0)
+tokens, _, _ = searched(fresh(trap_next_probs), 2, alpha=0.0)
 check_true(list(tokens) == [], f"with width 2 and alpha 0 beam_search chose {list(tokens)}, but the immediate '<eos>' "
            "(p = 0.3) is the most probable hypothesis: keep the `width` best candidates at every step")
-tokens, log_prob, _ = beam_search(fresh(trap_next_probs), 2, alpha=1.0)
+tokens, log_prob, _ = searched(fresh(trap_next_probs), 2, alpha=1.0)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(trap[prefix[-1]][token]), prefix + (token,)
@@ -421,7 +428,7 @@ for seed in range(400):
         if right[0] == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
             continue
         found += 1
-        tokens, log_prob, _ = beam_search(fresh(table), width, alpha=alpha, max_len=6)
+        tokens, log_prob, _ = searched(fresh(table), width, alpha=alpha, max_len=6)
         if list(tokens) == _reference_beam(table, width, alpha, 6, count_eos=False)[0]:
             cause = ": it matches what you get when |y| leaves out <eos>"
         elif list(tokens) == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
@@ -440,7 +447,7 @@ def wu_penalty(n, alpha):
     return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
 
 
-tokens, log_prob, score = beam_search(fresh(toy_next_probs), 2, alpha=0.6)
+tokens, log_prob, score = searched(fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(toy_next_probs(prefix)[token]), prefix + (token,)
@@ -455,7 +462,7 @@ check_close("score of the toy answer for width 2, alpha 0.6", score, walk / wu_p
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
     width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
-    tokens, log_prob, score = beam_search(fresh(table), width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = searched(fresh(table), width, alpha=alpha, max_len=max_len)
     finished_walk = unfinished_walk = 0.0
     prefix = ("<s>",)
     for token in list(tokens):
@@ -482,7 +489,7 @@ def flat_next_probs(prefix):
     return flat[prefix[-1]]
 
 
-tokens, log_prob, score = beam_search(fresh(flat_next_probs), 3)
+tokens, log_prob, score = searched(fresh(flat_next_probs), 3)
 check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
            f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
 ### BEGIN HIDDEN TESTS
@@ -491,7 +498,7 @@ for seed in range(30):
     table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
     width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
     right_tokens, right_log_prob = _reference_beam(table, width, alpha, max_len)
-    tokens, log_prob, score = beam_search(fresh(table), width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = searched(fresh(table), width, alpha=alpha, max_len=max_len)
     if list(tokens) != right_tokens:
         cause = ""
         if list(tokens) == _reference_beam(table, width, alpha, max_len, keep_finished=True)[0]:
@@ -1217,9 +1224,12 @@ class AnswerModel(nn.Module):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_table", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """beam_decode turns the last position's logits into next-token probabilities for beam_search."""
+DECODE_HINT = ("beam_decode runs your beam_search on the model's next-token probabilities: make the tests of "
+               "beam_search pass first, then run beam_decode on the trained model above and read the traceback")
 logits_table = torch.randn(VOCAB, VOCAB, generator=torch.Generator().manual_seed(11)) * 2.0
 log_table = torch.log_softmax(logits_table.double(), -1)
-tokens, log_prob, _ = beam_decode(fresh(TableModel, logits_table), torch.tensor([2, 3, 4]), 2, 0.0)
+tokens, log_prob, _ = attempt("beam_decode(table model, [2, 3, 4], 2, 0.0)", beam_decode, fresh(TableModel, logits_table),
+                               torch.tensor([2, 3, 4]), 2, 0.0, hint=DECODE_HINT)
 path = [BOS] + [int(t) for t in tokens] + ([EOS] if len(tokens) < 4 else [])  # max_len = 3 + 1
 walk = sum(log_table[a, b].item() for a, b in zip(path[:-1], path[1:]))
 first_position = sum(log_table[BOS, b].item() for b in path[1:])  # each step read from the <BOS> position
@@ -1239,7 +1249,8 @@ for seed in range(3):
     first_next = lambda prefix: {t: probs[BOS, t].item() for t in range(VOCAB)}  # the first position's logits
     for width, alpha in [(1, 0.0), (3, 0.6)]:
         want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
-        mine = beam_decode(fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha)
+        mine = attempt(f"beam_decode(table model, [5, 6, 7, 8], {width}, {alpha})", beam_decode,
+                       fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha, hint=DECODE_HINT)
         first = _reference_beam(first_next, width, alpha, 5, start=BOS, eos=EOS)[0]
         check_true([int(t) for t in mine[0]] == want[0],
                    f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
@@ -1258,7 +1269,9 @@ def wu_penalty(n, alpha):
 
 
 answer = [9, 4, 11, 7, 7, 2, EOS]
-tokens, log_prob, score = beam_decode(fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6)
+tokens, log_prob, score = attempt("beam_decode(answer model, [2, 7, 7, 11, 4, 9], 2, 0.6)", beam_decode,
+                                  fresh(AnswerModel, answer), torch.tensor([2, 7, 7, 11, 4, 9]), 2, 0.6,
+                                  hint=DECODE_HINT)
 check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
            "beam_decode repeats the model's first token at every step: next_probs reads the logits of the first "
            "decoder position; take those of the last position, model(...)[0, -1]")
@@ -1283,7 +1296,8 @@ for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (
     net = fresh(_TinySeq2Seq, 200 + seed)
     source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
     want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
-    tokens, log_prob, score = beam_decode(net, source, width, alpha)
+    tokens, log_prob, score = attempt(f"beam_decode(the trained model, a source, {width}, {alpha})", beam_decode, net,
+                                      source, width, alpha, hint=DECODE_HINT)
     first = _reference_beam(_model_next_probs(net, source, 0), width, alpha, len(source) + 1, start=BOS, eos=EOS)[0]
     check_true([int(t) for t in tokens] == want[0],
                f"small random model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis than "
