@@ -42,6 +42,7 @@ import stat
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -685,6 +686,19 @@ def backup(layout: Layout, to: Path | None = None) -> Path:
     return to
 
 
+def _accounts_in_use(people: list[R.Person]) -> list[str]:
+    """The roster's existing accounts that run processes now (``pgrep -u``)."""
+    busy = []
+    for person in people:
+        try:
+            pwd.getpwnam(person.id)
+        except KeyError:
+            continue
+        if subprocess.run(["pgrep", "-u", person.id], capture_output=True).returncode == 0:
+            busy.append(person.id)
+    return busy
+
+
 def restore(layout: Layout, archive_path: Path) -> int:
     """A term from ``backup``'s archive into this state folder: the accounts first (from its
     roster), then the files with their owners; the hub must not run there."""
@@ -693,10 +707,17 @@ def restore(layout: Layout, archive_path: Path) -> int:
     if (layout.course / "gradebook.db").exists():
         sys.exit(f"{layout.course} already holds a gradebook: restore into an empty state folder "
                  "(--state), or move that one away first")
-    _state_folders(layout)
-    with tarfile.open(archive_path) as archive:
+    with tarfile.open(archive_path) as archive, tempfile.TemporaryDirectory() as scratch:
         members = archive.getmembers()
         first = [m for m in members if m.name in ("roster.csv", "hub/passwords.csv")]
+        if not any(m.name == "roster.csv" and m.isfile() for m in first):
+            sys.exit(f"{archive_path} holds no roster.csv: it is not an archive of make hub-backup")
+        archive.extractall(scratch, members=[m for m in first if m.name == "roster.csv"], filter="data")
+        busy = _accounts_in_use(R.read(Path(scratch) / "roster.csv"))
+        if busy:  # moving their homes would pull them from under the hub that runs them: nothing is touched
+            sys.exit(f"the term's accounts {', '.join(busy)} run processes on this machine (a hub from another "
+                     "state folder?): stop that hub first (make hub-stop), then restore")
+        _state_folders(layout)
         archive.extractall(layout.state, members=first, filter="fully_trusted")
         _accounts(layout, layout.people())
         archive.extractall(layout.state, members=[m for m in members if m not in first],

@@ -13,6 +13,7 @@ each one's own hub token. Screenshots of every step in .artifacts/hub/<time>/.
 
 from __future__ import annotations
 
+import pwd
 import re
 import shutil
 import subprocess
@@ -583,11 +584,17 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, tm
     archive = tmp_path / "term.tar.gz"
     hub_command(hub, "backup", "--to", str(archive))
     restored = Path(tempfile.mkdtemp(prefix="attention-hub-restored-", dir="/var/tmp"))
+    homes = {name: pwd.getpwnam(name).pw_dir for name in ("amara", "prof-ines")}
     try:
         subprocess.run(["chmod", "755", str(restored)], check=True)
-        proc = subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "restore",
-                               str(archive)], cwd=REPO, capture_output=True, text=True, timeout=300,
-                              env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+        restore = [str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "restore", str(archive)]
+        env = {"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)}
+        # while this term's hub runs its accounts: refused, and nothing moved (this is the module's last test)
+        proc = subprocess.run(restore, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode != 0 and "stop that hub first" in proc.stderr, proc.stdout + proc.stderr
+        assert {name: pwd.getpwnam(name).pw_dir for name in homes} == homes and not list(restored.iterdir())
+        hub_command(hub, "stop")
+        proc = subprocess.run(restore, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         again = tmp_path / "restored.csv"
         subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "export", "--to",
