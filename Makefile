@@ -15,7 +15,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml nbgrader-oracle/pyproject.to
 	@$(PYTHON) -m venv $(VENV)
 	@echo "setup: installing requirements.txt (PyTorch, nbgrader, JupyterLab, ...) and this course's two packages, editable; a few minutes on a fresh machine"
 	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -r requirements.txt
+	@# setuptools tells every editable install to beware of folders named like the package (an
+	@# information-only warning, a screen per package): the two packages here are the folders meant
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -r requirements.txt
 	@# rfc3987-syntax is an optional extra of jsonschema that costs seconds at every
 	@# nbgrader/jupytext start (it builds a grammar on import); nothing here needs it.
 	@$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
