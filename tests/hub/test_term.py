@@ -546,7 +546,7 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     assert started() == before
 
 
-def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, tmp_path):
+def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, driver, tmp_path):
     """After the late submission: the LMS export has every student of the roster (dara, who
     joined and submitted nothing, too) with names, late flags and scores; an extension for chidi
     makes him on time; the formgrader's terminal (a login shell as the service account) has the
@@ -580,6 +580,26 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, tm
         cwd="/", capture_output=True, text=True, timeout=300, env=H.grader_env(L))
     assert terminal.returncode == 0, terminal.stdout + terminal.stderr
     assert f"{P.BIN}/nbgrader" in terminal.stdout and "chidi.eze@uni.example" in terminal.stdout
+
+    # what the class got wrong (issue 40): in the same terminal the class batch reads the formgrader's grades of
+    # what submitted/ holds (unchanged submissions are not graded again) and writes the instructor's pages, which
+    # the instructor opens on the hub; a student's token does not reach them
+    report = subprocess.run(
+        ["/usr/sbin/runuser", "-u", H.GRADER, "--", "bash", "-lc", f"cd ~/course && python -m instructor grade-class {A}"],
+        cwd="/", capture_output=True, text=True, timeout=900, env=H.grader_env(L))
+    assert "mistakes:" in report.stdout, report.stdout + report.stderr
+    page = f"/services/{H.SERVICE}/files/mistakes/{A}.html"
+    reply = requests_via(term["prof"], "GET", page)
+    assert reply.status_code == 200 and "What the class got wrong" in reply.text, (reply.status_code, reply.text[:300])
+    assert "bruno" in reply.text  # who made which: for the instructor only
+    bruno = Person(hub.url, "bruno", hub.password("bruno"))
+    for path in (page, f"/services/{H.SERVICE}/files/mistakes/term.html"):
+        assert _not_served(requests_via(bruno, "GET", path, allow_redirects=False)), path
+    browser_login(driver, hub, "prof-ines")
+    driver.get(f"{hub.url}{page}")
+    time.sleep(2)
+    shot(driver, "prof-ines-class-report")
+    assert "What the class got wrong" in driver.find_element(By.TAG_NAME, "body").text
 
     archive = tmp_path / "term.tar.gz"
     hub_command(hub, "backup", "--to", str(archive))
