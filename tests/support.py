@@ -43,6 +43,14 @@ def source_nb(assignment: str) -> nbformat.NotebookNode:
     return P.read_nb(REPOSITORY.notebook("source", assignment))
 
 
+def automatic_points(assignment: str) -> float:
+    """The points of the chapter's autograded test cells (the written answers are graded by hand): what the
+    reference solution earns automatically."""
+    return sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb(assignment).cells
+               if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+               and not cell.metadata["nbgrader"].get("solution"))
+
+
 # ---------------------------------------------------------------- grading a chapter
 
 

@@ -17,6 +17,7 @@ import re
 
 import jupytext
 import nbformat
+import nboracle
 import pytest
 from nbclient import NotebookClient
 from nboracle.classroom import pipeline as P
@@ -40,8 +41,8 @@ from instructor.zoo import alternatives_for, library_for, variants_for
 
 # chapters whose every failing test, for every bug of the zoo, speaks through a course check (a crash of the
 # student's code comes back from `attempt` as one sentence with the course's hint), never a bare library error:
-# every chapter but 07, whose zoo has not been measured under this rule yet
-EXACT_FEEDBACK = set(ASSIGNMENTS)  # every chapter: each failing cell of each zoo variant reads as a course message
+# every chapter
+EXACT_FEEDBACK = set(ASSIGNMENTS)
 COURSE_MESSAGE = "CheckFailed: "
 MAX_TEST_LINES = 5  # what a graded test cell may print when it passes
 
@@ -371,8 +372,6 @@ def _shows_a_value(last: ast.stmt, defined: dict, course_api) -> str | None:
     name = call.func.id
     if name in defined:
         return f"it ends with a call of {name}, which returns a value" if _returns_a_value(defined[name]) else None
-    import nboracle
-
     for api in (course_api, nboracle):  # what the chapters import: the course's checks, the grader's probes
         function = getattr(api, name, None)
         if function is not None and inspect.signature(function).return_annotation in (None, "None"):

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from nboracle.classroom import pipeline as P
-from support import graded_chapter
+from support import automatic_points, graded_chapter
 
 from instructor.repository import REPO, REPOSITORY
 from instructor.zoo import alternatives_for, variants_for
@@ -28,13 +27,6 @@ PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
            "ten": 10, "eleven": 11, "twelve": 12}
 DEMO_ROW = re.compile(r"^(\d\d_[a-z0-9_]+)\s+(demo-[a-z]+)\s+(\d+)/(\d+)\s+(.*)$", re.MULTILINE)
-
-
-def _automatic_points(assignment: str) -> float:
-    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
-    return sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
-               if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-               and not c.metadata["nbgrader"].get("solution"))
 
 
 def _one(pattern: str, text: str = README, page: str = "README.md") -> re.Match:
@@ -71,8 +63,8 @@ def test_demo_table_rows_match_the_chapters():
     assert rows, "no demo table in README.md"
     for assignment, student, score, top, what in rows:
         assert assignment in REPOSITORY.assignments(), f"the demo table names {assignment}"
-        assert float(top) == _automatic_points(assignment), (
-            f"{assignment}: the demo table says {top} automatic points, the source has {_automatic_points(assignment):g}")
+        assert float(top) == automatic_points(assignment), (
+            f"{assignment}: the demo table says {top} automatic points, the source has {automatic_points(assignment):g}")
         if student == "demo-correct":
             assert score == top and what == "the instructor's solution"
         elif student == "demo-empty":

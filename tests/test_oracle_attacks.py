@@ -29,7 +29,7 @@ from __future__ import annotations
 import pytest
 from nboracle.classroom import pipeline as P
 from nboracle.grader.nbgrader_ext import review_reasons
-from support import PATCH_CHECKS, source_nb
+from support import PATCH_CHECKS, automatic_points
 
 from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
@@ -1325,13 +1325,6 @@ def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dic
     return results, reviews
 
 
-def auto_points(assignment: str) -> float:
-    """The points of the chapter's autograded test cells, read from its source (the written answers are graded by
-    hand): what the reference solution must earn."""
-    return sum(cell.metadata["nbgrader"].get("points", 0) for cell in source_nb(assignment).cells
-               if cell.metadata.get("nbgrader", {}).get("grade") and not cell.metadata["nbgrader"].get("solution"))
-
-
 def check_class(results, reviews, attacks, full: float):
     assert results["solution"].auto_score == results["solution"].auto_max == full
     assert results["stub"].auto_score == 0
@@ -1416,23 +1409,23 @@ def chapter09(tmp_path_factory):
 
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
     results, reviews = chapter01
-    check_class(results, reviews, CH01_ATTACKS, auto_points("01_two_keys"))
+    check_class(results, reviews, CH01_ATTACKS, automatic_points("01_two_keys"))
     assert results["honest-wrong"].auto_score == 8
 
 
 def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):
     results, reviews = chapter06
-    check_class(results, reviews, CH06_ATTACKS, auto_points("06_multihead_attention"))
+    check_class(results, reviews, CH06_ATTACKS, automatic_points("06_multihead_attention"))
     # 7 points lost since test_mhsa_causal compares each output with nn.MultiheadAttention (issue 29 item 4): the
     # wrong scale costs that test too
-    assert results["honest-wrong"].auto_score == auto_points("06_multihead_attention") - 7
+    assert results["honest-wrong"].auto_score == automatic_points("06_multihead_attention") - 7
 
 
 def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale):
     """Weights go in through the module's own tensors and gradients must belong to the output:
     load hooks, a lying load_state_dict, straight-through sums and halving hooks earn nothing."""
     results, reviews = chapter06_scale
-    check_class(results, reviews, CH06_SCALE_ATTACKS, auto_points("06_multihead_attention"))
+    check_class(results, reviews, CH06_SCALE_ATTACKS, automatic_points("06_multihead_attention"))
     for name in ("straight-through", "hooked-gradients"):
         errors = " ".join(results[f"atk-{name}"].cells[g].error for g in results[f"atk-{name}"].failed())
         assert "does not belong to" in errors, (name, errors)
@@ -1440,21 +1433,21 @@ def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale)
 
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
     results, reviews = chapter04
-    check_class(results, reviews, CH04_ATTACKS, auto_points("04_encoder_block"))
+    check_class(results, reviews, CH04_ATTACKS, automatic_points("04_encoder_block"))
     # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a
     # reference
-    assert results["honest-wrong"].auto_score == auto_points("04_encoder_block") - 8
+    assert results["honest-wrong"].auto_score == automatic_points("04_encoder_block") - 8
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):
     results, reviews = chapter02
-    check_class(results, reviews, CH02_ATTACKS, auto_points("02_scaling"))
-    assert results["honest-wrong"].auto_score == auto_points("02_scaling") - 3
+    check_class(results, reviews, CH02_ATTACKS, automatic_points("02_scaling"))
+    assert results["honest-wrong"].auto_score == automatic_points("02_scaling") - 3
 
 
 def test_chapter03_attacks_earn_no_more_than_the_wrong_code(chapter03):
     results, reviews = chapter03
-    check_class(results, reviews, CH03_ATTACKS, auto_points("03_masks"))
+    check_class(results, reviews, CH03_ATTACKS, automatic_points("03_masks"))
     assert results["honest-wrong"].auto_score == results["solution"].auto_max - 2
 
 
@@ -1479,13 +1472,13 @@ HONEST_07 = 21  # the greedy beam search, graded honestly (of 28)
 
 def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
     results, reviews = chapter07
-    check_class(results, reviews, CH07_ATTACKS, auto_points("07_seq2seq_beam_search"))
+    check_class(results, reviews, CH07_ATTACKS, automatic_points("07_seq2seq_beam_search"))
     assert results["honest-wrong"].auto_score == HONEST_07
 
 
 def test_chapter09_attacks_earn_no_more_than_the_wrong_code(chapter09):
     results, reviews = chapter09
-    check_class(results, reviews, CH09_ATTACKS, auto_points("09_decoder"))
+    check_class(results, reviews, CH09_ATTACKS, automatic_points("09_decoder"))
     # the detached memory costs the gradient tests of the block and of the model
     assert {"test_decoder_gradients", "test_model_gradients"} <= set(results["honest-wrong"].failed())
     for name in ("faked-gradients", "rebound-encode", "rebound-probe", "rebound-json-dumps", "forged-frame"):
@@ -1497,7 +1490,7 @@ def test_chapter07_private_training_earns_no_more_than_the_wrong_code(chapter07_
     train(False) after the locked training cell, or reported by state_dict and named_parameters,
     earns nothing beside a forward without the causal mask."""
     results, reviews = chapter07_trained
-    check_class(results, reviews, CH07_TRAINED_ATTACKS, auto_points("07_seq2seq_beam_search"))
+    check_class(results, reviews, CH07_TRAINED_ATTACKS, automatic_points("07_seq2seq_beam_search"))
     assert results["honest-wrong"].auto_score == 23  # loses the mask, causal-flag and trained-model tests
     assert "test_trained_model" in results["honest-wrong"].failed()
     for name in CH07_TRAINED_ATTACKS:
@@ -1509,7 +1502,7 @@ def test_chapter08_attacks_on_the_tests_block_earn_no_more_than_the_wrong_code(c
     stand-in, rebinding its forward, patching torch.nn.functional in the kernel or rebinding the
     locked cell's greedy leave the full forward the step is compared with as it was."""
     results, reviews = chapter08
-    check_class(results, reviews, CH08_ATTACKS, auto_points("08_attention_cost"))
+    check_class(results, reviews, CH08_ATTACKS, automatic_points("08_attention_cost"))
     honest = results["honest-wrong"]
     assert honest.auto_score == results["solution"].auto_max - 3
     assert {"test_kv_cache_matches_full", "test_greedy_cached_equals_full"} <= set(honest.failed())
@@ -1537,7 +1530,7 @@ def test_modules_that_watch_the_grader_earn_no_more_than_the_wrong_code(chapter,
     """The grader reads a module through nn.Module's own __dict__ slot and plain dicts only, and writes its mode
     where no class can shadow it: the attacker never learns it is graded, or is told its structure is not plain."""
     results, reviews = request.getfixturevalue(chapter)
-    check_class(results, reviews, attacks, auto_points(assignment))
+    check_class(results, reviews, attacks, automatic_points(assignment))
     assert "plain dicts nn.Module.__init__ makes" in errors_of(results["atk-slot-dict-subclass"])
     if "atk-slot-training-property" in results:
         assert "defines training itself" in errors_of(results["atk-slot-training-property"])
@@ -1547,6 +1540,6 @@ def test_chapter07_a_mode_dependent_forward_behind_private_weights_earns_no_more
     """A forward without the causal mask in train mode only, with correct weights trained in private moved in by
     eval(), loses what the wrong forward loses: the tests run the forward in train mode too."""
     results, reviews = chapter07_trained
-    check_class(results, reviews, SLOT_07, auto_points("07_seq2seq_beam_search"))
+    check_class(results, reviews, SLOT_07, automatic_points("07_seq2seq_beam_search"))
     assert "test_trained_model" in results["atk-slot-mode-dependent-private-weights"].failed()
     assert "defines training itself" in errors_of(results["atk-slot-training-property-private-weights"])
