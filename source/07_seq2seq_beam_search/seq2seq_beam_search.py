@@ -314,8 +314,8 @@ BEAM_HINT = ("run it on the toy table above and read the traceback; a division b
 
 def searched(next_probs, width, **kwargs):
     """Your beam_search on one of the tests' tables; an error reads as one sentence."""
-    return attempt(f"beam_search(width={width}, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())})", beam_search,
-                   next_probs, width, hint=BEAM_HINT, **kwargs)
+    arguments = ", ".join([f"width={width}", *(f"{k}={v!r}" for k, v in kwargs.items())])
+    return attempt(f"beam_search({arguments})", beam_search, next_probs, width, hint=BEAM_HINT, **kwargs)
 
 
 ### BEGIN HIDDEN TESTS
