@@ -7,6 +7,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput, OverwriteCells
 from nboracle.grader.nbgrader_ext import (
+    DueDateCell,
     FeedbackExporter,
     LimitOutputSize,
     PerDayPenalty,
@@ -33,10 +34,12 @@ c.CourseDirectory.ignore = [
     "gradebook.db",
 ]
 
-# Released notebooks must not keep the jupytext pairing (Lab would write a .py on save).
+# Released notebooks must not keep the jupytext pairing (Lab would write a .py on save), and
+# say the due date when the gradebook has one (nbgrader's Assignment List does not show it).
 c.GenerateAssignment.preprocessors = [
     *GenerateAssignment.preprocessors.default(),
     StripJupytextMetadata,
+    DueDateCell,
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

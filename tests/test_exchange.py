@@ -52,3 +52,28 @@ def test_release_fetch_submit_collect_autograde(tmp_path):
     root.autograde(A)
     scores = {s: r.auto_score for s, r in root.results(A).items()}
     assert scores == {"alice": 11.0, "bob": 0.0}
+
+
+def test_the_released_notebook_says_the_due_date_the_gradebook_holds(tmp_path):
+    """nbgrader's Assignment List never shows a due date: the notebook does, once the instructor set one."""
+    from datetime import datetime
+
+    from nbgrader.api import Gradebook
+
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    without = P.read_nb(root.notebook("release", A))
+    assert not any("Due:" in cell.source for cell in without.cells)  # no due date: the notebook as committed
+    with Gradebook(root.gradebook_url) as gradebook:
+        gradebook.update_or_create_assignment(A, duedate=datetime(2027, 3, 5, 17, 0))
+    root.release(A)
+    released = P.read_nb(root.notebook("release", A))
+    due = [cell for cell in released.cells if "Due:" in cell.source]
+    assert len(due) == 1 and due[0].cell_type == "markdown" and "nbgrader" not in due[0].metadata
+    assert "Friday 05 March 2027, 17:00 UTC" in due[0].source
+    assert released.cells.index(due[0]) == 1  # right after the title
+    root.release(A)  # generated again (a due date moved): still one cell
+    assert sum("Due:" in cell.source for cell in P.read_nb(root.notebook("release", A)).cells) == 1
+    _, answers = root.release_and_answers(A)
+    root.submit(A, "alice", P.fill(released, answers))
+    root.autograde(A)
+    assert root.results(A)["alice"].auto_score == root.results(A)["alice"].auto_max

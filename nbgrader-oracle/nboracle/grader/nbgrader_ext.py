@@ -72,6 +72,45 @@ class StripJupytextMetadata(NbGraderPreprocessor):
         return nb, resources
 
 
+class DueDateCell(NbGraderPreprocessor):
+    """Tell the student the due date in the released notebook.
+
+    nbgrader 0.9.6's Assignment List never shows it; the gradebook knows it once the instructor
+    set it (formgrader: Manage Assignments, Edit). When it is set, a markdown cell after the
+    notebook's title says when the assignment is due (UTC, the gradebook's time). Without a due
+    date nothing changes, so a course without deadlines (a self-learner's copy) releases the
+    same notebooks. The cell is an ordinary markdown cell: no grading step reads it.
+    """
+
+    cell_id = "nbgrader-oracle-due-date"
+
+    def preprocess(self, nb, resources):
+        from nbformat.v4 import new_markdown_cell
+
+        nb.cells = [cell for cell in nb.cells if cell.get("id") != self.cell_id]  # generated again: not doubled
+        due = self._due_date(resources.get("nbgrader", {}))
+        if due is not None:
+            text = (f"**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
+                    "later submission is marked late (the course's late policy says what that costs).")
+            cell = new_markdown_cell(text)
+            cell["id"] = self.cell_id
+            first_markdown = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+            nb.cells.insert(first_markdown + 1, cell)
+        return nb, resources
+
+    def _due_date(self, context):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        url, name = context.get("db_url"), context.get("assignment")
+        if not url or not name:
+            return None
+        with Gradebook(url) as gradebook:
+            try:
+                return gradebook.find_assignment(name).duedate
+            except MissingEntry:
+                return None
+
+
 class LimitOutputSize(NbGraderPreprocessor):
     """Cut every text output of a cell to ``max_chars`` characters.
 
