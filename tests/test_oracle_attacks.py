@@ -1272,9 +1272,41 @@ def with_right(attacks: dict[str, str], answers: dict, cell: str, cls: str) -> d
     return {name: head + code if "_RIGHT_SOURCE" in code else code for name, code in attacks.items()}
 
 
+# issue 43 item 4 in chapters 04, 05 and 09 (06's is "remembered-parameters" above): the wrong forward with the
+# right gradients (straight through), and at the points of a gradient check, a hair away from its last call in
+# its parameters or its inputs, the wrong output it gave there plus the right forward's change, so the finite
+# differences agree with the right gradients. Those outputs are compared with the references too
+REMEMBERED_POINTS = _SWITCH + """
+_LAST = {}
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+class <<CLASS>>(<<CLASS>>):
+    def forward(self, *args, **kwargs):
+        wrong = super().forward(*args, **kwargs)
+        right = _first(_Right.forward(self, *args, **kwargs))
+        now = [t.detach().clone() for t in (*self.parameters(), *(a for a in args if isinstance(a, torch.Tensor)))]
+        last = _LAST.get(id(self))
+        near = last is not None and [a.shape for a in now] == [b.shape for b in last["at"]] \
+            and 0 < max(float((a.double() - b.double()).abs().max()) for a, b in zip(now, last["at"])) < 1e-2
+        if near:  # a point of a gradient check
+            out = last["wrong"] + (right - last["right"])
+        else:
+            _LAST[id(self)] = {"at": now, "wrong": _first(wrong).detach(), "right": right.detach()}
+            out = _first(wrong).detach() + right - right.detach()
+        return (out, *wrong[1:]) if isinstance(wrong, tuple) else out
+"""
+CH05_ATTACKS = {"remembered-points": REMEMBERED_POINTS.replace("<<CLASS>>", "LearnedPositions")}
+
+CH04_ATTACKS["remembered-points"] = REMEMBERED_POINTS.replace("<<CLASS>>", "EncoderBlock")
+
 SLOT_04 = slot_attacks("EncoderBlock")
 SLOT_06 = slot_attacks("MultiHeadSelfAttention", tables=False)
 SLOT_09 = slot_attacks("DecoderBlock", tables=False, training=True)
+# against 09's memory_detached (a gradient-only bug) a straight-through forward is simply the right one: the
+# points' attacker hides a block whose post-norm sublayers take each other's norms
+CH09_POINT_ATTACKS = {"remembered-points": REMEMBERED_POINTS.replace("<<CLASS>>", "DecoderBlock")}
 
 # chapter 07: a forward wrong in train mode only (no causal mask, where training happens) and right
 # in eval mode, with correct weights trained in private moved in by eval(): graded in eval mode
@@ -1375,6 +1407,18 @@ def chapter04(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def chapter05(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "05_positional_encoding", "learned_rows_shifted", "LearnedPositions",
+                                 CH05_ATTACKS, cls="LearnedPositions")
+
+
+@pytest.fixture(scope="module")
+def chapter09_points(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "09_decoder", "post_norms_swapped", "decoder_block",
+                                 CH09_POINT_ATTACKS, cls="DecoderBlock")
+
+
+@pytest.fixture(scope="module")
 def chapter02(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "02_scaling", "statistics_query_per_key", "score_statistics", CH02_ATTACKS)
 
@@ -1437,6 +1481,26 @@ def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
     # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a
     # reference
     assert results["honest-wrong"].auto_score == automatic_points("04_encoder_block") - 8
+    assert "moved a little" in results["atk-remembered-points"].cells["test_gradients_reach_every_parameter"].error
+
+
+def test_chapter05_attacks_earn_no_more_than_the_wrong_code(chapter05):
+    """A table read one row late, with the right gradients and a forward that tells the gradient check's points
+    from graded calls, earns nothing beside the same table read honestly."""
+    results, reviews = chapter05
+    check_class(results, reviews, CH05_ATTACKS, automatic_points("05_positional_encoding"))
+    assert "test_learned_trains" in results["honest-wrong"].failed()
+    assert "test_learned_trains" in results["atk-remembered-points"].failed()
+
+
+def test_chapter09_gradient_check_points_earn_no_more_than_the_wrong_code(chapter09_points):
+    """A block with the right gradients and a forward that tells the gradient checks' points (parameters, x or
+    the memory a hair away) from graded calls earns nothing beside the same wrong block handed in honestly."""
+    results, reviews = chapter09_points
+    check_class(results, reviews, CH09_POINT_ATTACKS, automatic_points("09_decoder"))
+    for test in ("test_decoder_gradients", "test_model_gradients"):
+        assert test in results["honest-wrong"].failed() and test in results["atk-remembered-points"].failed()
+    assert "moved a little" in results["atk-remembered-points"].cells["test_decoder_gradients"].error
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):

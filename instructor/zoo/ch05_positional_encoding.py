@@ -175,6 +175,13 @@ VARIANTS = [
         edits={"LearnedPositions": (("return x + self.table(positions)", "return x + self.table(positions).detach()"),)},
         expect={"test_learned_trains": "received no gradient"},
     ),
+    Variant(
+        "learned_rows_shifted",
+        "reads row t + 1 of the table for position t (wrapping around at the end), so row 0 is never used",
+        edits={"LearnedPositions": (("return x + self.table(positions)",
+                                     "return x + self.table((positions + 1) % self.max_len)"),)},
+        expect={"test_learned_trains": "some of rows 0 to 3 received no gradient"},
+    ),
     # ------------------------------------------------------------ Part D: offsets
     Variant(
         "offsets_i_minus_j",

@@ -943,6 +943,14 @@ for trial in range(4):
     valid = torch.arange(length) < torch.randint(1, length, (batch,), generator=gen)[:, None]
     check_ignores_pad(torch.randn(batch, length, width, generator=gen), torch.randn(batch, length, width, generator=gen),
                       valid)
+from nboracle import probed_points
+
+# the losses at the points the gradient checks moved `encoded` to are answers too: judged as well
+for (encoded, target, valid), loss in probed_points(masked_token_loss):
+    check_close(f"masked_token_loss with encoded moved a little (shape {tuple(encoded.shape)})", loss,
+                torch.nn.functional.mse_loss(encoded[valid], target[valid]), atol=1e-5,
+                hint="the loss must be the masked mean for any values, also for values a hair away from the ones it "
+                     "saw last")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_gradients_reach_every_parameter", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -970,6 +978,8 @@ block = EncoderBlock(4, 2, 8)
 draw_parameters(block, torch.Generator().manual_seed(8))
 gradient_report = check_gradients(block, torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
+from nboracle import probed_points
+
 gen = torch.Generator().manual_seed(22)
 for trial in range(3):
     heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
@@ -980,6 +990,9 @@ for trial in range(3):
     block = EncoderBlock(width, heads, 9, norm_first=norm_first)
     params = draw_parameters(block, gen)
     x = torch.randn(batch, length, width, generator=gen)
+    # the loss's outputs at the points of its own gradient check give only the direction of this backward
+    # pass; what this test scores is the block's gradients along the test's direction, below (the loss tests
+    # judge masked_token_loss, its gradient-check points included)
     check_gradients(block, x, pad, future)  # the loss's gradients exist and are finite
     # the block's gradients along a direction of the test's own, against the same backward pass through
     # nn.TransformerEncoderLayer holding the same parameters
@@ -1002,6 +1015,15 @@ for trial in range(3):
                         grad, reference[theirs[0]].grad, atol=1e-4,
                         hint="the block's forward differs from nn.TransformerEncoderLayer: make the post-norm and "
                              "pre-norm tests pass first")
+    if reference:  # the outputs at the points the gradient checks moved a parameter to are answers too: judged as well
+        for moved, output in probed_points(block):
+            with torch.no_grad():
+                expected = reference_layer({**params, **moved}, width, heads, 9, norm_first)(
+                    x, src_mask=future, src_key_padding_mask=pad)
+            check_close(f"the block's output with {', '.join(moved)} moved a little (width {width}, {heads} heads, "
+                        f"T={length}, norm_first={norm_first})", output, expected, atol=1e-4,
+                        hint="the forward must compute the block for any parameter values, also for values a hair "
+                             "away from the ones it saw last")
 ### END HIDDEN TESTS
 
 # %% [markdown]

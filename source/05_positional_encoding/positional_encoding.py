@@ -600,10 +600,14 @@ no_gradient = ("rows 0 to 3 of the table received no gradient from a sequence of
                "add the table's rows to x inside the graph (no .detach(), no .data)")
 check_true(out.requires_grad, no_gradient)
 grad = parameter_gradients(positions, x, torch.ones(2, 4, 3)).get("table.weight")  # of out.sum()
-check_true(grad is not None and bool((grad[:4] != 0).all()), no_gradient)
+check_true(grad is not None and bool(grad.abs().max() > 0), no_gradient)
+check_true(bool((grad[:4] != 0).all()), "some of rows 0 to 3 received no gradient from a sequence of 4 tokens: "
+           "position t adds row t of the table, for t = 0 to T - 1")
 check_true(bool((grad[4:] == 0).all()), "rows 4 and up received a gradient from a sequence of 4 tokens: "
            "use rows 0 to T - 1 only")
 ### BEGIN HIDDEN TESTS
+from nboracle import probed_points
+
 generator = torch.Generator().manual_seed(33)
 sizes = np.random.default_rng(33)
 for trial in range(3):
@@ -616,6 +620,16 @@ for trial in range(3):
     check_true(grad is not None and bool((grad[:T] != 0).any(dim=1).all()) and bool((grad[T:] == 0).all()),
                f"LearnedPositions({max_len}, {d}) on {T} tokens: the gradient should reach rows 0 to {T - 1} "
                "of the table and no other")
+    check_close(f"the gradient of the table of LearnedPositions({max_len}, {d}) on {T} tokens", grad[:T],
+                direction.sum(0), atol=1e-5, hint="positions(x) is x plus rows 0 to T - 1 of the table, once each: a "
+                                                  "row's gradient is the direction at its position, summed over the batch")
+    # the outputs at the points the gradient check moved the table to are answers too: judged as well
+    for moved, output in probed_points(positions):
+        if "table.weight" in moved:
+            check_close(f"LearnedPositions({max_len}, {d}) on {T} tokens with its table moved a little", output,
+                        x + moved["table.weight"][:T], atol=1e-5,
+                        hint="the forward must add the table's rows for any values, also for values a hair away "
+                             "from the ones it saw last")
 ### END HIDDEN TESTS
 
 # %% [markdown]

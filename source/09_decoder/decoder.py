@@ -989,6 +989,8 @@ torch.manual_seed(10)
 direction, memory_grad = check_decoder_gradients(*new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8),
                                                  torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
+from nboracle import probed_points
+
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
@@ -1002,6 +1004,17 @@ for trial in range(2):
     check_close(f"the gradient that reaches the memory (norm_first={norm_first})", memory_grad, leaf.grad, atol=1e-4,
                 hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
                      "pass follows your forward, so first make the block agree with the layer (tests above)")
+    # the outputs at the points the gradient checks moved a parameter, x or the memory to are answers too: judged
+    state = block_state(width, 9, 1010 + trial)
+    for point, output in probed_points(block):
+        moved = point if isinstance(point, dict) else {}
+        inputs = point if isinstance(point, tuple) else (x, memory)
+        with torch.no_grad():
+            expected = decoder_layer({**state, **moved}, width, heads, 9, norm_first)(*inputs, tgt_mask=future_mask(4))
+        what = ", ".join(moved) if moved else "x or the memory"
+        check_close(f"the block's output with {what} moved a little (norm_first={norm_first})", output, expected,
+                    atol=1e-4, hint="the forward must compute the block for any values, also for values a hair away "
+                                    "from the ones it saw last")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1390,9 +1403,12 @@ class RecordedTwin:
 
 def check_weights_per_block(model, reference, src, dec_in):
     """`reference`: nn.Transformer holding the model's parameters, with encode and decode (RecordedTwin)."""
+    held = {row["name"]: row["dtype"] for row in module_tensors(model)}  # a model kept in float64 gets float64
+    dtype = getattr(torch, str(held.get("head.weight")), None)
     with torch.no_grad():
         memory = reference.encode(src)  # the reference memory: only decode is under test here
-        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory, hint=MODEL_HINT)
+        given = memory.to(dtype) if isinstance(dtype, torch.dtype) and dtype.is_floating_point else memory
+        result = attempt("decode(dec_in, memory)", model.decode, dec_in, given, hint=MODEL_HINT)
         wanted = reference.decode(dec_in, memory)[1]
     check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
     weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
@@ -1451,6 +1467,8 @@ src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual
 model_, state = new_model(14, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
 direction, encoder_gradients = check_encoder_learns(model_, pytorch_twin(state, heads=2), src, dec_in, dec_out)
 ### BEGIN HIDDEN TESTS
+from nboracle import probed_points
+
 for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
     net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
@@ -1464,6 +1482,18 @@ for trial in range(2):
                     theirs[PyTorchTwin.renamed(name)].grad, atol=1e-4,
                     hint="it is not the gradient of nn.Transformer holding the same parameters: the backward pass "
                          "follows your forward, so first make the model agree with nn.Transformer (tests above)")
+    # the logits at the points the gradient check moved a parameter to are answers too: judged with the twin
+    # holding the same moved parameter
+    for moved, output in probed_points(net):
+        if not set(moved) <= set(state):
+            continue  # a parameter of yours the exercise does not name: the twin has nothing to move
+        twin.load_state_dict({PyTorchTwin.renamed(name): value for name, value in {**state, **moved}.items()},
+                             strict=False)
+        with torch.no_grad():
+            expected = twin(src, dec_in)
+        check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={bool(trial)})", output, expected,
+                    atol=1e-4, hint="the forward must compute the model for any parameter values, also for values a "
+                                    "hair away from the ones it saw last")
 ### END HIDDEN TESTS
 
 # %% [markdown]
