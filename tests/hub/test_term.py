@@ -198,6 +198,14 @@ def term(hub, driver):
     shot(driver, "prof-ines-lab")
     prof = Person(hub.url, "prof-ines", hub.password("prof-ines"))
     out["prof"] = prof
+    # the due date is set before Generate, so the released notebook says it (DueDateCell); the
+    # late-submission test below moves it to its own deadline
+    from datetime import datetime, timedelta, timezone
+
+    due = (datetime.now(timezone.utc) + timedelta(days=14)).replace(hour=17, minute=0, second=0, microsecond=0)
+    formgrader(prof, "PUT", f"assignment/{A}", json={"duedate_notimezone": due.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                     "duedate_timezone": "UTC"})
+    out["due"] = due
     show_formgrader(driver, hub, "manage_assignments", "formgrader-before-release")
     fg_click(driver, hub, "manage_assignments", "glyphicon-education", "generated")
     fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-upload", "released")
@@ -424,6 +432,15 @@ def _reads(path):
 print("PROBE " + _json.dumps({"env": sorted(k for k in _os.environ if "TOKEN" in k or k.startswith("JUPYTERHUB")),
                              "gradebook": _reads(%r), "source": _reads(%r), "amara": _reads(%r)}))
 '''
+
+
+def test_the_student_reads_the_due_date_in_the_fetched_notebook(term, hub):
+    """nbgrader's Assignment List shows no due date: the notebook amara fetched says it, under its title
+    (screenshot amara-opened)."""
+    fetched = P.read_nb(hub.layout.user_home("amara") / A / f"{NAME}.ipynb")
+    said = [cell for cell in fetched.cells if cell.source.startswith("**Due:")]
+    assert len(said) == 1 and fetched.cells.index(said[0]) == 1, [c.source[:80] for c in fetched.cells[:3]]
+    assert f"{term['due']:%A %d %B %Y, %H:%M} UTC" in said[0].source
 
 
 def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
