@@ -1132,34 +1132,6 @@ CH01_SCAN_EVASIONS = {
     "library-through-globals": "globals()['_' + 'fs'] = [F.scaled_dot_product_attention]\n"
                                + _BY_THE_LIBRARY.replace("CALL", "_fs[0](q, k, v)"),
 }
-# issue 43 item 4: chapter 06's block that divides by sqrt(D), with the right gradients (straight through)
-# and a forward that remembers the parameters of its last graded call: at the points of the gradient
-# check, a hair away, it answers the graded (wrong) output plus the right forward's change, so the finite
-# differences agree with the right gradients. Those outputs are now compared with the reference too
-CH06_SCALE_ATTACKS.update({
-    "remembered-parameters": """
-_LAST = {}
-
-class MultiHeadSelfAttention(MultiHeadSelfAttention):
-    def forward(self, x, return_weights=False):
-        wrong = super().forward(x, return_weights=return_weights)
-        wrong_out = wrong[0] if isinstance(wrong, tuple) else wrong
-        D = x.shape[-1]
-        q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(x).split(D, dim=-1))
-        right = self.proj(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)))
-        now = [p.detach().clone() for p in self.parameters()]
-        last = _LAST.get(id(self))
-        near = last is not None and last["x"].shape == x.shape and torch.equal(last["x"], x.detach()) \
-            and [a.shape for a in now] == [b.shape for b in last["params"]] \
-            and 0 < max(float((a - b).abs().max()) for a, b in zip(now, last["params"])) < 1e-2
-        if near:  # a point of the gradient check
-            out = last["wrong"] + (right - last["right"])
-        else:
-            _LAST[id(self)] = {"x": x.detach().clone(), "params": now, "wrong": wrong_out.detach(), "right": right.detach()}
-            out = wrong_out.detach() + right - right.detach()
-        return (out, wrong[1]) if isinstance(wrong, tuple) else out
-""",
-})
 # ======================================================================================================
 # end of issue 43 items 3 and 5 (sec-kernel)
 # ======================================================================================================
@@ -1272,10 +1244,10 @@ def with_right(attacks: dict[str, str], answers: dict, cell: str, cls: str) -> d
     return {name: head + code if "_RIGHT_SOURCE" in code else code for name, code in attacks.items()}
 
 
-# issue 43 item 4 in chapters 04, 05 and 09 (06's is "remembered-parameters" above): the wrong forward with the
-# right gradients (straight through), and at the points of a gradient check, a hair away from its last call in
-# its parameters or its inputs, the wrong output it gave there plus the right forward's change, so the finite
-# differences agree with the right gradients. Those outputs are compared with the references too
+# issue 43 item 4 in chapters 04, 05, 06 and 09: the wrong forward with the right gradients (straight through),
+# and at the points of a gradient check, a hair away from its last call in its parameters or its inputs, the
+# wrong output it gave there plus the right forward's change, so the finite differences agree with the right
+# gradients. Those outputs are compared with the references too
 REMEMBERED_POINTS = _SWITCH + """
 _LAST = {}
 
@@ -1300,6 +1272,7 @@ class <<CLASS>>(<<CLASS>>):
 CH05_ATTACKS = {"remembered-points": REMEMBERED_POINTS.replace("<<CLASS>>", "LearnedPositions")}
 
 CH04_ATTACKS["remembered-points"] = REMEMBERED_POINTS.replace("<<CLASS>>", "EncoderBlock")
+CH06_SCALE_ATTACKS["remembered-points"] = REMEMBERED_POINTS.replace("<<CLASS>>", "MultiHeadSelfAttention")
 
 SLOT_04 = slot_attacks("EncoderBlock")
 SLOT_06 = slot_attacks("MultiHeadSelfAttention", tables=False)
@@ -1397,7 +1370,7 @@ def chapter06(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chapter06_scale(tmp_path_factory):
     return grade_against_variant(tmp_path_factory, "06_multihead_attention", "scale_by_sqrt_d_model", "mhsa",
-                                 CH06_SCALE_ATTACKS)
+                                 CH06_SCALE_ATTACKS, cls="MultiHeadSelfAttention")
 
 
 @pytest.fixture(scope="module")
@@ -1473,6 +1446,7 @@ def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale)
     for name in ("straight-through", "hooked-gradients"):
         errors = " ".join(results[f"atk-{name}"].cells[g].error for g in results[f"atk-{name}"].failed())
         assert "does not belong to" in errors, (name, errors)
+    assert "moved a little" in results["atk-remembered-points"].cells["test_mhsa_gradients"].error
 
 
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
