@@ -82,4 +82,5 @@ def check_prediction(name: str, answer: Any, expected: float, hint: str, rel: fl
     for wrong, reasoning in known:
         if math.isclose(value, wrong, rel_tol=rel, abs_tol=1e-12):
             raise CheckFailed(f"{name} = {value:g} is not right: {reasoning}")
-    raise CheckFailed(f"{name} = {value:g} is not right (a prediction within {rel:.0%} counts): {hint}")
+    tolerance = "only the exact number counts" if rel == 0 else f"a prediction within {rel * 100:g} % counts"
+    raise CheckFailed(f"{name} = {value:g} is not right ({tolerance}): {hint}")

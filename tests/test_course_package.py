@@ -181,6 +181,12 @@ def test_check_prediction_names_the_known_mistake_and_never_the_expected_number(
     with pytest.raises(AssertionError) as failure:
         check_prediction("P", 30, 20.0, hint="square root of the variance", known=known)
     assert "square root of the variance" in str(failure.value) and "20" not in str(failure.value)
+    assert "(a prediction within 5 % counts)" in str(failure.value)
+    with pytest.raises(AssertionError, match=r"\(a prediction within 0\.2 % counts\)"):
+        check_prediction("P", 30, 20.0, hint="h", rel=0.002)
+    with pytest.raises(AssertionError, match=r"\(only the exact number counts\)"):
+        check_prediction("P", 20.5, 20.0, hint="h", rel=0.0)
+    assert check_prediction("P", 20, 20.0, hint="h", rel=0.0) == 20.0
     for wrong in (None, "20", True, float("nan"), [20]):
         with pytest.raises(AssertionError, match="^P is "):
             check_number("P", wrong)

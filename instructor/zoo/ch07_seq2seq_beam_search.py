@@ -152,6 +152,18 @@ VARIANTS = [
         expect={"test_quiz_q1": "(b) the queries come from the decoder", "test_quiz_q2": "(b) under teacher forcing",
                 "test_quiz_q3": "(a) with alpha = 1 each sum is divided by lp", "test_quiz_q4": "(a) a beam only searches"},
     ),
+    Variant(
+        "predict_beam_candidates_full_first_step",
+        "predicts 4 hypotheses extended at every step, the first too (6 x 4 x 10)",
+        replace={"predict_beam_candidates": "PREDICTED_BEAM_CANDIDATES = 240\n"},
+        expect={"test_predict_beam_candidates": "the beam starts as the single hypothesis (start,)"},
+    ),
+    Variant(
+        "predict_beam_candidates_calls",
+        "predicts the calls of next_probs (1 + 5 x 4) instead of the candidates",
+        replace={"predict_beam_candidates": "PREDICTED_BEAM_CANDIDATES = 21\n"},
+        expect={"test_predict_beam_candidates": "that counts the hypotheses extended"},
+    ),
 ]
 
 ALTERNATIVES = [

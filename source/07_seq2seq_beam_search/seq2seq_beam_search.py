@@ -27,9 +27,9 @@
 # Each exercise has a solution cell, a cell that runs your code, and graded tests; the
 # grader also runs hidden tests on random tables and small random models.
 #
-# **Time:** about 3.5 hours for a capable student. That is an estimate from the chapter's
+# **Time:** about 4 hours for a capable student. That is an estimate from the chapter's
 # size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 30 points.
+# for each of its 31 points.
 # **Assumes:** chapters 01 to 06, in particular masks (03), positions (05) and multi-head attention (06).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -514,6 +514,63 @@ for seed in range(30):
     check_close(f"log_prob on random table {seed}", log_prob, right_log_prob, atol=1e-6,
                 hint="log_prob is the raw summed ln p of the chosen hypothesis, <eos> included")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# Beam search is cheap because it prunes. Take a table that offers the same **10 next tokens**
+# after any prefix, none of them `eos` (so no hypothesis ever finishes), and call
+# `beam_search(next_probs, width=4)` with its default `max_len=6`. Count the **candidates** the
+# search forms, the (hypothesis, next token) pairs of step 1 of the procedure, summed over every
+# step, and assign the count to `PREDICTED_BEAM_CANDIDATES`. A count is exact arithmetic: only
+# the exact number counts. The cell after the test counts them in your `beam_search`.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_beam_candidates", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_BEAM_CANDIDATES = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_BEAM_CANDIDATES = 1 * 10 + 5 * (4 * 10)  # step 1 extends (start,) only; steps 2 to 6 extend 4 each
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_beam_candidates", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_BEAM_CANDIDATES: the candidates beam search forms (10 tokens, width 4, 6 steps, no eos)."""
+from course import check_number
+
+prediction = check_number("PREDICTED_BEAM_CANDIDATES", PREDICTED_BEAM_CANDIDATES)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_BEAM_CANDIDATES", PREDICTED_BEAM_CANDIDATES, 1 * 10 + 5 * 4 * 10, rel=0.0,
+                              known=(
+    (6 * 4 * 10, "that extends 4 hypotheses at every step, the first one too: the beam starts as the single "
+                 "hypothesis (start,), so step 1 forms one candidate per token"),
+    (4 * 10, "that is one step: no hypothesis ends with eos here, so the search runs all max_len = 6 steps"),
+    (10 ** 6, "that is exhaustive search, every sequence of 6 tokens: the beam keeps only the 4 best candidates "
+              "of a step and extends only those"),
+    (6 * 10, "that is greedy decoding, one hypothesis per step: with width 4 the beam holds 4 hypotheses from "
+             "step 2 on"),
+    (6 * 4, "that counts the hypotheses kept, 4 a step: a candidate is a kept hypothesis extended by one token, "
+            "and each is extended by every one of the 10 tokens"),
+    (1 + 5 * 4, "that counts the hypotheses extended (the calls of next_probs): each of them offers 10 tokens, "
+                "and each token makes one candidate"),
+),
+                              hint="step 1 extends the single start hypothesis by every token; each later step "
+                                   "extends the width hypotheses kept by the step before by every token")
+### END HIDDEN TESTS
+
+# %%
+offered = []  # how many next tokens each call of next_probs offered
+
+
+def ten_next_tokens(prefix):
+    """The same 10 tokens after any prefix, none of them <eos>."""
+    tokens = {digit: (int(digit) + 1) / 55 for digit in "0123456789"}
+    offered.append(len(tokens))
+    return tokens
+
+
+beam_search(ten_next_tokens, width=4)
+print(f"your beam_search formed {sum(offered)} candidates in {len(offered)} calls of next_probs")
+print(f"exhaustive search would score {10 ** 6:,} sequences of 6 tokens")
 
 # %% [markdown]
 # ## The digit-reversal task
