@@ -169,8 +169,8 @@ def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(cou
     assert f"grade-class {A}: 1 of 3 submission(s) not graded (1 refused)" in out.err
     space, accents = C.student_id(SPACE), C.student_id(ACCENTS)
     lines = {line.split()[0]: line for line in out.out.splitlines() if line.split()}
-    assert "11/11" in lines[space] and f"folder {SPACE!r}" in lines[space]
-    assert "0/11" in lines[accents] and "REVIEW" in lines[accents] and f"folder {ACCENTS!r}" in lines[accents]
+    assert "12/12" in lines[space] and f"folder {SPACE!r}" in lines[space]
+    assert "0/12" in lines[accents] and "REVIEW" in lines[accents] and f"folder {ACCENTS!r}" in lines[accents]
     report = (root.path / f"report-{A}.txt").read_text()
     assert f"{NB}-Copy1.ipynb (3 of 4 answers filled in)" in report and "## refused: readme.txt (refused)" in report
     assert f"mistakes: {root.path / 'mistakes' / A}.html" in out.out  # the class report (issue 40)

@@ -51,7 +51,7 @@ def test_release_fetch_submit_collect_autograde(tmp_path):
     assert root.students(A) == ["alice", "bob"]
     root.autograde(A)
     scores = {s: r.auto_score for s, r in root.results(A).items()}
-    assert scores == {"alice": 11.0, "bob": 0.0}
+    assert scores == {"alice": 12.0, "bob": 0.0}
 
 
 def test_the_released_notebook_says_the_due_date_the_gradebook_holds(tmp_path):

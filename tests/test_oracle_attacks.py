@@ -1427,7 +1427,7 @@ def chapter09(tmp_path_factory):
 def test_chapter01_attacks_earn_no_more_than_the_wrong_code(chapter01):
     results, reviews = chapter01
     check_class(results, reviews, CH01_ATTACKS, automatic_points("01_two_keys"))
-    assert results["honest-wrong"].auto_score == 8
+    assert results["honest-wrong"].auto_score == automatic_points("01_two_keys") - 3
 
 
 def test_chapter06_attacks_earn_no_more_than_the_wrong_code(chapter06):

@@ -25,8 +25,8 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "running test_attention_scaling" in out, "no progress while the cells run"
     assert "FAIL test_attention_scaling" in out and "too peaked, were the scores divided by sqrt(d_k)?" in out
-    assert "automatic points: 8 of 11" in out and "feedback: " in out
-    assert "graded by hand: 2 more points (equal_keys_answer: 2)" in out and "feedback shows 8/13" in out
+    assert "automatic points: 9 of 12" in out and "feedback: " in out
+    assert "graded by hand: 2 more points (equal_keys_answer: 2)" in out and "feedback shows 9/14" in out
     assert "the model answers and rubrics are the cells equal_keys_answer of " in out and "two_keys.ipynb" in out
     assert buggy.read_bytes() == before, "the learner's notebook must never be modified"
 
@@ -37,7 +37,7 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
     P.write_nb(P.fill(release_nb, answers), renamed)
     assert self_check(renamed) == 0  # the assignment is recognised by the cells' grade ids
     out = capsys.readouterr().out
-    assert f"as {A}" in out and "automatic points: 11 of 11" in out
+    assert f"as {A}" in out and "automatic points: 12 of 12" in out
     after = (private.path / ".selfcheck-stamp").stat().st_mtime_ns, private.notebook("release", A).stat().st_mtime_ns
     assert after == built, "the self-check course was rebuilt although source/ did not change"
 
@@ -77,7 +77,7 @@ def test_self_check_names_a_cell_stopped_at_the_time_limit(tmp_path, capsys):
     assert self_check(notebook, A, root=root) == 0
     out = capsys.readouterr().out
     assert "interrupted: hand_answers ran past the time limit (6 s per cell)" in out, out
-    assert "FAIL test_hand_answers" in out and "automatic points: 9 of 11" in out
+    assert "FAIL test_hand_answers" in out and "automatic points: 10 of 12" in out
 
 
 @pytest.mark.parametrize("long_name", ["test_masked_attention_pad_invariance", "test_gradients_reach_every_parameter_x"])

@@ -91,6 +91,18 @@ HAND_OUTPUT = np.array([[-0.218, 4.218]])
         replace={"hand_answers": "HAND_WEIGHTS = [[0.881, 0.119]]\nHAND_OUTPUT = [[2.523, 1.477]]\n"},
         expect={"test_hand_answers": "are the weights of the raw scores [2, 0]"},
     ),
+    Variant(
+        "predict_top_weight_linear",
+        "predicts the first score over the sum of the scores, 2/6, as if softmax were a plain normalisation",
+        replace={"predict_top_weight": "PREDICTED_TOP_WEIGHT = 2 / 6\n"},
+        expect={"test_predict_top_weight": "that divides each score by the sum of the scores"},
+    ),
+    Variant(
+        "predict_top_weight_hard_max",
+        "predicts that the largest score takes all the weight",
+        replace={"predict_top_weight": "PREDICTED_TOP_WEIGHT = 1\n"},
+        expect={"test_predict_top_weight": "that is a hard maximum"},
+    ),
 ]
 
 ALTERNATIVES = [
@@ -114,7 +126,8 @@ ALTERNATIVES = [
     ),
     Variant(
         "hand_answers_rounded",
-        "the hand answers typed as plain lists, rounded to three decimals as the text asks",
-        replace={"hand_answers": "HAND_WEIGHTS = [[0.804, 0.196]]\nHAND_OUTPUT = [[2.218, 1.782]]\n"},
+        "the hand answers typed as plain lists, and the prediction, rounded to three decimals as the text asks",
+        replace={"hand_answers": "HAND_WEIGHTS = [[0.804, 0.196]]\nHAND_OUTPUT = [[2.218, 1.782]]\n",
+                 "predict_top_weight": "PREDICTED_TOP_WEIGHT = 0.405\n"},
     ),
 ]

@@ -30,7 +30,7 @@
 #
 # **Time:** about 1.5 hours for a capable student. That is an estimate from the chapter's
 # size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 13 points.
+# for each of its 14 points.
 # **Assumes:** Python and NumPy (arrays, broadcasting, matrix products); no earlier chapter.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -147,6 +147,47 @@ for trial in range(6):
     check_close(f"softmax(scores of shape {shape}, axis={axis})", softmax(scores, axis=axis), reference,
                 atol=1e-8, hint="normalise along the `axis` you are given")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Predict, then run (1 point)
+#
+# A query scores five keys: $[2, 1, 1, 1, 1]$. Softmax turns the row into weights. Before the
+# next cell computes them, predict the **weight on the first key**, the one whose score is
+# larger, and assign it to `PREDICTED_TOP_WEIGHT` (fact 1 above makes the arithmetic short:
+# subtract 1 from every score first). A prediction within 1 % counts.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_top_weight", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_TOP_WEIGHT = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_TOP_WEIGHT = np.e / (np.e + 4)  # scores [1, 0, 0, 0, 0] after the shift: e^1 against four e^0
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_top_weight", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_TOP_WEIGHT: the softmax weight of the first of five scores [2, 1, 1, 1, 1]."""
+from course import check_number
+
+prediction = check_number("PREDICTED_TOP_WEIGHT", PREDICTED_TOP_WEIGHT)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+top_scores = torch.tensor([2.0, 1.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+prediction = check_prediction("PREDICTED_TOP_WEIGHT", PREDICTED_TOP_WEIGHT, float(torch.softmax(top_scores, 0)[0]),
+                              rel=0.01, known=(
+    (1.0, "that is a hard maximum, all the weight on the largest score: softmax gives every key a positive "
+          "weight, e^s over the sum of e^s of the row"),
+    (0.2, "that is a uniform row, one fifth each: softmax gives the larger score the larger weight"),
+    (2 / 6, "that divides each score by the sum of the scores: softmax divides e^s by the sum of e^s"),
+    (np.e / (np.e + 1), "that weighs the first key against one other key only: the row has four other keys, "
+                        "each with e^0 = 1 after the shift"),
+    (np.e ** 2 / (np.e ** 2 + 4), "that exponentiates the first score but counts each other score as 1 before "
+                                  "the shift: e^1 is 2.718, or subtract 1 from every score first"),
+),
+                              hint="subtract 1 from every score (fact 1), exponentiate, and divide the first "
+                                   "exponential by the sum of all five")
+### END HIDDEN TESTS
+
+# %%
+print("softmax([2, 1, 1, 1, 1]) =", np.round(softmax(np.array([2.0, 1.0, 1.0, 1.0, 1.0])), 3))
 
 # %% [markdown]
 # ## Part B · Scaled dot-product attention (6 points)
