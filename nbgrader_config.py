@@ -90,6 +90,11 @@ c.OracleExecute.oracle_chapters = ["01_two_keys", "02_scaling", "03_masks", "04_
                                    "07_seq2seq_beam_search", "08_attention_cost", "09_decoder", "10_tiny_gpt"]
 # course.checks.attempt(what, function, ...) calls only the function the test hands it.
 c.OracleExecute.calling_helpers = ["course.checks:attempt"]
+# The chapters' checks that their test cells import and hand the student's objects to (the
+# course's test code, outside the notebooks): their lines may use the student's objects as a test
+# cell's own lines do.
+c.OracleExecute.test_modules = ["course.encoder_block_checks", "course.multihead_attention_checks",
+                                "course.decoder_checks", "course.tiny_gpt_checks"]
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

@@ -39,6 +39,7 @@ import ast
 import builtins
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,6 +48,19 @@ from nboracle.grader.nbgrader_ext import DEMO_ONLY
 from nboracle.grader.oracle import KERNEL_ONLY
 from support import ASSIGNMENTS, source_nb
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _test_modules() -> frozenset:
+    """The course's test modules (`c.OracleExecute.test_modules` in nbgrader_config.py): their code is test code."""
+    for node in ast.walk(ast.parse((ROOT / "nbgrader_config.py").read_text())):
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Attribute)
+                and node.targets[0].attr == "test_modules"):
+            return frozenset(ast.literal_eval(node.value))
+    return frozenset()
+
+
+TEST_MODULES = _test_modules()
 MESSAGE_ONLY = "# message only:"  # a comparison of two student outputs that only picks a failure message
 PRECONDITION = "# precondition:"  # a comparison of two student outputs that can only fail the test
 MARKERS = (MESSAGE_ONLY, PRECONDITION)
@@ -81,6 +95,9 @@ PENDING: dict[str, dict[str, str]] = {}
 # Its result counts as the grader's. Each helper must check that the part is not degenerate (a constant feature map
 # would let a hard-coded composite match), which `test_own_parts_are_checked` holds.
 OWN_PARTS: dict[str, dict[str, str]] = {
+    "06_multihead_attention": {"multihead_reference": "the block is judged around the student's split_heads and "
+                                                      "merge_heads, read as the entries they pick (as_gather refuses "
+                                                      "anything but a rearrangement); Part A's tests judge them"},
     "08_attention_cost": {"own_phi": "linear attention, its causal form and the step are judged around the "
                                      "student's phi; test_phi judges phi against F.elu(x) + 1"},
 }
@@ -159,8 +176,9 @@ def shape(taint: Taint):
 @dataclass
 class Function:
     node: ast.FunctionDef | ast.Lambda
-    cell: str  # grade id of the cell that defines it
-    scope: dict  # the enclosing local scope (None at top level)
+    cell: str | None  # grade id of the cell that defines it; None: a test module's, read for the cell that calls it
+    scope: dict  # the enclosing local scope (None at top level; a test module's own names)
+    lines: list | None = None  # a test module's source lines (a cell's are in Analysis.lines)
 
 
 @dataclass
@@ -181,12 +199,15 @@ class Analysis:
     globals: dict = field(default_factory=dict)  # name -> Taint or Function
     findings: list = field(default_factory=list)
     references: dict = field(default_factory=dict)  # cell -> number of reference comparisons
-    excused: dict = field(default_factory=dict)  # cell -> [line] of `# message only` comparisons
+    excused: dict = field(default_factory=dict)  # cell -> [(line, text)] of `# message only` comparisons
     lines: dict = field(default_factory=dict)  # cell -> its source lines
     gradients: Taint = CLEAN  # what the backward passes of the current cell so far derive from (`.grad` reads it)
     _summaries: dict = field(default_factory=dict)
     _active: set = field(default_factory=set)
     cell: str = ""  # the cell whose statements are being read
+    source: list | None = None  # the lines being read when they are a test module's, not the cell's
+    modules: dict = field(default_factory=dict)  # a test module's name -> its names (Function or CLEAN)
+    module_texts: dict = field(default_factory=dict)  # a test module's source given by a test of the analysis
     own_parts: frozenset = frozenset()  # OWN_PARTS' helpers of the chapter
 
     # ------------------------------------------------------------ names
@@ -378,19 +399,22 @@ class Analysis:
             else:
                 extra |= taint
         key = (id(function.node), id(function.scope), tuple(sorted((k, shape(v)) for k, v in given.items())),
-               self.gradients)  # its enclosing scope too: what it stores there is stored again
+               self.gradients,  # its enclosing scope too: what it stores there is stored again
+               self.cell if function.cell is None else None)  # a test module's function counts for each cell
         if key in self._summaries:
             return self._summaries[key] if not extra else frozenset(self._summaries[key] | extra)
         if key in self._active:  # recursion: assume everything it was given
             return frozenset().union(*given.values()) | extra
         self._active.add(key)
         scopes = [*([function.scope] if function.scope is not None else []), dict(given)]
-        caller = self.cell
+        caller, source = self.cell, self.source
+        if function.lines is not None:
+            self.source = function.lines
         if isinstance(function.node, ast.Lambda):
             result = self.expr(function.node.body, scopes)
         else:
-            result = self.block(function.node.body, scopes, function.cell)
-        self.cell = caller  # what the caller's later lines find is the caller's
+            result = self.block(function.node.body, scopes, function.cell if function.cell is not None else caller)
+        self.cell, self.source = caller, source  # what the caller's later lines find is the caller's
         self._active.discard(key)
         self._summaries[key] = result
         return result if not extra else frozenset(result | extra)
@@ -414,6 +438,11 @@ class Analysis:
             return CLEAN
         if isinstance(node, ast.ClassDef):
             scope[node.name] = CLEAN  # a test's own class: instances get their arguments' taint
+            return CLEAN
+        if isinstance(node, ast.ImportFrom) and (node.module in TEST_MODULES or node.module in self.module_texts):  # the course's test code: read it too
+            names = self.module(node.module)
+            for alias in node.names:
+                scope[alias.asname or alias.name] = names.get(alias.name, CLEAN)
             return CLEAN
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -471,15 +500,37 @@ class Analysis:
                 self.expr(child, scopes)
         return CLEAN
 
+    def module(self, name: str) -> dict:
+        """The names a test module defines: its functions (read when a cell calls them), everything else clean."""
+        if name not in self.modules:
+            text = self.module_texts.get(name) or (ROOT / (name.replace(".", "/") + ".py")).read_text()
+            lines, names = text.splitlines(), {}
+            self.lines[name] = lines  # for the markers' reasons
+            for node in ast.parse(text).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names[node.name] = Function(node, None, names, lines)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names.update(dict.fromkeys(((a.asname or a.name).split(".")[0] for a in node.names), CLEAN))
+                elif isinstance(node, ast.ClassDef):
+                    names[node.name] = CLEAN  # a test's own class: instances get their arguments' taint
+                else:
+                    for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                        for leaf in ast.walk(target) if target is not None else ():
+                            if isinstance(leaf, ast.Name):
+                                names[leaf.id] = CLEAN  # a constant of the module
+            self.modules[name] = names
+        return self.modules[name]
+
     # ------------------------------------------------------------ findings
 
     def flag(self, node: ast.AST, why: str) -> None:
-        finding = Finding(self.cell, node.lineno, self.line(node), why)
+        where = self.cell if self.source is None else f"{self.cell}, in the test module it calls,"
+        finding = Finding(where, node.lineno, self.line(node), why)
         if all((f.cell, f.line, f.why) != (finding.cell, finding.line, finding.why) for f in self.findings):
             self.findings.append(finding)
 
     def line(self, node: ast.AST) -> str:
-        lines = self.lines.get(self.cell, [])
+        lines = self.source if self.source is not None else self.lines.get(self.cell, [])
         return lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else ""
 
     def compared(self, node: ast.AST, left: Taint, right: Taint) -> None:
@@ -491,10 +542,10 @@ class Analysis:
             self.pairwise(node, left | right)
 
     def pairwise(self, node: ast.AST, taint: Taint) -> None:
-        lines = self.lines.get(self.cell, [])
+        lines = self.source if self.source is not None else self.lines.get(self.cell, [])
         span = lines[node.lineno - 1:getattr(node, "end_lineno", node.lineno)]
         if any(marker in text for text in span for marker in MARKERS):
-            self.excused.setdefault(self.cell, []).append(node.lineno)
+            self.excused.setdefault(self.cell, []).append((node.lineno, lines[node.lineno - 1]))
             return
         self.flag(node, f"both sides derive from the student's {_names(taint)}, from different calls")
 
@@ -525,8 +576,8 @@ def finish(analysis: Analysis) -> Analysis:
     # a message-only comparison is excused only in a cell that also compares with a reference
     for gid, lines in analysis.excused.items():
         if not analysis.references.get(gid):
-            for line in lines:
-                analysis.findings.append(Finding(gid, line, analysis.lines[gid][line - 1],
+            for line, text in lines:
+                analysis.findings.append(Finding(gid, line, text,
                                                  "marked message only or precondition, but the cell compares "
                                                  "nothing with a reference"))
     for gid, lines in analysis.lines.items():  # a marker says why
@@ -571,23 +622,38 @@ def test_pending_cells_are_still_flagged():
 
 
 def test_own_parts_are_checked():
-    """Every OWN_PARTS helper is defined in a graded cell of its chapter and refuses a degenerate part: it runs the
-    student's part through `attempt` and fails the test with 'make the test of ... pass first' where that part
-    gives every input the same answer."""
+    """Every OWN_PARTS helper is defined in a graded cell of its chapter or in a test module it imports, and refuses a
+    degenerate part: it (or the functions and classes of its module that it reaches by name) runs the student's part through
+    `attempt` and fails the test with 'make the test of ... pass first' where that part gives every input the same
+    answer, or does more than rearrange its input."""
+    modules = {name: (ROOT / (name.replace(".", "/") + ".py")).read_text() for name in TEST_MODULES}
     for assignment, helpers in OWN_PARTS.items():
         assert assignment in ASSIGNMENTS
         sources = [cell.source for cell in source_nb(assignment).cells
-                   if cell.metadata.get("nbgrader", {}).get("grade")]
+                   if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")]
+        imported = [text for name, text in modules.items() if any(f"from {name} import" in cell for cell in sources)]
         for helper in helpers:
-            body = next((ast.get_source_segment(text, node) for text in sources for node in ast.walk(ast.parse(text))
+            body = next((ast.get_source_segment(text, node) for text in [*sources, *imported]
+                         for node in ast.walk(ast.parse(text))
                          if isinstance(node, ast.FunctionDef) and node.name == helper), None)
-            assert body is not None, f"{assignment}: no graded cell defines {helper}"
-            assert "attempt(" in body and "make the test of" in body and "same" in body, body
+            assert body is not None, f"{assignment}: no graded cell or imported test module defines {helper}"
+            for text in imported:  # the module's functions and classes the helper names, and those they name
+                defined = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
+                           if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+                named, grown = {helper}, True
+                while grown:
+                    found = {name for name in defined if re.search(rf"\b{name}\b", body)} - named
+                    grown = bool(found)
+                    named |= found
+                    body += "".join("\n" + defined[name] for name in sorted(found))
+            assert "attempt(" in body and "make the test of" in body, body
+            assert "same" in body or "does more than rearrange" in body, body
 
 
-def _analyse_source(cells: list) -> Analysis:
-    """The analysis over cells given as (grade id, source); the first is the provided imports cell."""
-    analysis = Analysis()
+def _analyse_source(cells: list, modules: dict | None = None) -> Analysis:
+    """The analysis over cells given as (grade id, source); the first is the provided imports cell. `modules`:
+    test modules' sources by name."""
+    analysis = Analysis(module_texts=modules or {})
     for gid, source in cells:
         analysis.lines[gid] = source.splitlines()
         analysis.gradients = CLEAN
@@ -651,3 +717,39 @@ IMPORTS = ("imports", "import torch\nfrom course import attempt, check_close, ma
 def test_the_analysis_flags_student_references(source, flagged):
     analysis = _analyse_source([IMPORTS, ("test", source)])
     assert bool(analysis.findings) == flagged, analysis.findings
+
+
+CHECKS = ("import torch\nfrom course.checks import attempt, check_close\nLIMIT = 1e-5\n\n\n"
+          "def check_f(f, x):\n    check_close('f', attempt('f', f, x), torch.ones(3), atol=LIMIT)\n\n\n"
+          "def check_against_itself(f, x):\n    check_close('f', f(x), f(x + 1))\n\n\n"
+          "def excused(f, x):\n    check_close('f', f(x), f(x + 1))  # message only: names the mistake\n")
+
+
+@pytest.mark.parametrize("source, flagged", [
+    ("from chapter_checks import check_f\ncheck_f(f, x)", False),
+    ("from chapter_checks import check_against_itself\ncheck_against_itself(f, x)", True),
+    ("from chapter_checks import check_f as judge\njudge(f, x)", False),
+    # a message-only comparison in the module counts for the cell that calls it, which needs a reference too
+    ("from chapter_checks import excused\nexcused(f, x)", True),
+    ("from chapter_checks import excused, check_f\nexcused(f, x)\ncheck_f(f, x)", False),
+])
+def test_the_analysis_reads_the_test_modules_a_cell_imports(source, flagged):
+    """A check a test cell imports from the course's test code is analysed as if the cell held it."""
+    analysis = _analyse_source([IMPORTS, ("test", source)], {"chapter_checks": CHECKS})
+    assert bool(analysis.findings) == flagged, analysis.findings
+    if flagged:
+        assert all(f.cell.startswith("test") for f in analysis.findings), analysis.findings
+
+
+def test_the_chapters_test_modules_are_read():
+    """Every test module nbgrader_config.py names exists, and the cells that import from it compare with references
+    through it (chapter 09's checks: each of its Part A and B test cells holds references)."""
+    assert TEST_MODULES, "nbgrader_config.py names no c.OracleExecute.test_modules"
+    for name in TEST_MODULES:
+        assert (ROOT / (name.replace(".", "/") + ".py")).is_file(), name
+    analysis = analyse("09_decoder")
+    assert "course.decoder_checks" in analysis.modules
+    for cell in ("test_cross_attention_shapes", "test_cross_attention_padding", "test_decoder_modules",
+                 "test_decoder_causal", "test_decoder_sees_all_memory", "test_decoder_memory_padding",
+                 "test_model_masks", "test_model_block_weights"):
+        assert analysis.references.get(cell), f"{cell}: no reference comparison found through the module"

@@ -49,8 +49,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from course import attempt, check_choice, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true
-from nboracle import draw_parameters, input_gradients, load_tensors, module_tensors, parameter_gradients, read_state
+from course import check_choice, check_close, check_shape, check_true
+# the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
+from nboracle import draw_parameters, parameter_gradients, read_state
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -123,50 +124,15 @@ assert ffn_params == 4_722_432 and attention_params == 2_362_368
 
 # %% nbgrader={"grade": true, "grade_id": "test_ffn_layers", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """FeedForward has linear1 (width -> hidden) and linear2 (hidden -> width) and keeps the input's shape."""
-def check_ffn_layers(width, hidden, gen):
-    name = f"FeedForward({width}, {hidden})"
-    ffn = FeedForward(width, hidden)
-    held = {row["name"]: row for row in module_tensors(ffn)}
-    for layer, (n_in, n_out) in (("linear1", (width, hidden)), ("linear2", (hidden, width))):
-        for part, shape in (("weight", (n_out, n_in)), ("bias", (n_out,))):
-            row = held.get(f"{layer}.{part}")
-            check_true(row is not None and row["kind"] == "parameter",
-                       f"{name} holds no parameter {layer}.{part}: create self.{layer} = nn.Linear(...)")
-            check_true(row["shape"] == shape,
-                       f"{name}.{layer}.{part} has shape {row['shape']}, so {name}.{layer} does not map "
-                       f"{n_in} -> {n_out} features (expected {n_in} -> {n_out}): linear1 widens width -> hidden, "
-                       "linear2 narrows hidden -> width")
-    params = draw_parameters(ffn, gen)  # the test chooses the weights, then silences one layer at a time
-    x = torch.randn(3, width, generator=gen)
-    load_tensors(ffn, {"linear2.weight": torch.zeros(width, hidden)})
-    with torch.no_grad():
-        check_close(f"{name}(x) with linear2's weight set to 0", ffn(x), params["linear2.bias"].expand(3, width),
-                    atol=1e-6, hint="then every position must get linear2's bias: linear2 must be the last layer, "
-                                    "an nn.Linear(hidden, width) applied to the hidden features")
-    bias = params["linear1.bias"].abs() + 0.5  # positive: the activation lets it through
-    outputs = []
-    for scale in (1.0, 2.0):  # linear1's weight 0: each output depends on linear1's bias only
-        load_tensors(ffn, {"linear2.weight": params["linear2.weight"], "linear1.weight": torch.zeros(hidden, width),
-                           "linear1.bias": scale * bias})
-        with torch.no_grad():
-            out = ffn(x)
-        outputs.append(out)
-        check_close(f"{name}(x) with linear1's weight set to 0", out, out[:1].expand(3, width),
-                    atol=1e-5, hint="then every position must get the same output: linear1 must be an "
-                                    "nn.Linear(width, hidden) applied to x, followed by the activation and linear2")
-    moved = (outputs[1] - outputs[0]).abs().max().item()
-    check_true(moved > 1e-4, f"with linear1's weight set to 0, doubling linear1's bias left {name}(x) unchanged: "
-               "linear1 must be an nn.Linear(width, hidden), with its bias, followed by the activation and linear2")
-    return ffn
+from course.encoder_block_checks import check_ffn_layers  # the checks of this chapter: course/encoder_block_checks.py
 
-
-ffn = check_ffn_layers(6, 10, torch.Generator().manual_seed(10))
+ffn = check_ffn_layers(FeedForward, 6, 10, torch.Generator().manual_seed(10))
 check_shape("FeedForward(6, 10) on x of shape (2, 5, 6)", ffn(torch.randn(2, 5, 6)), (2, 5, 6))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(11)
 for trial in range(4):
     width, hidden = (int(n) for n in torch.randint(1, 20, (2,), generator=gen))
-    ffn = check_ffn_layers(width, hidden, gen)
+    ffn = check_ffn_layers(FeedForward, width, hidden, gen)
     lead = tuple(int(n) for n in torch.randint(1, 4, (trial,), generator=gen))
     check_shape(f"FeedForward({width}, {hidden}) on x of shape {lead + (width,)}",
                 ffn(torch.randn(*lead, width, generator=gen)), lead + (width,))
@@ -480,112 +446,21 @@ for norm_first in (False, True):
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_modules", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """EncoderBlock has attention (nn.MultiheadAttention, batch_first, dropout 0), norm1, norm2 and ffn."""
-MASKS_HINT = ("pass padding_mask (B, T) to the attention as key_padding_mask and causal_mask (T, T) as attn_mask "
-              "(both True = drop)")
+from course.encoder_block_checks import check_block_modules
 
-
-def block_hint(block, width):
-    """The likeliest cause of an error in the block: the attention's layout, else the masks' places."""
-    try:
-        with torch.no_grad():
-            layout = tuple(block(torch.zeros(2, 3, width))[1].shape)  # B = 2, T = 3
-    except Exception:  # noqa: BLE001 (the block fails without masks too: the masks are not the cause)
-        layout = ()
-    if layout[:1] == (3,):
-        return "the attention reads x of shape (B, T, D) as (T, B, D): build it with batch_first=True"
-    return MASKS_HINT
-
-
-def call_block(what, block, x, **masks):
-    """block(x, **masks) -> (out, weights); an error or another result reads as a message naming its cause."""
-    try:
-        result = block(x, **masks)
-    except Exception:  # noqa: BLE001 (called again below, to report the error with its likely cause)
-        result = attempt(what, block, x, hint=block_hint(block, x.shape[-1]), **masks)
-    check_true(isinstance(result, tuple) and len(result) == 2, "EncoderBlock.forward must return a pair (out, weights)")
-    return result
-
-
-def weights_hint(weights, batch, heads, length):
-    """Why the weights have another shape than (B, H, T, T)."""
-    if tuple(getattr(weights, "shape", ())) == (length, heads, batch, batch) and batch != length:
-        return "the attention reads x of shape (B, T, D) as (T, B, D): build it with batch_first=True"
-    return "keep one (T, T) map per head: call the attention with average_attn_weights=False"
-
-
-def own_ffn(block):
-    """The block's own ffn as a function: the block's tests judge the block around the FFN you wrote (Part A's
-    tests judge the FFN itself)."""
-    def ffn(h):
-        out = attempt("your block's ffn", lambda: block.ffn(h),
-                      hint="the block's FFN fails on its own: make Part A's tests pass first")
-        check_shape("your block's ffn(h)", out, tuple(h.shape), hint="make Part A's tests pass first")
-        return out
-    return ffn
-
-
-def check_block_modules(width, heads, hidden, norm_first, gen):
-    block = EncoderBlock(width, heads, hidden, norm_first=norm_first)
-    name = f"EncoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-    held = {row["name"]: row for row in module_tensors(block)}
-    own = {f"ffn.{row['name']}": row["shape"] for row in module_tensors(FeedForward(width, hidden))}  # Part A's
-    wanted = {"attention.in_proj_weight": (3 * width, width), "attention.in_proj_bias": (3 * width,),
-              "attention.out_proj.weight": (width, width), "attention.out_proj.bias": (width,),
-              "norm1.weight": (width,), "norm1.bias": (width,), "norm2.weight": (width,), "norm2.bias": (width,),
-              **{f"ffn.{layer}": own.get(f"ffn.{layer}", shape) for layer, shape in (
-                  ("linear1.weight", (hidden, width)), ("linear1.bias", (hidden,)),
-                  ("linear2.weight", (width, hidden)), ("linear2.bias", (width,)))}}
-    for tensor, shape in wanted.items():
-        module = tensor.rsplit(".", 1)[0].replace("_weight", "").replace("_bias", "")
-        check_true(tensor in held, f"{name} holds no {tensor}: {module} must be the module Part C describes "
-                   "(attention = nn.MultiheadAttention(width, heads, ...), norm1 and norm2 = nn.LayerNorm(width), "
-                   "ffn = your FeedForward(width, hidden))")
-        if tensor.startswith("ffn.linear1"):
-            check_true(held[tensor]["shape"] == shape, f"{name}.ffn must have hidden size {hidden}: "
-                       f"{tensor} has shape {held[tensor]['shape']}")
-        check_true(held[tensor]["shape"] == shape, f"{name}.{tensor} has shape {held[tensor]['shape']}, expected "
-                   f"{shape}: build {module} for width {width}")
-    params = draw_parameters(block, gen)
-    x = torch.randn(2, 3, width, generator=gen)  # B = 2, T = 3: batch first or not shows in the shapes
-    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
-    attention.load_state_dict({key[len("attention."):]: value for key, value in params.items()
-                               if key.startswith("attention.")})
-    norm1 = lambda h: nn.functional.layer_norm(h, (width,), params["norm1.weight"], params["norm1.bias"])
-    norm2 = lambda h: nn.functional.layer_norm(h, (width,), params["norm2.weight"], params["norm2.bias"])
-    ffn = own_ffn(block)  # your FeedForward, judged by Part A's tests
-    attended = norm1(x) if norm_first else x
-    block.train()  # train mode: attention dropout, if any, shows
-    with torch.no_grad():
-        _, weights = call_block(name, block, x)
-        true_weights = attention(attended, attended, attended, average_attn_weights=False)[1]
-    check_true(tuple(weights.shape) != (3, heads, 2, 2),
-               f"{name} reads x of shape (2, 3, {width}) as (T, B, D): its attention must be built with "
-               "batch_first=True: inputs are (B, T, D)")
-    check_close(f"{name} attention weights in train mode", weights, true_weights, atol=1e-5,
-                hint=f"build attention as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True) "
-                     "(in train mode a dropout above 0 changes the weights: use dropout=0.0), reading "
-                     + ("norm1(x)" if norm_first else "x"))
-    load_tensors(block, {"attention.out_proj.weight": torch.zeros(width, width),
-                         "attention.out_proj.bias": torch.zeros(width)})  # the attention sublayer outputs 0
-    expected = x + ffn(norm2(x)) if norm_first else norm2(norm1(x) + ffn(norm1(x)))
-    with torch.no_grad():
-        out, _ = call_block(name, block, x)
-    check_close(f"{name} output with the attention's output projection set to 0", out, expected, atol=1e-5,
-                hint="norm1 and norm2 must be nn.LayerNorm(width), with their learnable scale and shift, and ffn "
-                     "your FeedForward(width, hidden), placed as Part C's formulas say")
-
-
-check_block_modules(8, 2, 16, False, torch.Generator().manual_seed(14))
+check_block_modules(EncoderBlock, FeedForward, 8, 2, 16, False, torch.Generator().manual_seed(14))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(14)
 sizes = np.random.default_rng(14)
 for trial in range(4):
     heads = int(sizes.integers(1, 5))
-    check_block_modules(heads * int(sizes.integers(2, 5)), heads, int(sizes.integers(2, 20)), bool(trial % 2), gen)
+    check_block_modules(EncoderBlock, FeedForward, heads * int(sizes.integers(2, 5)), heads, int(sizes.integers(2, 20)), bool(trial % 2), gen)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """EncoderBlock returns (out (B, T, D), weights (B, H, T, T)): one weight map per head."""
+from course.encoder_block_checks import call_block, weights_hint
+
 torch.manual_seed(2)
 block = EncoderBlock(4, 2, 8).eval()
 with torch.no_grad():
@@ -609,59 +484,12 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_padding_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD keys get weight 0 in every head, rows still sum to 1, and adding PAD changes no real token."""
-PYTORCH_NAMES = {"attention.": "self_attn.", "ffn.linear1.": "linear1.", "ffn.linear2.": "linear2.",
-                 "norm1.": "norm1.", "norm2.": "norm2."}
-
-
-def reference_layer(params, width, heads, hidden, norm_first, ffn=None):
-    """nn.TransformerEncoderLayer holding the parameters the test loaded into the block; with `ffn`, that FFN
-    (the block's own, see own_ffn) in place of the layer's."""
-    layer = nn.TransformerEncoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=norm_first)
-    state = {theirs + name[len(mine):]: value for name, value in params.items()
-             for mine, theirs in PYTORCH_NAMES.items() if name.startswith(mine)}
-    if ffn is not None:
-        layer._ff_block = ffn
-        state = {name: value for name, value in state.items() if not name.startswith("linear")}
-    try:
-        layer.load_state_dict(state, strict=ffn is None)
-        copied = True
-    except RuntimeError:
-        copied = False
-    check_true(copied, "could not copy your block's parameters into nn.TransformerEncoderLayer: attention, norm1, "
-               "norm2 (nn.LayerNorm(width)), ffn.linear1 and ffn.linear2 must be the modules Part C describes")
-    return layer.train()  # dropout is 0; train mode avoids the fused fast path
-
-
-def check_padding(block, params, x, lengths, heads, hidden, norm_first):
-    batch, length, width = x.shape
-    pad = torch.arange(length) >= lengths[:, None]  # (B, T), True = PAD
-    real = int(lengths[0])
-    layer = reference_layer(params, width, heads, hidden, norm_first, own_ffn(block))
-    with torch.no_grad():
-        out, weights = call_block("EncoderBlock with a padding mask", block, x, padding_mask=pad)
-        short, _ = call_block("EncoderBlock on sequence 0 without its PAD", block, x[:1, :real])
-        expected = layer(x[:1, :real])  # sequence 0 without its PAD
-    check_shape("weights with a padding mask", weights, (batch, heads, length, length),
-                hint=weights_hint(weights, batch, heads, length))
-    check_finite("weights with a padding mask", weights, hint="a query lost every key: nn.MultiheadAttention's "
-                 "key_padding_mask is True for keys to DROP (PAD), so pass padding_mask as it is, not ~padding_mask")
-    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()  # largest weight on a PAD key
-    check_true(pad_weight == 0, f"PAD keys get weights up to {pad_weight:.3f}: pass padding_mask to the attention "
-               "as key_padding_mask (True = drop the key)")
-    check_rows_sum_to_one("weights with a padding mask", weights)
-    moved = not torch.allclose(out[:1, :real], short, atol=1e-5)  # message only: each is compared with the layer below
-    check_true(not moved, "the outputs of the real tokens of sequence 0 changed when PAD was appended: "
-               "PAD keys must not influence real tokens")
-    for what, mine in (("without PAD", short), ("with PAD appended", out[:1, :real])):
-        check_close(f"outputs of the real tokens of sequence 0, {what}", mine, expected, atol=1e-5,
-                    hint="compare your forward with the formulas of Part C")
-
+from course.encoder_block_checks import check_padding
 
 torch.manual_seed(3)
 block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
-check_padding(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), 2, 8, False)
+check_padding(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2, hidden=8, norm_first=False)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(16)
 for trial in range(4):
@@ -677,36 +505,12 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_causal_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With a causal mask no position uses a later one: changing the last token moves only the last output."""
-def check_causal(block, params, x, heads, hidden, norm_first):
-    length, width = x.shape[1], x.shape[2]
-    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)  # True = forbidden
-    changed = x.clone()
-    changed[:, -1] += torch.linspace(-3.0, 5.0, width)  # not a constant shift: LayerNorm removes those
-    layer = reference_layer(params, width, heads, hidden, norm_first, own_ffn(block))
-    with torch.no_grad():
-        before, weights = call_block("EncoderBlock with a causal mask", block, x, causal_mask=future)
-        after, _ = call_block("EncoderBlock with a causal mask", block, changed, causal_mask=future)
-        expected = {"x": layer(x, src_mask=future), "the changed x": layer(changed, src_mask=future)}
-    check_shape("weights with a causal mask", weights, (x.shape[0], heads, length, length),
-                hint=weights_hint(weights, x.shape[0], heads, length))
-    past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
-    check_true(not past_moved, "changing the last token moved the outputs of earlier positions: pass causal_mask "
-               "to the attention as attn_mask (True = forbidden pair)")
-    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the reference decides below
-    agree = all(torch.allclose(mine, expected[what], atol=1e-5) for what, mine in (("x", before), ("the changed x", after)))
-    check_true(agree or not same_last, "changing the last token did not change its own output: does the block use "
-               "its input?")
-    check_true(weights.masked_select(future.expand_as(weights)).abs().max() == 0,
-               "some queries put weight on later keys: pass causal_mask as attn_mask")
-    for what, mine in (("x", before), ("the changed x", after)):
-        check_close(f"outputs with a causal mask on {what}", mine, expected[what], atol=1e-5,
-                    hint="compare your forward with the formulas of Part C, the causal mask passed as attn_mask")
-
+from course.encoder_block_checks import check_causal
 
 torch.manual_seed(4)
 block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(4))
-check_causal(block, params, torch.randn(1, 3, 4), 2, 8, False)
+check_causal(block, params, torch.randn(1, 3, 4), heads=2, hidden=8, norm_first=False)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(17)
 for trial in range(4):
@@ -732,7 +536,9 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
 ### BEGIN HIDDEN TESTS
-# reference_layer is defined in test_block_padding_mask
+from course.encoder_block_checks import call_block, own_ffn, reference_layer, weights_hint
+
+
 def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, swap=False, res_norm=False):
     """The block computed by hand from the reference layer's parts, with one named mistake switched on."""
     n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
@@ -789,37 +595,20 @@ def compare_with_pytorch(norm_first, seed):
 
 compare_with_pytorch(norm_first=False, seed=18)
 ### END HIDDEN TESTS
+from course.encoder_block_checks import check_post_norm_ends_with_a_norm
+
 torch.manual_seed(5)
-block = EncoderBlock(6, 3, 12, norm_first=False).eval()
-draw_parameters(block, torch.Generator().manual_seed(5))  # random weights, then the LayerNorms as initialised:
-load_tensors(block, {"norm1.weight": torch.ones(6), "norm1.bias": torch.zeros(6),
-                     "norm2.weight": torch.ones(6), "norm2.bias": torch.zeros(6)})
-with torch.no_grad():
-    out, _ = call_block("EncoderBlock(6, 3, 12, norm_first=False)", block, torch.randn(2, 4, 6))
-check_close("mean over features of each output token (post-norm, LayerNorms at scale 1 and shift 0)", out.mean(-1),
-            torch.zeros(2, 4), atol=1e-4, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
-check_close("std over features of each output token (post-norm, LayerNorms at scale 1 and shift 0)",
-            out.std(-1, unbiased=False),
-            torch.ones(2, 4), atol=1e-3, hint="post-norm ends with norm2(x + ffn(x)); is norm_first=False doing pre-norm?")
+check_post_norm_ends_with_a_norm(EncoderBlock)
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=True is pre-norm, x = x + sublayer(norm(x)); compared with nn.TransformerEncoderLayer by the post-norm test's helper."""
 ### BEGIN HIDDEN TESTS
 compare_with_pytorch(norm_first=True, seed=19)
 ### END HIDDEN TESTS
+from course.encoder_block_checks import check_clean_residual
+
 torch.manual_seed(6)
-block = EncoderBlock(6, 3, 12, norm_first=True).eval()
-draw_parameters(block, torch.Generator().manual_seed(6))
-held = {row["name"]: row["shape"] for row in module_tensors(block)}  # linear2's shape as your FeedForward makes it
-load_tensors(block, {"attention.out_proj.weight": torch.zeros(6, 6), "attention.out_proj.bias": torch.zeros(6),
-                     "ffn.linear2.weight": torch.zeros(held.get("ffn.linear2.weight", (6, 12))),
-                     "ffn.linear2.bias": torch.zeros(6)})  # both sublayers output zero
-x = torch.randn(2, 4, 6)
-with torch.no_grad():
-    out, _ = call_block("EncoderBlock(6, 3, 12, norm_first=True)", block, x)
-check_close("pre-norm block output when both sublayers output zero", out, x, atol=1e-6,
-            hint="pre-norm is x + sublayer(norm(x)): the residual path must not pass through a LayerNorm "
-                 "(is norm_first=True doing post-norm?)")
+check_clean_residual(EncoderBlock)
 
 # %% [markdown]
 # ## Part D · A loss over real tokens only (3 points)
@@ -917,31 +706,17 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_masked_loss_ignores_pad", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD positions do not change the loss and receive no gradient."""
-def check_ignores_pad(encoded, target, valid):
-    base = attempt("masked_token_loss(encoded, target, valid)", masked_token_loss, encoded, target, valid)
-    check_true(isinstance(base, torch.Tensor) and base.dim() == 0, f"masked_token_loss returned "
-               f"{type(base).__name__} {getattr(base, 'shape', '')}, expected a 0-d tensor (no .item(), no float())")
-    noisy = encoded + 100.0 * (~valid)[..., None]  # change PAD positions only
-    loss_noisy = attempt("masked_token_loss with the PAD positions changed", masked_token_loss, noisy, target, valid)
-    changed = not torch.isclose(loss_noisy, base, atol=1e-5)  # message only: both are compared with mse_loss below
-    check_true(not changed, "the loss changed when only PAD positions changed: average over the valid tokens only")
-    expected = torch.nn.functional.mse_loss(encoded[valid], target[valid])  # PAD left out
-    for what, loss in (("", base), (" after changing the PAD positions", loss_noisy)):
-        check_close(f"masked_token_loss{what}", loss, expected, atol=1e-5,
-                    hint="average the squared error over the features of each token, then over the real tokens")
-    d_encoded = input_gradients(masked_token_loss, (encoded, target, valid))[0]  # d loss / d encoded
-    check_true(d_encoded is not None and d_encoded[~valid].abs().max() == 0,
-               "PAD positions receive a gradient: multiply the per-token error by the valid mask")
-
+from course.encoder_block_checks import check_ignores_pad
 
 torch.manual_seed(7)
-check_ignores_pad(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.tensor([[True, True, False], [True, True, True]]))
+check_ignores_pad(masked_token_loss, torch.randn(2, 3, 4), torch.randn(2, 3, 4),
+                  valid=torch.tensor([[True, True, False], [True, True, True]]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(21)
 for trial in range(4):
     batch, length, width = (int(n) for n in torch.randint(2, 6, (3,), generator=gen))
     valid = torch.arange(length) < torch.randint(1, length, (batch,), generator=gen)[:, None]
-    check_ignores_pad(torch.randn(batch, length, width, generator=gen), torch.randn(batch, length, width, generator=gen),
+    check_ignores_pad(masked_token_loss, torch.randn(batch, length, width, generator=gen), torch.randn(batch, length, width, generator=gen),
                       valid)
 from nboracle import probed_points
 
@@ -955,29 +730,15 @@ for (encoded, target, valid), loss in probed_points(masked_token_loss):
 
 # %% nbgrader={"grade": true, "grade_id": "test_gradients_reach_every_parameter", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Through masked_token_loss, every parameter of the block gets a finite gradient."""
-def check_gradients(block, x, pad, future=None):
-    block.train()
-    encoded, _ = call_block("EncoderBlock in train mode", block, x, padding_mask=pad, causal_mask=future)
-    target = torch.randn_like(encoded)
-    loss = masked_token_loss(encoded, target, ~pad)
-    check_true(isinstance(loss, torch.Tensor) and loss.requires_grad,
-               "masked_token_loss returned something without a gradient: keep it a tensor (no .item(), no float())")
-    check_finite("the loss", loss)
-    # back-propagate the loss in two steps: to the block's output, then through the block (the chain rule)
-    d_encoded = input_gradients(masked_token_loss, (encoded, target, ~pad))[0]
-    gradients = attempt("the backward pass through EncoderBlock", parameter_gradients, block, x, d_encoded,
-                        padding_mask=pad, causal_mask=future, hint=MASKS_HINT)
-    for name, grad in gradients.items():
-        check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
-        check_finite(f"the gradient of {name}", grad)
-    return gradients, d_encoded
-
+from course.encoder_block_checks import check_gradients
 
 torch.manual_seed(8)
 block = EncoderBlock(4, 2, 8)
 draw_parameters(block, torch.Generator().manual_seed(8))
-gradient_report = check_gradients(block, torch.randn(2, 3, 4), torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
+gradient_report = check_gradients(masked_token_loss, block, torch.randn(2, 3, 4),
+                                  torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
+from course.encoder_block_checks import PYTORCH_NAMES
 from nboracle import probed_points
 
 gen = torch.Generator().manual_seed(22)
@@ -993,7 +754,7 @@ for trial in range(3):
     # the loss's outputs at the points of its own gradient check give only the direction of this backward
     # pass; what this test scores is the block's gradients along the test's direction, below (the loss tests
     # judge masked_token_loss, its gradient-check points included)
-    check_gradients(block, x, pad, future)  # the loss's gradients exist and are finite
+    check_gradients(masked_token_loss, block, x, pad, future)  # the loss's gradients exist and are finite
     # the block's gradients along a direction of the test's own, against the same backward pass through
     # nn.TransformerEncoderLayer holding the same parameters
     direction = torch.randn(batch, length, width, generator=gen)  # (B, T, D)

@@ -53,19 +53,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import (
-    attempt,
-    check_choice,
-    check_close,
-    check_finite,
-    check_rows_sum_to_one,
-    check_shape,
-    check_true,
-    under_nbgrader,
-)
+from course import attempt, check_choice, check_close, check_true, under_nbgrader
 from course.diagrams import draw_encoder_decoder
-from nboracle import (fresh, load_tensors, module_tensors, parameter_and_input_gradients, parameter_gradients,
-                      read_state, set_training)
+# the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
+from nboracle import fresh, read_state, set_training
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -143,24 +134,21 @@ class EncoderBlock(nn.Module):
 
 
 # %% [markdown]
-# The graded tests call your code through `attempt` (from `course`), which turns an exception
-# into a failed check that names the call and says where to look, so a crash reads as a message
-# rather than a bare traceback. `future_mask(n)` is the `(n, n)` causal mask in
-# `nn.MultiheadAttention`'s convention, **True = drop** (chapter 03's `causal_mask` used the
-# opposite one, True = allowed); use it in `decode`. They
-# also choose every parameter: `new_block` builds your `DecoderBlock` and loads parameters the
-# test drew, by the names the exercise gives (`load_state`), so no result depends on the order
-# in which you create the submodules or on their random initial values. What your block
-# computes with them is compared with `nn.TransformerDecoderLayer` holding the same parameters
-# (`decoder_layer`), the computation Part B describes.
+# `future_mask(n)` is the `(n, n)` causal mask in `nn.MultiheadAttention`'s convention,
+# **True = drop** (chapter 03's `causal_mask` used the opposite one, True = allowed); use it in
+# `decode`.
+#
+# The graded tests choose every parameter: `new_block` builds your `DecoderBlock` and loads
+# parameters the test drew, by the names the exercise gives (`load_state`), so no result
+# depends on the order in which you create the submodules or on their random initial values.
+# What your block computes with them is compared with `nn.TransformerDecoderLayer` holding the
+# same parameters (`decoder_layer`), the computation Part B describes. The checks themselves
+# live in `course/decoder_checks.py`; each test cell imports the one it runs, and you can read
+# it there. They call your code through `attempt`, which turns an exception into a failed
+# check that names the call and says where to look.
 
 # %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
-BLOCK_HINT = ("in DecoderBlock the self-attention takes (h, h, h) and the causal mask (T, T); the cross-attention "
-              "takes its queries from the decoder stream and its keys and values from memory, with the memory "
-              "padding mask (B, S) and no causal mask")
-MODEL_HINT = "the model runs your DecoderBlock and cross_attention: make the tests of Parts A and B pass first"
-LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
-              "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
+from course.decoder_checks import BLOCK_HINT, MODEL_HINT, block_state, decoder_layer, layer_cross_weights, load_state
 
 
 def future_mask(n):
@@ -169,46 +157,6 @@ def future_mask(n):
     nn.MultiheadAttention's convention. Chapter 03's causal_mask(T) was the opposite one, True = allowed.
     """
     return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-
-
-def attention_state(width, gen, scale):
-    """Parameters of one nn.MultiheadAttention(width, heads), drawn by the test."""
-    return {"in_proj_weight": scale * torch.randn(3 * width, width, generator=gen),
-            "in_proj_bias": scale * torch.randn(3 * width, generator=gen),
-            "out_proj.weight": scale * torch.randn(width, width, generator=gen),
-            "out_proj.bias": scale * torch.randn(width, generator=gen)}
-
-
-def block_state(width, hidden, seed, attentions=("self_attention", "cross_attention"), norms=3, scale=0.4):
-    """Every parameter of a block, by the names of the exercise, drawn from `seed` (LayerNorm scales near 1).
-
-    The tests load these into your block, so no result depends on how, or in which order, it was built.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    state = {}
-    for name in attentions:
-        state.update({f"{name}.{key}": value for key, value in attention_state(width, gen, scale).items()})
-    for index in range(1, norms + 1):
-        state[f"norm{index}.weight"] = 1.0 + scale * torch.randn(width, generator=gen)
-        state[f"norm{index}.bias"] = scale * torch.randn(width, generator=gen)
-    state["ffn.linear1.weight"] = scale * torch.randn(hidden, width, generator=gen)
-    state["ffn.linear1.bias"] = scale * torch.randn(hidden, generator=gen)
-    state["ffn.linear2.weight"] = scale * torch.randn(width, hidden, generator=gen)
-    state["ffn.linear2.bias"] = scale * torch.randn(width, generator=gen)
-    return state
-
-
-def load_state(what, module, state):
-    """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
-    held = {name: t["shape"] for t in module_tensors(module) for name in (t["name"], *t["aliases"])}  # its own tensors
-    missing = [name for name in state if name not in held]
-    check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
-               "the exercise names")
-    wrong = [name for name in state if tuple(state[name].shape) != held[name]]
-    check_true(not wrong, f"{what}.{wrong[0] if wrong else ''} has shape {held[wrong[0]] if wrong else ''}, expected "
-               f"{tuple(state[wrong[0]].shape) if wrong else ''}: build the submodules with the sizes the exercise gives")
-    load_tensors(module, state)
-    return module
 
 
 def initial_state(seed, width=64, heads=4, hidden=128, layers=2, max_positions=16, norm_first=False):
@@ -246,28 +194,6 @@ def new_model(seed, width=64, heads=4, hidden=128, layers=2, norm_first=False, n
     return load_state(what, model, state), state
 
 
-def decoder_layer(state, width, heads, hidden, norm_first=False):
-    """nn.TransformerDecoderLayer holding the parameters `state` (by the names of the exercise)."""
-    layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=norm_first)
-    renamed = {}
-    for key, value in state.items():
-        for ours, theirs in (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", "")):
-            key = theirs + key[len(ours):] if key.startswith(ours) else key
-        renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
-
-
-def layer_cross_weights(layer, x, memory, causal_mask=None, memory_padding_mask=None):
-    """The per-head cross-attention weights of `layer`: queries from the stream after its self-attention step."""
-    h = layer.norm1(x) if layer.norm_first else x
-    stream = x + layer.self_attn(h, h, h, attn_mask=causal_mask, need_weights=False)[0]
-    query = layer.norm2(stream) if layer.norm_first else layer.norm1(stream)
-    return layer.multihead_attn(query, memory, memory, key_padding_mask=memory_padding_mask, need_weights=True,
-                                average_attn_weights=False)[1]
-
-
 def new_block(width, heads, hidden, norm_first=False, seed=0):
     """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed`, in eval mode, and
     nn.TransformerDecoderLayer holding the same parameters: (block, layer)."""
@@ -276,17 +202,6 @@ def new_block(width, heads, hidden, norm_first=False, seed=0):
     state = block_state(width, hidden, seed)
     set_training(load_state(what, block, state), False)  # eval mode, set as nn.Module.eval() does
     return block, decoder_layer(state, width, heads, hidden, norm_first)
-
-
-def check_cross_weights_shape(call, weights, expected):
-    """The cross weights of `call` must have the shape `expected`, (B, H, T, S): one (T, S) map per head."""
-    batch, heads, length, source_length = expected
-    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length) and length != source_length:
-        check_true(False, f"the cross weights of {call} are (T, T) maps, one column per decoder position: return "
-                   "the cross-attention's weights, whose keys are the S memory positions, not the self-attention's")
-    check_shape(f"cross_weights of {call}", weights, expected,
-                hint="one (T, S) map per head, (batch, head, query, key): keep average_attn_weights=False")
-
 
 # %% [markdown]
 # ## Part A · Cross-attention (3 points)
@@ -340,33 +255,16 @@ assert cross_weights[0, :, :, 4].abs().max() == 0 and torch.allclose(cross_weigh
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """cross_attention returns (out (B, T, D), weights (B, H, T, S)): one row per decoder position, one column per memory position."""
-def check_cross_shapes(batch, heads, d_head, length, source_length):
-    width = heads * d_head
-    attention = fresh(nn.MultiheadAttention, width, heads, dropout=0.0, batch_first=True)  # the test's, for your code
-    x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
-    call = f"cross_attention(attention, x {tuple(x.shape)}, memory {tuple(memory.shape)})"
-    with torch.no_grad():
-        result = attempt(call, cross_attention, attention, x, memory,
-                         hint="the queries come from x; the keys and the values both come from memory")
-    check_true(isinstance(result, tuple) and len(result) == 2, f"{call} must return a pair (out, weights)")
-    out, weights = result
-    check_shape(f"out of {call}", out, (batch, length, width),
-                hint="one output row per query, that is per decoder position: the queries come from x")
-    if tuple(getattr(weights, "shape", ())) == (batch, heads, length, length) and length != source_length:
-        check_true(False, f"the weights of {call} have {length} columns, one per decoder position, expected "
-                   f"{source_length}, one per memory position: the keys (and values) must come from memory")
-    check_shape(f"weights of {call}", weights, (batch, heads, length, source_length),
-                hint="one (T, S) map per head, (batch, head, query, key): ask for average_attn_weights=False")
-
+from course.decoder_checks import check_cross_shapes  # the checks of this chapter: course/decoder_checks.py
 
 torch.manual_seed(1)
-check_cross_shapes(batch=2, heads=2, d_head=4, length=3, source_length=5)
+check_cross_shapes(cross_attention, batch=2, heads=2, d_head=4, length=3, source_length=5)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(91)
 for _ in range(5):
     sizes = [int(n) for n in gen.integers(1, 5, size=3)]
     length, source_length = int(gen.integers(1, 7)), int(gen.integers(1, 9))
-    check_cross_shapes(sizes[0], sizes[1], sizes[2] + 1, length, source_length + (source_length == length))
+    check_cross_shapes(cross_attention, sizes[0], sizes[1], sizes[2] + 1, length, source_length + (source_length == length))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -424,41 +322,11 @@ for _ in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD memory positions get weight 0 from every query in every head, and appending PAD changes no output."""
-def check_memory_padding(attention, heads, x, memory, lengths):
-    (batch, length, _), source_length = x.shape, memory.shape[1]
-    pad = torch.arange(source_length) >= lengths[:, None]  # (B, S), True = PAD
-    with torch.no_grad():
-        out, weights = attempt("cross_attention with a memory padding mask", cross_attention, attention, x, memory,
-                               pad, hint="pass memory_padding_mask as key_padding_mask (True = drop the key)")
-        short, _ = attempt("cross_attention on a memory without PAD", cross_attention, attention, x[:1],
-                           memory[:1, : int(lengths[0])], hint="the queries come from x, the keys and values from memory")
-    check_shape("weights with a memory padding mask", weights, (batch, heads, length, source_length),
-                hint="one (T, S) map per head, (batch, head, query, key): ask for average_attn_weights=False")
-    check_finite("weights with a memory padding mask", weights, hint="a query lost every key: the mask is True at PAD "
-                 "positions, the keys to DROP; pass it as it is, not inverted")
-    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
-    check_true(pad_weight == 0, f"PAD memory positions get weights up to {pad_weight:.3f}: pass memory_padding_mask "
-               "to the attention as key_padding_mask (True = drop the key)")
-    check_rows_sum_to_one("weights with a memory padding mask", weights)
-    masked = "PAD memory positions must not influence any output"
-    check_close("outputs of sequence 0 with PAD appended to its memory vs without", out[:1], short, atol=1e-5,
-                hint=masked)  # message only: each of the two is compared with the test's attention below
-    with torch.no_grad():  # each output, with the test's attention
-        want, want_weights = attention(x, memory, memory, key_padding_mask=pad, need_weights=True,
-                                       average_attn_weights=False)
-        unmasked = attention(x, memory, memory)[0]
-        want_short = attention(x[:1], memory[:1, : int(lengths[0])], memory[:1, : int(lengths[0])])[0]
-    check_close("weights with a memory padding mask", weights, want_weights, atol=1e-5,
-                hint="return the weights of every head, as the attention gives them with the padding mask")
-    check_close("out with a memory padding mask", out, want, atol=1e-5, hint=masked,
-                likely_causes={"the padding mask is ignored": unmasked})
-    check_close("out on a memory without PAD", short, want_short, atol=1e-5,
-                hint="call the attention with query = x, key = memory, value = memory")
-
+from course.decoder_checks import check_memory_padding
 
 torch.manual_seed(3)
-check_memory_padding(fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True), 2, torch.randn(2, 3, 8),
-                     torch.randn(2, 5, 8), torch.tensor([3, 5]))
+check_memory_padding(cross_attention, fresh(nn.MultiheadAttention, 8, 2, dropout=0.0, batch_first=True), heads=2,
+                     x=torch.randn(2, 3, 8), memory=torch.randn(2, 5, 8), lengths=torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(93)
 for _ in range(4):
@@ -466,7 +334,7 @@ for _ in range(4):
     length, source_length = int(torch.randint(1, 6, (1,), generator=gen)), int(torch.randint(2, 8, (1,), generator=gen))
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    check_memory_padding(fresh(nn.MultiheadAttention, heads * d_head, heads, dropout=0.0, batch_first=True), heads,
+    check_memory_padding(cross_attention, fresh(nn.MultiheadAttention, heads * d_head, heads, dropout=0.0, batch_first=True), heads,
                          torch.randn(batch + 1, length, heads * d_head, generator=gen),
                          torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
@@ -618,124 +486,39 @@ for norm_first in (False, True):
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_modules", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """self_attention and cross_attention (each its own) compute nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True), norm1..norm3 nn.LayerNorm(width), ffn FeedForward."""
-PARTS = ("self_attention", "cross_attention", "norm1", "norm2", "norm3", "ffn")
+from course.decoder_checks import check_decoder_modules
 
-
-def check_attention_part(call, mine, theirs, x, kv, causes, hint):
-    check_true(isinstance(mine, tuple) and len(mine) == 2, f"{call} must return a pair (out, weights), as "
-               "nn.MultiheadAttention does")
-    check_close(call, mine[0], theirs(x, kv, kv, need_weights=False)[0], atol=1e-5, likely_causes=causes, hint=hint)
-
-
-def check_decoder_modules(width, heads, hidden, norm_first, seed):
-    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-    block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
-    for row in module_tensors(block):  # a tensor held under two of the names belongs to one module used twice
-        owners = [part for part in PARTS if any(n.startswith(f"{part}.") for n in (row["name"], *row["aliases"]))]
-        check_true(len(owners) < 2, f"{what}: {' and '.join(owners)} are the same module; they need their own weights")
-    state = block_state(width, hidden, seed)
-    load_state(what, block, state)
-    layer = decoder_layer(state, width, heads, hidden)
-    gen = torch.Generator().manual_seed(seed)
-    x, kv = 1.0 + torch.randn(3, 5, width, generator=gen), torch.randn(3, 5, width, generator=gen)  # (B, T, D), B != T
-    build = f"build it as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True)"
-    with torch.no_grad():
-        for mode in ("eval", "train"):  # dropout acts in train mode only
-            set_training(block, mode == "train")  # the test sets the mode, as nn.Module's train() and eval() do
-            for name, theirs in (("self_attention", layer.self_attn), ("cross_attention", layer.multihead_attn)):
-                call = f"{what}.{name}(x, kv, kv) in {mode} mode"
-                mine = attempt(call, getattr(block, name), x, kv, kv, need_weights=False, hint=build)
-                check_attention_part(call, mine, theirs, x, kv, attention_causes(theirs, heads, x, kv) if mode == "eval"
-                                     else {}, build if mode == "eval" else "it computes something else in train mode "
-                                     "than in eval mode: build it with dropout=0.0")
-        for norm in ("norm1", "norm2", "norm3"):
-            check_close(f"{what}.{norm}(x)", attempt(f"{what}.{norm}(x)", getattr(block, norm), x),
-                        F.layer_norm(x, (width,), state[f"{norm}.weight"], state[f"{norm}.bias"]), atol=1e-5,
-                        hint=f"build it as nn.LayerNorm({width}), with its learnable scale and shift")
-        ffn = F.linear(torch.relu(F.linear(x, state["ffn.linear1.weight"], state["ffn.linear1.bias"])),
-                       state["ffn.linear2.weight"], state["ffn.linear2.bias"])
-        check_close(f"{what}.ffn(x)", attempt(f"{what}.ffn(x)", block.ffn, x), ffn, atol=1e-5,
-                    hint=f"use FeedForward({width}, {hidden}), linear2(relu(linear1(x)))")
-
-
-def attention_causes(theirs, heads, x, kv):
-    """Two ways to build the wrong nn.MultiheadAttention, computed with the test's parameters."""
-    def t(v):
-        return v.transpose(0, 1)
-    causes = {"it is built without batch_first=True, reading (B, T, D) as (T, B, D)":
-              t(theirs(t(x), t(kv), t(kv), need_weights=False)[0])}
-    if heads > 1:
-        one_head = nn.MultiheadAttention(x.shape[-1], 1, batch_first=True)
-        one_head.load_state_dict(theirs.state_dict())  # the test's own module, holding the test's parameters
-        causes[f"it has 1 head instead of {heads}"] = one_head(x, kv, kv, need_weights=False)[0]
-    return causes
-
-
-check_decoder_modules(8, 2, 16, norm_first=False, seed=94)
+check_decoder_modules(DecoderBlock, 8, 2, 16, norm_first=False, seed=94)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(94)
 for trial in range(4):
     heads = int(gen.integers(1, 5))
-    check_decoder_modules(heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2), 940 + trial)
+    check_decoder_modules(DecoderBlock, heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2), 940 + trial)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """DecoderBlock returns (out (B, T, D), cross_weights (B, H, T, S)), also when T and S differ."""
-def check_decoder_shapes(batch, heads, d_head, length, source_length, norm_first):
-    width = heads * d_head
-    block, _ = new_block(width, heads, 2 * width, norm_first=norm_first, seed=40 + length)
-    x, memory = torch.randn(batch, length, width), torch.randn(batch, source_length, width)
-    call = f"DecoderBlock(norm_first={norm_first}) on x {tuple(x.shape)}, memory {tuple(memory.shape)}"
-    with torch.no_grad():
-        result = attempt(call, block, x, memory, causal_mask=future_mask(length),
-                         hint="the causal mask (T, T) belongs to the self-attention; the cross-attention has "
-                              "T queries and S keys and takes no causal mask")
-    check_true(isinstance(result, tuple) and len(result) == 2, "DecoderBlock.forward must return a pair (out, cross_weights)")
-    out, weights = result
-    check_shape(f"out of {call}", out, (batch, length, width))
-    check_cross_weights_shape(call, weights, (batch, heads, length, source_length))
-
+from course.decoder_checks import check_decoder_shapes
 
 torch.manual_seed(4)
-check_decoder_shapes(batch=2, heads=2, d_head=4, length=3, source_length=5, norm_first=False)
+check_decoder_shapes(new_block(8, 2, 16, seed=43)[0], batch=2, heads=2, width=8, length=3, source_length=5,
+                     norm_first=False)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(95)
 for trial in range(4):
     length = int(gen.integers(1, 6))
-    check_decoder_shapes(int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4)), length,
-                         length + int(gen.integers(1, 4)), bool(trial % 2))
+    batch, heads, d_head = int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4))
+    block, _ = new_block(heads * d_head, heads, 2 * heads * d_head, norm_first=bool(trial % 2), seed=40 + length)
+    check_decoder_shapes(block, batch, heads, heads * d_head, length, length + int(gen.integers(1, 4)), bool(trial % 2))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With the causal mask, changing a later decoder token moves no earlier output (and does move its own)."""
-def check_decoder_causal(block, layer, x, memory):
-    future = future_mask(x.shape[1])
-    changed = x.clone()
-    changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
-    other_memory = memory.flip(0) + torch.linspace(-2.0, 2.0, memory.shape[-1])
-    runs = {"DecoderBlock with a causal mask": (x, memory), "DecoderBlock on a changed x": (changed, memory),
-            "DecoderBlock on another memory": (x, other_memory)}
-    with torch.no_grad():
-        before, after, elsewhere = (attempt(call, block, *inputs, causal_mask=future, hint=BLOCK_HINT)[0]
-                                    for call, inputs in runs.items())
-    ignores_memory = torch.allclose(before, elsewhere, atol=1e-5)  # message only: names a missing memory
-    check_true(not ignores_memory, "the block's output does not depend on memory at all: the cross-attention must take its keys and "
-               "values from memory (with them from x it is a second self-attention, and one without a causal mask)")
-    check_finite("out with a causal mask", before, hint="a query lost every key: the causal mask is True for the "
-                 "pairs to DROP (keys after the query); pass it to the self-attention as it is, as attn_mask")
-    leak = "pass causal_mask to the self-attention as attn_mask (True = forbidden pair)"
-    past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
-    check_true(not past_moved, f"changing the last decoder token moved the outputs of earlier positions: {leak}")
-    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the layer decides below
-    check_true(not same_last, "changing the last decoder token did not change its own output: does the block use x?")
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        for (call, inputs), mine in zip(runs.items(), (before, after, elsewhere)):
-            check_close(f"out of {call}", mine, layer(*inputs, tgt_mask=future), atol=1e-4, hint=LAYER_HINT,
-                        likely_causes={f"the self-attention has no causal mask: {leak}": layer(*inputs)})
-
+from course.decoder_checks import check_decoder_causal
 
 torch.manual_seed(5)
-check_decoder_causal(*new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
+block, layer = new_block(8, 2, 16, seed=5)  # your block and nn.TransformerDecoderLayer, with the same parameters
+check_decoder_causal(block, layer, torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(96)
 for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can only output two values
@@ -748,31 +531,11 @@ for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can on
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_sees_all_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Cross-attention takes no causal mask: the first decoder position sees the last memory position."""
-def check_sees_all_memory(block, layer, heads, x, memory):
-    future = future_mask(x.shape[1])
-    moved = memory.clone()
-    moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])  # change the last memory position only
-    with torch.no_grad():
-        before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future,
-                                  hint=BLOCK_HINT)
-        after, _ = attempt("DecoderBlock on a changed memory", block, x, moved, causal_mask=future, hint=BLOCK_HINT)
-    check_cross_weights_shape("DecoderBlock with a causal mask", weights, (x.shape[0], heads, x.shape[1], memory.shape[1]))
-    check_true(weights[:, :, 0, 1:].sum() > 0, "the first decoder position puts no weight on memory positions 1 and "
-               "later: is the causal mask also applied to the cross-attention? The source is known in full; only the "
-               "self-attention is causal")
-    unmoved = torch.allclose(before[:, 0], after[:, 0], atol=1e-5)  # message only: the layer decides below
-    check_true(not unmoved, "changing the last memory position did not move the first decoder output: the cross-attention must "
-               "see the whole memory, with no causal mask")
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        check_close("cross_weights with a causal mask", weights, layer_cross_weights(layer, x, memory, future),
-                    atol=1e-5, hint="every decoder position weighs the whole memory (no causal mask there); " + LAYER_HINT)
-        for call, mine, source in (("out", before, memory), ("out on a changed memory", after, moved)):
-            check_close(f"{call} with a causal mask", mine, layer(x, source, tgt_mask=future), atol=1e-4,
-                        hint=LAYER_HINT)
-
+from course.decoder_checks import check_sees_all_memory
 
 torch.manual_seed(6)
-check_sees_all_memory(*new_block(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
+block, layer = new_block(8, 2, 16, seed=6)
+check_sees_all_memory(block, layer, 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(97)
 for trial in range(4):
@@ -786,36 +549,11 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_memory_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """PAD memory positions get cross weight 0 and do not influence any output; the decoder's own positions are not masked by it."""
-def check_decoder_padding(block, layer, heads, x, memory, lengths):
-    future, pad = future_mask(x.shape[1]), torch.arange(memory.shape[1]) >= lengths[:, None]  # (B, S), True = PAD
-    noisy = memory + 50.0 * pad[..., None]  # change PAD positions only
-    call = "DecoderBlock with memory_padding_mask"
-    with torch.no_grad():
-        out, weights = attempt(call, block, x, memory, causal_mask=future, memory_padding_mask=pad,
-                               hint="the memory padding mask (B, S) belongs to the cross-attention only")
-        out_noisy, _ = attempt(f"{call}, PAD positions changed", block, x, noisy, causal_mask=future,
-                               memory_padding_mask=pad, hint=BLOCK_HINT)
-    check_cross_weights_shape(call, weights, (x.shape[0], heads, x.shape[1], memory.shape[1]))
-    check_finite(f"cross_weights of {call}", weights, hint="a query lost every key: the mask is True at PAD, the "
-                 "keys to DROP; pass it as it is")
-    pad_weight = weights.masked_fill(~pad[:, None, None, :], 0.0).abs().max().item()
-    check_true(pad_weight == 0, f"PAD memory positions get cross weights up to {pad_weight:.3f}: pass "
-               "memory_padding_mask to the cross-attention (as key_padding_mask)")
-    check_rows_sum_to_one(f"cross_weights of {call}", weights)
-    masked = "PAD memory positions must not influence the decoder: mask them in the cross-attention"
-    check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
-                hint=masked)  # message only: each of the two is compared with the layer below
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        check_close(f"cross_weights of {call}", weights, layer_cross_weights(layer, x, memory, future, pad),
-                    atol=1e-5, hint=LAYER_HINT)
-        for what, mine, source in (("out", out, memory), ("out with the PAD positions changed", out_noisy, noisy)):
-            check_close(f"{what} of {call}", mine, layer(x, source, tgt_mask=future, memory_key_padding_mask=pad),
-                        atol=1e-4, hint=LAYER_HINT,
-                        likely_causes={f"the padding mask is ignored: {masked}": layer(x, source, tgt_mask=future)})
-
+from course.decoder_checks import check_decoder_padding
 
 torch.manual_seed(7)
-check_decoder_padding(*new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.tensor([3, 5]))
+block, layer = new_block(8, 2, 16, seed=7)
+check_decoder_padding(block, layer, 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), lengths=torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(98)
 for trial in range(4):
@@ -930,64 +668,28 @@ def _compare_with_pytorch(norm_first, seed):
 
 _compare_with_pytorch(norm_first=False, seed=99)
 ### END HIDDEN TESTS
+from course.decoder_checks import check_post_norm_ends_with_a_norm
+
 torch.manual_seed(8)
-state = block_state(8, 16, seed=8)
-state["norm3.weight"], state["norm3.bias"] = torch.ones(8), torch.zeros(8)  # norm3 as at initialisation
-block = load_state("DecoderBlock(8, 2, 16)", attempt("DecoderBlock(8, 2, 16)", DecoderBlock, 8, 2, 16), state)
-set_training(block, False)
-with torch.no_grad():
-    out, _ = attempt("DecoderBlock(8, 2, 16)", block, torch.randn(2, 4, 8), 3.0 + 2.0 * torch.randn(2, 5, 8),
-                     causal_mask=future_mask(4), hint=BLOCK_HINT)
-check_close("mean over the features of every output token (post-norm)", out.mean(-1), torch.zeros(2, 4), atol=1e-5,
-            hint="post-norm ends with norm3(x + ffn(x)): the last operation is a LayerNorm")
-check_close("standard deviation over the features of every output token (post-norm)", out.std(-1, unbiased=False),
-            torch.ones(2, 4), atol=1e-3, hint="post-norm ends with norm3(x + ffn(x)): the last operation is a LayerNorm")
+check_post_norm_ends_with_a_norm(DecoderBlock)
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_pre_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=True is pre-norm, with a clean residual path, and agrees with nn.TransformerDecoderLayer(norm_first=True)."""
-def check_clean_residual(width, heads, hidden, x, memory, seed):
-    state = block_state(width, hidden, seed)
-    for key in state:  # every sublayer's last linear map outputs zero
-        if key.startswith(("self_attention.out_proj.", "cross_attention.out_proj.", "ffn.linear2.")):
-            state[key] = torch.zeros_like(state[key])
-    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first=True)"
-    block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=True), state)
-    set_training(block, False)
-    with torch.no_grad():
-        out, _ = attempt("DecoderBlock(norm_first=True)", block, x, memory, causal_mask=future_mask(x.shape[1]),
-                         hint=BLOCK_HINT)
-    check_close("out of a pre-norm block whose three sublayers output zero", out, x, atol=1e-6,
-                hint="pre-norm is x = x + sublayer(norm(x)) three times: the residual path goes through no norm, "
-                     "and every sublayer (the cross-attention too) adds to x")
-
+from course.decoder_checks import check_clean_residual
 
 torch.manual_seed(9)
-check_clean_residual(8, 2, 16, torch.randn(2, 4, 8), torch.randn(2, 5, 8), seed=9)
+check_clean_residual(DecoderBlock, 8, 2, 16, torch.randn(2, 4, 8), torch.randn(2, 5, 8), seed=9)
 ### BEGIN HIDDEN TESTS
 _compare_with_pytorch(norm_first=True, seed=100)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Every parameter of the block gets a finite gradient, and so does the memory (the encoder learns through it)."""
-def check_decoder_gradients(block, layer, x, memory):
-    set_training(block, True)
-    future = future_mask(x.shape[1])
-    attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)  # an error reads as a message
-    out = layer(x, memory, tgt_mask=future).detach().requires_grad_()  # the layer's output with the same parameters
-    out.square().mean().backward()  # the test's loss there; its gradient on out is the direction of the backward pass
-    gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
-    for name, grad in gradients.items():
-        check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
-        check_finite(f"the gradient of {name}", grad)
-    check_true(memory_grad is not None and memory_grad.abs().max() > 0,
-               "no gradient reaches the memory: the cross-attention must read its keys and values from memory, "
-               "without detaching it")
-    return out.grad, memory_grad  # the direction of the test's loss, and the gradient that reached the memory
-
+from course.decoder_checks import check_decoder_gradients
 
 torch.manual_seed(10)
-direction, memory_grad = check_decoder_gradients(*new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8),
-                                                 torch.randn(2, 5, 8))
+block, layer = new_block(8, 2, 16, seed=10)
+direction, memory_grad = check_decoder_gradients(block, layer, torch.randn(2, 3, 8), torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
 
@@ -1198,89 +900,32 @@ def pytorch_twin(state, heads, norm_first=False):
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """encode gives (B, S, D), decode gives (B, n, D) and one (B, H, n, S) map per block, the model (B, n, VOCAB)."""
-def check_model_shapes(model, width, heads, layers, batch, source_length, n):
-    src, dec_in = torch.randint(2, VOCAB, (batch, source_length)), torch.randint(0, VOCAB, (batch, n))
-    with torch.no_grad():
-        memory = attempt(f"encode(src {tuple(src.shape)})", model.encode, src,
-                         hint="encode: embed, every encoder block, encoder_norm")
-        check_shape(f"encode(src {tuple(src.shape)})", memory, (batch, source_length, width))
-        result = attempt(f"decode(dec_in {tuple(dec_in.shape)}, memory)", model.decode, dec_in, memory,
-                         hint="build the causal mask for the decoder length n = dec_in.size(1) (future_mask(n)); "
-                              + MODEL_HINT)
-        check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
-        hidden, weights = result
-        check_shape(f"hidden of decode(dec_in {tuple(dec_in.shape)}, memory)", hidden, (batch, n, width))
-        check_true(isinstance(weights, (list, tuple)) and len(weights) == layers,
-                   f"decode must return a list with the cross weights of each of the {layers} "
-                   "decoder blocks, first block first")
-        for index, block_weights in enumerate(weights):
-            check_shape(f"cross weights of decoder block {index}", block_weights, (batch, heads, n, source_length))
-        call = f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})"
-        check_shape(call, attempt(call, model, src, dec_in, hint=MODEL_HINT), (batch, n, VOCAB))
-
+from course.decoder_checks import check_model_shapes
 
 torch.manual_seed(11)
-check_model_shapes(EncoderDecoder().eval(), 64, 4, 2, 3, 6, 7)
+check_model_shapes(EncoderDecoder().eval(), width=64, heads=4, layers=2, batch=3, source_length=6, n=7, vocab=VOCAB)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(102)
 for trial in range(3):
     heads, layers = int(gen.integers(1, 4)), int(gen.integers(1, 4))
     model_ = EncoderDecoder(width=4 * heads, heads=heads, hidden=8, layers=layers, norm_first=bool(trial % 2)).eval()
     check_model_shapes(model_, 4 * heads, heads, layers, int(gen.integers(1, 4)), int(gen.integers(1, 9)),
-                       int(gen.integers(1, 9)))
+                       int(gen.integers(1, 9)), VOCAB)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_masks", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The decoder is causal, the first decoder position sees the last source token, and source PAD changes nothing."""
-def check_model_masks(model, twin, source_length, n):
-    src, dec_in = torch.randint(2, VOCAB, (4, source_length)), torch.randint(0, VOCAB, (4, n))
-    changed, moved = dec_in.clone(), src.clone()
-    changed[:, -1] = (changed[:, -1] + 1) % VOCAB
-    moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
-    pad = torch.zeros(4, source_length + 2, dtype=torch.bool)
-    pad[:, source_length:] = True
-    runs = {"model(src, dec_in)": (src, dec_in), "model(another src, dec_in)": ((src + 3) % 10 + 2, dec_in),
-            "model(src, changed dec_in)": (src, changed), "model(changed src, dec_in[:, :1])": (moved, dec_in[:, :1]),
-            "model(src, dec_in[:, :1])": (src, dec_in[:, :1]),
-            "model(src with two PAD appended, dec_in, src_padding_mask)": (torch.cat([src, torch.full((4, 2), 5)], 1),
-                                                                          dec_in, pad)}
-    got = {}
+from course.decoder_checks import check_model_masks
 
-    def logits(call):  # your model's logits for one of the runs, kept for the comparison below
-        with torch.no_grad():
-            got[call] = attempt(call, model, *runs[call], hint=MODEL_HINT)
-        return got[call]
-
-    base, calls = logits("model(src, dec_in)"), list(runs)
-    check_true((logits(calls[1]) - base).abs().max().item() > 1e-4,
-               "the logits do not depend on the source at all: the decoder reads it only through the memory, "
-               "so the cross-attention must take its keys and values from memory")
-    check_close("logits of the earlier decoder positions after changing the last decoder token",
-                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,  # message only: every run meets the twin below
-                hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
-    check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
-               "react to the last source token: every decoder position must see the whole memory (no causal mask on "
-               "the cross-attention)")
-    check_close("logits with two PAD tokens appended to the source (and a padding mask)", logits(calls[5]), base,
-                atol=1e-4,  # message only: every run meets the twin below
-                hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
-                                "memory_padding_mask) in decode")
-    with torch.no_grad():  # each output, with nn.Transformer holding the same weights
-        for call, inputs in runs.items():
-            check_close(f"logits of {call}", got[call], twin(*inputs), atol=1e-4,
-                        hint="they are not the logits of nn.Transformer holding the same weights (pytorch_twin): "
-                             "decode runs every block with the causal mask and the memory; " + MODEL_HINT)
-
-
-model_, state_ = new_model(12)
+model_, state_ = new_model(12)  # your model, holding the test's parameters
 set_training(model_, False)
-check_model_masks(model_, pytorch_twin(state_, heads=4), 6, 6)
+check_model_masks(model_, pytorch_twin(state_, heads=4), source_length=6, n=6, vocab=VOCAB)
 ### BEGIN HIDDEN TESTS
 for seed in range(2):
     model_, state_ = new_model(103 + seed, width=16, heads=2, hidden=32, layers=2 + seed, norm_first=bool(seed),
                                noise=0.1)
     set_training(model_, False)
-    check_model_masks(model_, pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed)
+    check_model_masks(model_, pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed, VOCAB)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -1374,60 +1019,11 @@ with torch.no_grad():
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_block_weights", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """decode returns the cross weights of every decoder block, first block first, as nn.Transformer computes them."""
-class RecordedTwin:
-    """pytorch_twin(state, heads) split into encode and decode; its decoder layers record their per-head cross weights."""
-
-    def __init__(self, state, heads, norm_first=False):
-        self.twin, self.recorded = pytorch_twin(state, heads, norm_first), []
-        for layer in self.twin.transformer.decoder.layers:
-            layer.multihead_attn.forward = self.recording(layer.multihead_attn.forward)
-
-    def recording(self, forward):
-        def forward_and_record(*args, **kwargs):  # PyTorch's layer asks for no weights: ask for every head's
-            out, weights = forward(*args, **{**kwargs, "need_weights": True, "average_attn_weights": False})
-            self.recorded.append(weights)
-            return out, weights
-        return forward_and_record
-
-    def embed(self, tokens):
-        return self.twin.token_embedding(tokens) + self.twin.position_embedding(torch.arange(tokens.size(1)))
-
-    def encode(self, src):
-        return self.twin.transformer.encoder(self.embed(src))  # ends with encoder.norm
-
-    def decode(self, dec_in, memory):
-        self.recorded = []
-        hidden = self.twin.transformer.decoder(self.embed(dec_in), memory, tgt_mask=future_mask(dec_in.size(1)))
-        return hidden, self.recorded
-
-
-def check_weights_per_block(model, reference, src, dec_in):
-    """`reference`: nn.Transformer holding the model's parameters, with encode and decode (RecordedTwin)."""
-    held = {row["name"]: row["dtype"] for row in module_tensors(model)}  # a model kept in float64 gets float64
-    dtype = getattr(torch, str(held.get("head.weight")), None)
-    with torch.no_grad():
-        memory = reference.encode(src)  # the reference memory: only decode is under test here
-        given = memory.to(dtype) if isinstance(dtype, torch.dtype) and dtype.is_floating_point else memory
-        result = attempt("decode(dec_in, memory)", model.decode, dec_in, given, hint=MODEL_HINT)
-        wanted = reference.decode(dec_in, memory)[1]
-    check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
-    weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
-    check_true(len(weights) == len(wanted), f"decode must return {len(wanted)} cross weight maps, one per decoder "
-               "block, first block first")
-    for index, (mine, want) in enumerate(zip(weights, wanted)):
-        others = {f"decode returns decoder block {other}'s weights in place of block {index}'s (append each "
-                  "block's weights as you go, first block first)": wanted[other]
-                  for other in range(len(wanted)) if other != index}
-        check_close(f"cross weights of decoder block {index}", mine, want, atol=1e-5, likely_causes=others,
-                    hint="they are not the weights nn.TransformerDecoderLayer computes with the same parameters, from "
-                         "any block: look at how your DecoderBlock makes the cross-attention's queries (the stream "
-                         "after the self-attention step, normalised by norm2 in pre-norm; the memory as it is), and "
-                         "at the tests of Part B")
-
+from course.decoder_checks import RecordedTwin, check_weights_per_block
 
 model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
 set_training(model_, False)
-check_weights_per_block(model_, RecordedTwin(state, heads=2), torch.randint(2, VOCAB, (2, 5)),
+check_weights_per_block(model_, RecordedTwin(pytorch_twin(state, heads=2)), torch.randint(2, VOCAB, (2, 5)),
                         torch.randint(0, VOCAB, (2, 6)))
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(107)
@@ -1444,24 +1040,7 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The encoder learns through the decoder: a loss on the logits gives every encoder parameter a gradient."""
-def check_encoder_learns(model, twin, src, dec_in, dec_out):
-    set_training(model, True)
-    attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)  # an error reads as a message
-    logits = twin(src, dec_in).detach().requires_grad_()  # nn.Transformer's logits with the same weights
-    F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss there; its gradient on the logits
-    gradients = parameter_gradients(model, (src, dec_in), logits.grad)
-    encoder = {name: grad for name, grad in gradients.items() if name.startswith(("encoder_blocks.", "encoder_norm."))}
-    reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
-    for name, grad in encoder.items():
-        check_true(bool(reached), f"{name} gets no gradient from the loss on the logits, nor does any encoder "
-                   "parameter: the encoder learns only through the memory, so decode must use it as it is (no "
-                   ".detach(), and encode must not run under torch.no_grad())")
-        check_true(grad is not None and bool(grad.abs().max() > 0), f"{name} gets no gradient while other encoder "
-                   "parameters do: forward never uses this parameter (encode: embed, every encoder block, then "
-                   "encoder_norm)")
-        check_finite(f"the gradient of {name}", grad)
-    return logits.grad, gradients  # the direction of the test's loss, and the gradients the kernel reported
-
+from course.decoder_checks import check_encoder_learns
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
 model_, state = new_model(14, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
@@ -1645,29 +1224,17 @@ assert anti_diagonal.min() > 0.5
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_attention_map", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """decode returns per-head cross weights in which the trained model's first block reads the source backwards."""
-def check_anti_diagonal(weights_per_block, batch):
-    check_true(isinstance(weights_per_block, (list, tuple)) and len(weights_per_block) == 2,
-               "decode must return the cross weights of both decoder blocks as a list")
-    first = weights_per_block[0]
-    check_shape("cross weights of the first decoder block", first, (batch, 4, LENGTH + 1, LENGTH),
-                hint="one (n, S) map per head: (batch, head, query, key)")
-    check_rows_sum_to_one("cross weights of the first decoder block", first)
-    mean = first.mean(dim=(0, 1))
-    check_true(bool((mean[:LENGTH].argmax(-1) == torch.arange(LENGTH - 1, -1, -1)).all()),
-               "in the trained model, decoder position i does not look mostly at source position S - 1 - i (from 0): "
-               "the cross weights should form the anti-diagonal; are they the cross-attention's, queries from the "
-               "decoder and keys from the memory?")
-
+from course.decoder_checks import check_anti_diagonal
 
 map_src, map_dec_in, _ = make_reversal_batch(50, generator=torch.Generator().manual_seed(3))
 with torch.no_grad():
     map_memory = attempt("model.encode", model.encode, map_src, hint=MODEL_HINT)
-    check_anti_diagonal(attempt("model.decode", model.decode, map_dec_in, map_memory, hint=MODEL_HINT)[1], 50)
+    check_anti_diagonal(attempt("model.decode", model.decode, map_dec_in, map_memory, hint=MODEL_HINT)[1], 50, LENGTH)
 ### BEGIN HIDDEN TESTS
 src_, dec_in_, _ = make_reversal_batch(100, generator=torch.Generator().manual_seed(2026))
 with torch.no_grad():
     memory_ = attempt("model.encode", model.encode, src_, hint=MODEL_HINT)
-    check_anti_diagonal(attempt("model.decode", model.decode, dec_in_, memory_, hint=MODEL_HINT)[1], 100)
+    check_anti_diagonal(attempt("model.decode", model.decode, dec_in_, memory_, hint=MODEL_HINT)[1], 100, LENGTH)
 ### END HIDDEN TESTS
 
 # %% [markdown]

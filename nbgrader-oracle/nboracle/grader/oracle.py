@@ -684,6 +684,9 @@ _KERNEL_FILES = tuple(os.path.abspath(m.__file__) for m in (wire, probes, fresh_
 # the code of helpers that only call the function a test hands them (c.OracleExecute.calling_helpers,
 # e.g. a course's ``attempt(what, function, ...)``): such a call is the test's own
 _CALLING_CODES: set = set()
+# the files of modules that hold a course's test code (c.OracleExecute.test_modules): their functions,
+# called by a test cell with the student's objects, may use a proxy as the test cell's own lines do
+_TEST_FILES: set = set()
 
 
 def _helper_code(spec: str) -> Any:
@@ -692,6 +695,25 @@ def _helper_code(spec: str) -> Any:
 
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name).__code__
+
+
+def _test_module_files(name: str) -> set[str]:
+    """The file of the test module ``name`` (as its code names it, and absolute), imported now, before any
+    student's test cell runs."""
+    import importlib
+
+    module = importlib.import_module(name)
+    return {code.co_filename for code in _module_codes(module)} | {os.path.abspath(module.__file__)}
+
+
+def _module_codes(module: Any) -> list:
+    """The code objects of ``module``'s functions and of its classes' methods."""
+    codes = []
+    for value in vars(module).values():
+        for item in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+            if inspect.isfunction(item) and item.__module__ == module.__name__:
+                codes.append(item.__code__)
+    return codes
 
 
 def _asked_by_a_test() -> bool:
@@ -709,7 +731,7 @@ def _asked_by_a_test() -> bool:
     if frame is not None and frame.f_code in _CALLING_CODES:  # attempt(what, function, ...) calls what the test gave it
         frame = frame.f_back
     filename = frame.f_code.co_filename if frame is not None else ""
-    return filename.startswith(("<test ", "<provided ")) or filename in _KERNEL_FILES
+    return filename.startswith(("<test ", "<provided ")) or filename in _KERNEL_FILES or filename in _TEST_FILES
 
 
 class Proxy:
@@ -980,6 +1002,10 @@ class OracleExecute(GuardedExecute):
     calling_helpers = List(Unicode(), default_value=[],
                            help="'module:function' helpers of the tests that only call the function a test hands "
                                 "them (a proxy may be called from there, as from the test)").tag(config=True)
+    test_modules = List(Unicode(), default_value=[],
+                        help="modules of the course's test code, whose functions a test cell calls with the "
+                             "student's objects (their lines may use a proxy, as the test cell's own do); imported "
+                             "from the grader's environment before any test runs").tag(config=True)
     grader_memory_mb = Integer(memory.DEFAULT_MB, help="the grading process's memory while a test cell runs in it "
                                "(nboracle.grader.memory; 0: no cap)").tag(config=True)
 
@@ -998,6 +1024,7 @@ class OracleExecute(GuardedExecute):
         self.judge_kernel_test_cells = not self._oracle_on
         if self._oracle_on:
             _CALLING_CODES.update(_helper_code(spec) for spec in self.calling_helpers)
+            _TEST_FILES.update(*(_test_module_files(name) for name in self.test_modules))
             self._trusted = self._gradebook_cells(info)
             _prefetch(source for role, source in self._trusted.values() if role == "provided")
             self._link = KernelLink(self)
