@@ -121,3 +121,33 @@ def test_the_answer_check_sees_the_old_chapter_01_example():
     hand = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "hand_answers")
     before = _text_before(cells, hand)
     assert all(re.search(rf"(?<![\d.]){n}", before) for n in ("0.731", "1.462", "1.076"))
+
+
+@pytest.mark.parametrize("path", RELEASED, ids=lambda p: p.parent.name)
+def test_every_chapter_has_more_prose_than_visible_test_code(path):
+    """The released notebook reads as a lesson: its markdown outweighs the visible code of its graded test cells
+    (bench/prose_ratio.py prints the table; the chapters' checks live in course/, each test cell imports its own)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from prose_ratio import measure
+
+    prose, tests, _ = measure(path)
+    assert prose > tests, f"{path.parent.name}: {prose} characters of prose, {tests} of visible test code"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
+def test_every_chapter_asks_for_a_prediction_before_measuring_it(path):
+    """Each chapter has a graded 'Predict, then run' question: a PREDICTED_* constant, its test, and a cell after
+    the test that measures the number."""
+    cells = jupytext.read(path).cells
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in cells]
+    asked = [i for i, gid in enumerate(ids) if gid.startswith("predict_")]
+    assert asked, f"{path.parent.name}: no solution cell predict_* (a 'Predict, then run' question)"
+    for index in asked:
+        assert "PREDICTED_" in cells[index].source, ids[index]
+        test = index + 1
+        assert ids[test] == f"test_{ids[index]}" and cells[test].metadata["nbgrader"].get("points"), ids[index]
+        after = next((c for c in cells[test + 1:] if c.cell_type == "code"), None)
+        assert after is not None and not after.metadata.get("nbgrader", {}).get("grade"), \
+            f"{ids[index]}: a code cell after the test measures the number"

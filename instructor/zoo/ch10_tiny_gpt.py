@@ -134,6 +134,18 @@ VARIANTS = [
         edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = "c", "a"'),)},
         expect={"test_quiz_q1": "Q1 is not right: (c)", "test_quiz_q2": "Q2 is not right: (a)"},
     ),
+    Variant(
+        "predict_initial_loss_in_bits",
+        "predicts the uniform guess's loss in bits, log2 of the vocabulary, where the loss is in nats",
+        replace={"predict_initial_loss": "PREDICTED_INITIAL_LOSS = 6.585\n"},
+        expect={"test_predict_initial_loss": "that is in bits"},
+    ),
+    Variant(
+        "predict_initial_loss_vocabulary",
+        "predicts the size of the vocabulary instead of the loss of a uniform guess over it",
+        replace={"predict_initial_loss": "PREDICTED_INITIAL_LOSS = 96\n"},
+        expect={"test_predict_initial_loss": "that is the number of characters the model chooses among"},
+    ),
 ]
 
 ALTERNATIVES = [

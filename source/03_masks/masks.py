@@ -50,6 +50,7 @@ import torch.nn.functional as F
 
 from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
 from course import matches, under_nbgrader
+# the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import call_keeping_arguments, draw_parameters, fresh
 from course.plots import plot_attention
 

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true
+# the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import draw_parameters, fresh, load_tensors, read_state, set_training
 from course.plots import plot_attention, plot_curves
 

@@ -40,7 +40,7 @@
 #
 # **Time:** about 2.5 hours for a capable student. That is an estimate from the chapter's
 # size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 17 points.
+# for each of its 18 points.
 # **Assumes:** chapters 01 to 09: chapter 06's attention, chapter 04's pre-norm block, chapter
 # 05's learned positions, chapter 08's KV cache, and chapter 07's step-by-step decoding.
 
@@ -57,7 +57,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import attempt, check_choice, check_close, check_shape, check_true, kieu_lines
-from nboracle import load_tensors, module_tensors
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -145,57 +144,38 @@ print("shapes:", tuple(inputs.shape), tuple(targets.shape))
 
 # %% nbgrader={"grade": true, "grade_id": "test_lm_batch_targets", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The targets are the inputs shifted by one: the target at position t is the character after input t."""
-def check_targets(length, batch_size, block_size, seed):
-    ids = torch.randperm(length, generator=torch.Generator().manual_seed(seed))  # every id once: a window is known by its ids
-    inputs, targets = attempt(f"lm_batch(ids, {batch_size}, {block_size}, generator)", lm_batch, ids, batch_size,
-                              block_size, torch.Generator().manual_seed(seed),
-                              hint="draw the starts, then cut windows of block_size + 1 ids")
-    check_shape("inputs", inputs, (batch_size, block_size), hint="one row per window, block_size characters each")
-    check_shape("targets", targets, (batch_size, block_size), hint="the targets have the shape of the inputs")
-    where = torch.empty(length, dtype=torch.long)
-    where[ids] = torch.arange(length)  # position in ids of every id
-    after = torch.cat([ids[1:], ids[:1]])[where]  # after[v]: the id that follows id v in ids
-    check_true(not torch.equal(targets, inputs), "the targets are the inputs themselves: the target at position t "
-               "is the character at t + 1, the inputs and targets are the same window shifted by one")
-    check_true(torch.equal(targets, after[inputs]), "the target at position t is not the character that follows "
-               "input t in ids: targets are ids[s + 1 : s + block_size + 1] for a window starting at s")
+from course.tiny_gpt_checks import check_targets  # the checks of this chapter: course/tiny_gpt_checks.py
 
-
-check_targets(length=50, batch_size=3, block_size=5, seed=0)
+check_targets(lm_batch, length=50, batch_size=3, block_size=5, seed=0)
 ### BEGIN HIDDEN TESTS
 for seed, (length, batch_size, block_size) in enumerate([(200, 8, 16), (30, 5, 29), (64, 1, 1)], start=1):
-    check_targets(length, batch_size, block_size, seed)
+    check_targets(lm_batch, length, batch_size, block_size, seed)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_lm_batch_starts", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The windows start where torch.randint(len(ids) - block_size, (batch_size,), generator=generator) says."""
-def check_starts(length, batch_size, block_size, seed):
-    ids = torch.randint(0, 1000, (length,), generator=torch.Generator().manual_seed(seed + 100))
-    generator = torch.Generator().manual_seed(seed)
-    own = torch.Generator().set_state(generator.get_state())  # the test's copy: your call may advance the other
-    inputs, targets = attempt(f"lm_batch(ids, {batch_size}, {block_size}, generator)", lm_batch, ids, batch_size,
-                              block_size, generator, hint="draw the starts, then cut windows of block_size + 1 ids")
-    check_shape("inputs", inputs, (batch_size, block_size), hint="one row per window, block_size characters each")
-    starts = torch.randint(length - block_size, (batch_size,), generator=own)
-    expected = torch.stack([ids[s:s + block_size] for s in starts.tolist()])
-    check_true(torch.equal(inputs, expected), "the windows do not start where the generator you were given says: "
-               "draw the starts with torch.randint(len(ids) - block_size, (batch_size,), generator=generator), "
-               "once, and cut row b at the b-th start")
+from course.tiny_gpt_checks import check_starts
 
-
-check_starts(length=100, batch_size=4, block_size=8, seed=7)
+check_starts(lm_batch, length=100, batch_size=4, block_size=8, seed=7)
 ### BEGIN HIDDEN TESTS
 for seed in range(8, 11):
-    check_starts(length=int(torch.randint(40, 300, ())), batch_size=seed - 4, block_size=seed + 2, seed=seed)
+    check_starts(lm_batch, length=int(torch.randint(40, 300, ())), batch_size=seed - 4, block_size=seed + 2, seed=seed)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Provided: chapter 06's attention, and the tools of the tests
+# ## Provided: chapter 06's attention and chapter 04's FFN
 #
 # The attention is chapter 06's `MultiHeadSelfAttention`, with its fused projection `qkv`
 # (a Linear $D \to 3D$), its output projection `proj` ($D \to D$), its causal mask buffer and its
 # `n_heads` and `d_head`. It is given here, locked, so that this chapter stands alone; at the end
 # of Part C you may paste your own and train with it. `FeedForward` is chapter 04's.
+#
+# The graded tests choose every parameter: they draw the parameters of a block or a model by
+# the names the exercises give and load them into yours, so no result depends on how or in
+# which order you create the submodules, and they compare what your code computes with
+# PyTorch's own layers holding the same parameters (`nn.TransformerEncoderLayer` with
+# `norm_first=True` and a causal mask, `nn.Embedding`, `nn.LayerNorm`, `nn.Linear`). The checks
+# live in `course/tiny_gpt_checks.py`; each test cell imports the one it runs.
 
 # %% nbgrader={"grade": false, "grade_id": "provided_parts", "locked": true, "schema_version": 3, "solution": false}
 class MultiHeadSelfAttention(nn.Module):
@@ -234,94 +214,6 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         return self.linear2(torch.relu(self.linear1(x)))
-
-
-# %% [markdown]
-# The tests choose every parameter. `block_state(width, seed)` and `gpt_state(...)` draw all
-# the parameters of a block or a model **by the names the exercises give**, and `load_state`
-# loads them into yours, so no result depends on how or in which order you create the
-# submodules. What your code computes with them is compared with PyTorch's own layers holding
-# the same parameters: `reference_block` is an `nn.TransformerEncoderLayer(norm_first=True)`
-# with a causal mask, and `ReferenceGPT` is built from it, `nn.Embedding`, `nn.LayerNorm` and
-# `nn.Linear`. `future_mask(n)` is the `(n, n)` causal mask in PyTorch's convention, True = drop.
-
-# %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
-def future_mask(n):
-    """(n, n) bool, True above the diagonal: the pairs to DROP (nn.MultiheadAttention's convention)."""
-    return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-
-
-def block_state(width, seed, scale=0.3):
-    """Every parameter of Block(width, ...), by the names of Part B, drawn from seed."""
-    gen = torch.Generator().manual_seed(seed)
-    draw = lambda *shape: scale * torch.randn(*shape, generator=gen)
-    return {"norm1.weight": 1 + draw(width), "norm1.bias": draw(width),
-            "attention.qkv.weight": draw(3 * width, width), "attention.qkv.bias": draw(3 * width),
-            "attention.proj.weight": draw(width, width), "attention.proj.bias": draw(width),
-            "norm2.weight": 1 + draw(width), "norm2.bias": draw(width),
-            "ffn.linear1.weight": draw(4 * width, width), "ffn.linear1.bias": draw(4 * width),
-            "ffn.linear2.weight": draw(width, 4 * width), "ffn.linear2.bias": draw(width)}
-
-
-def gpt_state(vocab, width, layers, max_len, seed, scale=0.3):
-    """Every parameter of GPT(vocab, width, heads, layers, max_len), by the names of Part C, drawn from seed."""
-    gen = torch.Generator().manual_seed(seed)
-    draw = lambda *shape: scale * torch.randn(*shape, generator=gen)
-    state = {"token_embedding.weight": 3 * draw(vocab, width), "position_embedding.weight": 3 * draw(max_len, width)}
-    for index in range(layers):
-        state.update({f"blocks.{index}.{name}": value for name, value in block_state(width, 10 * seed + index).items()})
-    state.update({"norm.weight": 1 + draw(width), "norm.bias": draw(width),
-                  "head.weight": draw(vocab, width), "head.bias": draw(vocab)})
-    return state
-
-
-def load_state(what, module, state):
-    """Load the test's parameters into module; a parameter the exercise names but module lacks fails."""
-    held = {name: t["shape"] for t in module_tensors(module) for name in (t["name"], *t["aliases"])}
-    missing = [name for name in state if name not in held]
-    check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
-               "with the names the exercise gives")
-    wrong = [name for name in state if tuple(state[name].shape) != held[name]]
-    check_true(not wrong, f"{what}.{wrong[0] if wrong else ''} has shape {held[wrong[0]] if wrong else ''}, expected "
-               f"{tuple(state[wrong[0]].shape) if wrong else ''}: build the submodules with the sizes the exercise gives")
-    load_tensors(module, state)
-    return module
-
-
-def reference_block(state, width, heads):
-    """nn.TransformerEncoderLayer, pre-norm, ReLU FFN of 4 * width, holding a Block's parameters `state`."""
-    layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=True)
-    renames = (("attention.qkv.weight", "self_attn.in_proj_weight"), ("attention.qkv.bias", "self_attn.in_proj_bias"),
-               ("attention.proj.", "self_attn.out_proj."), ("ffn.", ""))
-    renamed = {}
-    for key, value in state.items():
-        for ours, theirs in renames:
-            key = theirs + key[len(ours):] if key.startswith(ours) else key
-        renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
-
-
-class ReferenceGPT(nn.Module):
-    """PyTorch's own layers holding a GPT's parameters: embeddings + positions, causal pre-norm layers, norm, head."""
-
-    def __init__(self, state, vocab, width, heads, layers, max_len):
-        super().__init__()
-        self.token_embedding, self.position_embedding = nn.Embedding(vocab, width), nn.Embedding(max_len, width)
-        self.layers = nn.ModuleList(
-            reference_block({k[len(f"blocks.{i}."):]: v for k, v in state.items() if k.startswith(f"blocks.{i}.")},
-                            width, heads) for i in range(layers))
-        self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab)
-        ours = {k: v for k, v in state.items() if not k.startswith("blocks.")}
-        self.load_state_dict({**ours, **{k: v for k, v in self.state_dict().items() if k.startswith("layers.")}})
-
-    def forward(self, idx, positions=None):  # (B, T) -> (B, T, vocab)
-        positions = torch.arange(idx.shape[1]) if positions is None else positions
-        x = self.token_embedding(idx) + self.position_embedding(positions)  # (B, T, D)
-        for layer in self.layers:
-            x = layer(x, src_mask=future_mask(idx.shape[1]))
-        return self.head(self.norm(x))
 
 
 # %% [markdown]
@@ -378,52 +270,24 @@ assert n_params == 12 * 32**2 + 13 * 32
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_parts", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Block holds norm1, attention, norm2 and ffn with the sizes of Part B, and maps (B, T, D) to (B, T, D)."""
-def check_parts(width, heads, max_len, T):
-    what = f"Block({width}, {heads}, {max_len})"
-    block = load_state(what, attempt(what, Block, width, heads, max_len), block_state(width, seed=width))
-    out = attempt(f"{what} on (2, {T}, {width})", block, torch.randn(2, T, width),
-                  hint="forward: x + attention(norm1(x)), then + ffn(norm2(...))")
-    check_shape(f"{what}(x)", out, (2, T, width), hint="a block keeps the shape of its input")
+from course.tiny_gpt_checks import check_parts
 
-
-check_parts(width=16, heads=2, max_len=8, T=5)
+check_parts(Block, width=16, heads=2, max_len=8, T=5)
 ### BEGIN HIDDEN TESTS
-check_parts(width=24, heads=3, max_len=12, T=12)
-check_parts(width=10, heads=5, max_len=4, T=1)
+check_parts(Block, width=24, heads=3, max_len=12, T=12)
+check_parts(Block, width=10, heads=5, max_len=4, T=1)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Block computes what nn.TransformerEncoderLayer(norm_first=True) with a causal mask computes with the same weights."""
-def compare_block(batch, length, width, heads, seed):
-    what = f"Block({width}, {heads}, {length + 2})"
-    state = block_state(width, seed)
-    block = load_state(what, attempt(what, Block, width, heads, length + 2), state)
-    layer = reference_block(state, width, heads)
-    x = torch.randn(batch, length, width, generator=torch.Generator().manual_seed(seed))
-    out = attempt(f"{what}(x)", block, x, hint="forward: x + attention(norm1(x)), then + ffn(norm2(...))")
-    mask = future_mask(length)
-    with torch.no_grad():
-        expected = layer(x, src_mask=mask)
-        attend = lambda h: layer.self_attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-        post = layer.norm1(x + attend(x))
-        post_norm = layer.norm2(post + layer.linear2(torch.relu(layer.linear1(post))))
-        h = x + attend(layer.norm1(x))
-        no_residual = layer.linear2(torch.relu(layer.linear1(layer.norm2(h))))
-        ffn_reads_x = h + layer.linear2(torch.relu(layer.linear1(layer.norm2(x))))
-    check_close(f"{what}(x)", out, expected, atol=1e-4, likely_causes={
-        "the norms come after the sublayers (post-norm, norm(x + sublayer(x))); this block is pre-norm, "
-        "x + sublayer(norm(x))": post_norm,
-        "the FFN's output replaces the stream instead of being added to it (a residual is missing)": no_residual,
-        "the FFN reads norm2(x) of the block's input instead of the stream after the attention": ffn_reads_x,
-    }, hint="h = x + attention(norm1(x)), then out = h + ffn(norm2(h))")
+from course.tiny_gpt_checks import compare_block
 
-
-compare_block(batch=2, length=5, width=8, heads=2, seed=3)
+compare_block(Block, batch=2, length=5, width=8, heads=2, seed=3)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(31)
 for trial in range(3):
     heads, d_head, batch, length = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
-    compare_block(batch, length + 1, heads * max(d_head, 2), heads, seed=40 + trial)
+    compare_block(Block, batch, length + 1, heads * max(d_head, 2), heads, seed=40 + trial)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -476,8 +340,43 @@ class GPT(nn.Module):
 
 
 # %% [markdown]
-# Check it: before any training every character is about equally likely, so the loss should be
-# near $\ln 96 \approx 4.564$ nats, a uniform guess over the vocabulary.
+# ### Predict, then run (1 point)
+#
+# A freshly initialised model has small, nearly equal logits at every position: it has no idea
+# yet which character comes next. Before the cell after the test measures it, predict the
+# **loss of the untrained model** on a batch, the mean cross-entropy in nats that `forward`
+# returns, and assign it to `PREDICTED_INITIAL_LOSS`. A prediction within 2 % counts.
+
+# %% nbgrader={"grade": false, "grade_id": "predict_initial_loss", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_INITIAL_LOSS = None  # replace None with your prediction, a number
+### BEGIN SOLUTION
+PREDICTED_INITIAL_LOSS = np.log(96)  # a uniform guess: p = 1/96 for the right character, -ln p per position
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_predict_initial_loss", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_INITIAL_LOSS: the mean cross-entropy (nats) of an untrained model over the vocabulary of the poem."""
+from course import check_number
+
+prediction = check_number("PREDICTED_INITIAL_LOSS", PREDICTED_INITIAL_LOSS)  # your number, read as the grader reads it
+### BEGIN HIDDEN TESTS
+from course import check_prediction
+
+prediction = check_prediction("PREDICTED_INITIAL_LOSS", PREDICTED_INITIAL_LOSS, math.log(VOCAB), rel=0.02, known=(
+    (VOCAB, "that is the number of characters the model chooses among: a uniform guess gives the right one "
+            "probability 1/vocabulary, and the loss is minus the natural log of that probability"),
+    (math.log2(VOCAB), "that is in bits: F.cross_entropy uses the natural log, so the loss is in nats"),
+    (1 / VOCAB, "that is the probability a uniform guess gives the right character: the loss is minus its "
+                "natural log"),
+    (math.log(128), "that is the log of the context length, 128: the model chooses among the characters of the "
+                    "vocabulary, not among positions"),
+    (0.0, "that is a model that is always sure and always right: an untrained model spreads its probability "
+          "evenly over the vocabulary"),
+), hint="a uniform guess gives the right character probability 1/vocabulary at every position; the loss is the "
+        "mean of -ln p")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Check it: an untrained model of your class, on one batch of the training text.
 
 # %%
 torch.manual_seed(0)
@@ -487,61 +386,29 @@ logits, loss = tiny(inputs, targets)
 print("logits", tuple(logits.shape), f"loss {loss.item():.3f}, ln {VOCAB} = {math.log(VOCAB):.3f}")
 assert abs(loss.item() - math.log(VOCAB)) < 0.5
 
+# %% [markdown]
+# A uniform guess over the 96 characters costs $\ln 96 \approx 4.564$ nats at every position,
+# and the untrained model is close to it: its logits are small and nearly equal. Everything the
+# training below gains is measured from there.
+
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_logits", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """GPT's logits equal those of PyTorch's layers holding the same parameters: embeddings + positions, blocks, norm, head."""
-def compare_logits(vocab, width, heads, layers, max_len, batch, length, seed):
-    what = f"GPT({vocab}, {width}, {heads}, {layers}, {max_len})"
-    state = gpt_state(vocab, width, layers, max_len, seed)
-    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len), state)
-    reference = ReferenceGPT(state, vocab, width, heads, layers, max_len)
-    idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
-    out = attempt(f"{what}(idx)", model, idx, hint="forward returns (logits, loss), loss None without targets")
-    check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx) must return the pair (logits, loss)")
-    with torch.no_grad():
-        expected = reference(idx)
-        x = reference.token_embedding(idx) + reference.position_embedding(torch.arange(length))
-        for layer in reference.layers:
-            x = layer(x, src_mask=future_mask(length))
-        no_final_norm = reference.head(x)
-        reference.position_embedding.weight.zero_()
-        no_positions = reference(idx)
-    check_close(f"the logits of {what}", out[0], expected, atol=1e-4, likely_causes={
-        "the position embeddings are not added": no_positions,
-        "the final norm is missing (the head must read norm(x))": no_final_norm,
-    }, hint="token_embedding(idx) + position_embedding(0..T-1), every block in order, norm, then head")
+from course.tiny_gpt_checks import compare_logits
 
-
-compare_logits(vocab=11, width=8, heads=2, layers=2, max_len=6, batch=2, length=6, seed=1)
+compare_logits(GPT, vocab=11, width=8, heads=2, layers=2, max_len=6, batch=2, length=6, seed=1)
 ### BEGIN HIDDEN TESTS
-compare_logits(vocab=13, width=12, heads=3, layers=2, max_len=9, batch=3, length=7, seed=5)
-compare_logits(vocab=20, width=16, heads=4, layers=3, max_len=10, batch=3, length=4, seed=6)
-compare_logits(vocab=7, width=6, heads=1, layers=1, max_len=5, batch=1, length=5, seed=7)
+compare_logits(GPT, vocab=13, width=12, heads=3, layers=2, max_len=9, batch=3, length=7, seed=5)
+compare_logits(GPT, vocab=20, width=16, heads=4, layers=3, max_len=10, batch=3, length=4, seed=6)
+compare_logits(GPT, vocab=7, width=6, heads=1, layers=1, max_len=5, batch=1, length=5, seed=7)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_loss", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With targets, the loss is the mean cross-entropy of the logits over every position; without them it is None."""
-def compare_loss(vocab, width, layers, batch, length, seed):
-    what = f"GPT({vocab}, {width}, 2, {layers}, {length})"
-    state = gpt_state(vocab, width, layers, length, seed, scale=0.2)
-    model = load_state(what, attempt(what, GPT, vocab, width, 2, layers, length), state)
-    gen = torch.Generator().manual_seed(seed)
-    idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)
-    out = attempt(f"{what}(idx, targets)", model, idx, targets, hint="the loss is F.cross_entropy over all B * T positions")
-    check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
-    with torch.no_grad():
-        logits = ReferenceGPT(state, vocab, width, 2, layers, length)(idx)  # (B, T, vocab)
-        picked = logits.log_softmax(-1).gather(-1, targets[..., None])[..., 0]  # (B, T): log p(target)
-    check_close(f"the loss of {what}", out[1], -picked.mean(), atol=1e-4, likely_causes={
-        "the loss is summed over the positions instead of averaged": -picked.sum(),
-        "the loss scores each position against its input instead of its target":
-            -logits.log_softmax(-1).gather(-1, idx[..., None]).mean(),
-    }, hint="F.cross_entropy(logits.reshape(B * T, vocab), targets.reshape(B * T)), the mean over all positions")
-    check_true(attempt(f"{what}(idx)", model, idx)[1] is None, f"{what}(idx) without targets must return loss None")
+from course.tiny_gpt_checks import compare_loss
 
-
-compare_loss(vocab=9, width=8, layers=1, batch=2, length=5, seed=2)
+compare_loss(GPT, vocab=9, width=8, layers=1, batch=2, length=5, seed=2)
 ### BEGIN HIDDEN TESTS
-compare_loss(vocab=15, width=12, layers=2, batch=3, length=7, seed=8)
+compare_loss(GPT, vocab=15, width=12, layers=2, batch=3, length=7, seed=8)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -986,44 +853,12 @@ assert torch.equal(full, cached)
 
 # %% nbgrader={"grade": true, "grade_id": "test_cached_step", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Step by step through the cache, the logits equal the full forward pass, and each block's (K, V) grows along dim 2."""
-def check_cached_step(vocab, width, heads, layers, batch, length, seed):
-    what = f"GPT({vocab}, {width}, {heads}, {layers}, {length})"
-    state = gpt_state(vocab, width, layers, length, seed, scale=0.2)
-    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, length), state)
-    reference = ReferenceGPT(state, vocab, width, heads, layers, length)
-    idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        expected = reference(idx)  # (B, T, vocab)
-        from_zero = torch.stack([reference(idx[:, :t + 1], torch.zeros(t + 1, dtype=torch.long))[:, -1]
-                                 for t in range(length)], dim=1)
-    own = attempt(f"{what}(idx)", model, idx)[0]
-    check_close(f"{what}(idx)", own, expected, atol=1e-4,
-                hint="the model of Part C is not right yet: make the tests of Part C pass first")
-    caches, steps = None, []
-    for t in range(length):
-        logits, caches = attempt(f"cached_step at character {t}", cached_step, model, idx[:, t:t + 1], caches,
-                                 hint="one (K, V) per block, each (B, H, characters so far, d_head): append the new "
-                                      "key and value along dim 2")
-        check_true(isinstance(caches, (list, tuple)) and len(caches) == layers,
-                   f"cached_step must return one (K, V) per block, {layers} here")
-        for index, (keys, values) in enumerate(caches):
-            for name, tensor in (("K", keys), ("V", values)):
-                check_shape(f"block {index}'s cached {name} after {t + 1} characters", tensor,
-                            (batch, heads, t + 1, width // heads), hint="(B, H, characters so far, d_head): append "
-                            "the new key and value along dim 2, the positions axis")
-        steps.append(logits)
-    check_close(f"the logits of cached_step, step by step ({length} characters)", torch.stack(steps, dim=1), expected,
-                atol=1e-4, likely_causes={
-                    "every new character is embedded at position 0 (its position is the number of characters "
-                    "already cached)": from_zero,
-                }, hint="norm1, qkv, append K and V, attend over the whole cache, proj and residual, then the FFN "
-                        "sublayer, in every block; then norm and head")
+from course.tiny_gpt_checks import check_cached_step
 
-
-check_cached_step(vocab=10, width=8, heads=2, layers=2, batch=2, length=5, seed=1)
+check_cached_step(GPT, cached_step, vocab=10, width=8, heads=2, layers=2, batch=2, length=5, seed=1)
 ### BEGIN HIDDEN TESTS
-check_cached_step(vocab=17, width=12, heads=3, layers=3, batch=3, length=8, seed=2)
-check_cached_step(vocab=6, width=4, heads=1, layers=1, batch=1, length=6, seed=3)
+check_cached_step(GPT, cached_step, vocab=17, width=12, heads=3, layers=3, batch=3, length=8, seed=2)
+check_cached_step(GPT, cached_step, vocab=6, width=4, heads=1, layers=1, batch=1, length=6, seed=3)
 ### END HIDDEN TESTS
 
 # %% [markdown]
