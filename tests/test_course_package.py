@@ -239,6 +239,32 @@ def test_attempt_calls_a_kernel_function_for_the_test_but_other_checks_read_no_p
 
 
 
+def test_a_chapters_checks_may_call_a_proxy_and_other_course_code_may_not(monkeypatch):
+    """c.OracleExecute.test_modules: the lines of a chapter's checks module (course/decoder_checks.py) use a kernel
+    object as a test cell's lines do; the same code compiled as any other file (course/checks.py, a lookalike of the
+    module elsewhere) cannot, so only the modules the course lists are test code."""
+    from nboracle.grader import oracle
+
+    from course import decoder_checks
+
+    monkeypatch.setattr(oracle, "_TEST_FILES", oracle._test_module_files("course.decoder_checks"))
+    assert decoder_checks.check_decoder_causal.__code__.co_filename in oracle._TEST_FILES
+    link = _RecordingLink(7)
+    fn = oracle.make_proxy(link, {"id": 9, "type": ["kernel.function"], "callable": True})
+    code = "def call(f, x):\n    return f(x)\n"
+    listed, other, lookalike = {}, {}, {}
+    exec(compile(code, decoder_checks.check_decoder_causal.__code__.co_filename, "exec"), listed)
+    exec(compile(code, "/somewhere/course/checks.py", "exec"), other)
+    exec(compile(code, "/elsewhere/course/decoder_checks.py", "exec"), lookalike)
+    assert listed["call"](fn, 3) == 7 and [m["op"] for m in link.sent] == ["call"]
+    for namespace in (other, lookalike):
+        with pytest.raises(TypeError, match="not an array or tensor"):
+            namespace["call"](fn, 3)
+    with monkeypatch.context() as patch:  # a module the course does not list is not test code
+        patch.setattr(oracle, "_TEST_FILES", set())
+        with pytest.raises(TypeError, match="not an array or tensor"):
+            listed["call"](fn, 3)
+
 def test_kieu_corpus_ships_whole_and_loads_without_network(monkeypatch):
     """Chapter 10's corpus: the 3,254 lines of Truyện Kiều, NFC, 6 and 8 words alternating, read from the package."""
     import socket
