@@ -151,3 +151,18 @@ def test_every_chapter_asks_for_a_prediction_before_measuring_it(path):
         after = next((c for c in cells[test + 1:] if c.cell_type == "code"), None)
         assert after is not None and not after.metadata.get("nbgrader", {}).get("grade"), \
             f"{ids[index]}: a code cell after the test measures the number"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
+def test_every_chapter_asks_for_one_written_answer_with_a_rubric(path):
+    """Each chapter has one answer in the student's own words: a manually graded markdown cell of 1 or 2 points whose
+    source (never released) holds a model answer and a rubric; the released cell is only 'YOUR ANSWER HERE'."""
+    written = [c for c in jupytext.read(path).cells if c.cell_type == "markdown"
+               and c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("solution")]
+    assert len(written) == 1, f"{path.parent.name}: {len(written)} written answers"
+    assert 1 <= written[0].metadata["nbgrader"]["points"] <= 2
+    assert "**Model answer.**" in written[0].source and "**Rubric" in written[0].source
+    released = json.loads(next((ROOT / "release" / path.parent.name).glob("*.ipynb")).read_text())
+    gid = written[0].metadata["nbgrader"]["grade_id"]
+    cell = next(c for c in released["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+    assert "".join(cell["source"]).strip() == "YOUR ANSWER HERE"

@@ -40,7 +40,7 @@
 #
 # **Time:** about 2.5 hours for a capable student. That is an estimate from the chapter's
 # size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 18 points.
+# for each of its 20 points.
 # **Assumes:** chapters 01 to 09: chapter 06's attention, chapter 04's pre-norm block, chapter
 # 05's learned positions, chapter 08's KV cache, and chapter 07's step-by-step decoding.
 
@@ -1125,6 +1125,31 @@ answer = check_option("Q2", Q2, {
     "d": "attention itself has no notion of order; the position is added to the new token's embedding "
          "before its query, key and value are computed"})
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part G · In your own words (2 points, graded by your instructor)
+#
+# One window of `block_size + 1` characters trains the model on `block_size` predictions at once.
+# Explain, in three or four sentences, why one forward pass can score every position against the
+# next character, and what would go wrong, in training and then when the model writes, if the
+# attention were not causal.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "causal_training_answer", "locked": false, "points": 2, "schema_version": 3, "solution": true}
+# **Model answer.** The targets are the inputs shifted by one, so position $t$ of the window has
+# a label, the character at $t + 1$, and the cross-entropy averages over all positions. The
+# causal mask lets position $t$ read only characters $0..t$, so its prediction uses exactly what
+# it would have when writing, and all `block_size` predictions come out of one pass in
+# parallel. Without the mask, position $t$ could read character $t + 1$, its own label: the
+# training loss would fall towards zero by copying, and the model would learn nothing about
+# predicting. When it writes, the next character does not exist yet, so that copying has
+# nothing to read and the text it produces is poor although its training loss looked excellent.
+#
+# **Rubric (2 points).**
+# * 1 point: the targets are the inputs shifted by one, so every position is a training example,
+#   and the causal mask makes each position see only its past, as at generation.
+# * 1 point: without the mask a position sees its own label, so training is solved by copying
+#   (a loss near zero) and the model fails when it generates, where the future is not there.
+# * 0 points for "the mask is needed for GPT" without saying what a position would see.
 
 # %% [markdown]
 # ## Summary
