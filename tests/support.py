@@ -165,6 +165,7 @@ def solution_lines(nb):
 # ---------------------------------------------------------------- a class of students
 
 CLASS_ASSIGNMENT, CLASS_NOTEBOOK = A, NB = "01_two_keys", "two_keys"
+CLASS_POINTS = int(automatic_points(CLASS_ASSIGNMENT))  # what the solution earns automatically (12)
 
 PATCH_CHECKS = '''
 import numpy, torch, torch.testing, course, course.checks

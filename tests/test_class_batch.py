@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nboracle.classroom import batch
 from nboracle.classroom import pipeline as P
-from support import ATTACKS, build_class
+from support import ATTACKS, CLASS_POINTS, build_class
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
 
@@ -53,11 +53,11 @@ def test_every_student_is_accounted_for(graded_class):
 def test_honest_students_get_what_they_earned(graded_class):
     _, reports = graded_class
     for i in range(3):
-        assert reports[f"correct-{i}"].score == reports[f"correct-{i}"].max_score == 11
+        assert reports[f"correct-{i}"].score == reports[f"correct-{i}"].max_score == CLASS_POINTS
     for i in range(2):
-        assert reports[f"empty-{i}"].score == 0 and reports[f"empty-{i}"].max_score == 11
+        assert reports[f"empty-{i}"].score == 0 and reports[f"empty-{i}"].max_score == CLASS_POINTS
     for bug in ("softmax_axis0", "attention_no_scale", "attention_hardcoded_two_keys"):
-        assert 0 < reports[f"bug-{bug}"].score < 11
+        assert 0 < reports[f"bug-{bug}"].score < CLASS_POINTS
     assert all(reports[f"correct-{i}"].sandboxed is True for i in range(3)), "each kernel says it was sandboxed"
 
 
@@ -66,7 +66,7 @@ def test_tampering_earns_nothing_more_than_the_bug_it_hides(graded_class):
     honest_bug = reports["bug-softmax_axis0"].score
     for student in ("adv-blanked-tests", "adv-deleted-tests", "adv-patched-checks"):
         assert reports[student].status == "graded"
-        assert reports[student].max_score == 11, f"{student}: deleted tests must not shrink the maximum"
+        assert reports[student].max_score == CLASS_POINTS, f"{student}: deleted tests must not shrink the maximum"
         assert reports[student].score == honest_bug, student
     assert any("replaces numpy.allclose" in reason for reason in reports["adv-patched-checks"].review)
 
@@ -78,11 +78,11 @@ HONEST = ["correct-0", "correct-1", "correct-2", "empty-0", "empty-1", "bug-soft
 def test_attacks_on_the_kernel_earn_what_the_wrong_code_earns_and_are_flagged(graded_class):
     _, reports = graded_class
     honest_bug = reports["bug-softmax_axis0"].score
-    assert 0 < honest_bug < 11
+    assert 0 < honest_bug < CLASS_POINTS
     for name in ATTACKS:
         report = reports[f"atk-{name}"]
         assert report.status == "graded", (name, report.problems)
-        assert (report.score, report.max_score) == (honest_bug, 11), (name, report.failed_cells)
+        assert (report.score, report.max_score) == (honest_bug, CLASS_POINTS), (name, report.failed_cells)
         assert report.review, f"atk-{name} is not flagged for review"
     in_call = reports["atk-in-call"]
     assert in_call.score <= honest_bug and in_call.review
@@ -122,7 +122,7 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
     assert "for review" in table.splitlines()[-1]
     rows = {r["student_id"]: r for r in csv.DictReader(root.export(root.path / "review.csv").open())}
     assert rows["atk-settrace"]["needs_review"] == "yes" and ".settrace" in rows["atk-settrace"]["review_reasons"]
-    assert rows["correct-0"]["needs_review"] == "" and rows["correct-0"]["score"] == "11.0"
+    assert rows["correct-0"]["needs_review"] == "" and rows["correct-0"]["score"] == f"{CLASS_POINTS:.1f}"
     with Gradebook(root.gradebook_url) as gb:
         assert gb.find_submission(A, "atk-settrace").needs_manual_grade
         flagged = gb.find_submission_notebook(NB, A, "atk-settrace")
@@ -142,7 +142,7 @@ def test_exits_loops_and_floods_cost_only_their_own_cells(graded_class):
     for student in ("adv-sys-exit", "adv-raise-systemexit", "adv-infinite-loop"):
         assert reports[student].score == 9, student  # everything but the 2-point hand answers
         assert list(reports[student].failed_cells) == ["test_hand_answers"], student
-    assert reports["adv-megabytes"].score == 11 and reports["adv-duplicate-ids"].score == 11
+    assert reports["adv-megabytes"].score == CLASS_POINTS and reports["adv-duplicate-ids"].score == CLASS_POINTS
     flooded = root.notebook("autograded", A, "adv-megabytes")
     assert flooded.stat().st_size < 300_000, "a 5 MB print must be cut in the autograded notebook"
     assert "kernel died" in reports["adv-os-exit"].problems[0]
@@ -184,7 +184,7 @@ def test_rerun_is_idempotent_and_keeps_manual_grades(graded_class):
     assert {s for s, r in again.items() if r.status == "graded"} == {"correct-0"}, "unchanged work is not regraded"
     assert {s: r.score for s, r in again.items()} == {s: r.score for s, r in first.items()}
     assert {s: r.review for s, r in again.items()} == {s: r.review for s, r in first.items()}
-    assert again["correct-0"].score == 11
+    assert again["correct-0"].score == CLASS_POINTS
     with Gradebook(root.gradebook_url) as gb:
         assert gb.find_grade("equal_keys_answer", NB, A, "correct-0").manual_score == 2.0
     state = json.loads((root.path / "autograded" / batch.STATE_FILE).read_text())

@@ -172,7 +172,7 @@ def test_grade_class_shows_names_exits_non_zero_and_leaves_nothing_unignored(cou
     assert "12/12" in lines[space] and f"folder {SPACE!r}" in lines[space]
     assert "0/12" in lines[accents] and "REVIEW" in lines[accents] and f"folder {ACCENTS!r}" in lines[accents]
     report = (root.path / f"report-{A}.txt").read_text()
-    assert f"{NB}-Copy1.ipynb (3 of 4 answers filled in)" in report and "## refused: readme.txt (refused)" in report
+    assert f"{NB}-Copy1.ipynb (4 of 5 answers filled in)" in report and "## refused: readme.txt (refused)" in report
     assert f"mistakes: {root.path / 'mistakes' / A}.html" in out.out  # the class report (issue 40)
     assert (root.path / "mistakes" / f"{A}.csv").is_file() and (root.path / "mistakes" / "term.html").is_file()
     rows = {r["student_id"]: r for r in csv.DictReader((root.path / "grades.csv").open())}

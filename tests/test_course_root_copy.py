@@ -16,6 +16,7 @@ from nboracle.classroom import batch
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
+from support import CLASS_POINTS
 
 from instructor.repository import REPO
 
@@ -49,7 +50,7 @@ def test_a_copied_course_root_grades_with_its_own_course_package(tmp_path):
     root.submit(A, "solution", P.fill(release, answers))
     root.autograde(A)  # plain `nbgrader autograde` in the copy, as an instructor would run it
     result = root.results(A)["solution"]
-    assert result.auto_score == result.auto_max == 11, result.failed()
+    assert result.auto_score == result.auto_max == CLASS_POINTS, result.failed()
     assert "IMPORTED copied" in root.notebook("autograded", A, "solution").read_text()
 
 
@@ -62,7 +63,7 @@ def test_the_class_pipeline_grades_with_the_copied_package_and_stops_when_the_ke
     answers[first] += "\nimport course\nprint('IMPORTED', course.SEMESTER_OF_THIS_COPY)"
     root.submit(A, "solution", P.fill(release, answers))
     reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False)
-    assert (reports["solution"].status, reports["solution"].score) == ("graded", 11), reports["solution"]
+    assert (reports["solution"].status, reports["solution"].score) == ("graded", CLASS_POINTS), reports["solution"]
     assert "IMPORTED copied" in root.notebook("autograded", A, "solution").read_text()
 
     # the chosen package is broken: every kernel fails to import it, before any student code
@@ -74,5 +75,5 @@ def test_the_class_pipeline_grades_with_the_copied_package_and_stops_when_the_ke
     assert {s: r.status for s, r in stopped.value.reports.items()} == {"another": "pending", "solution": "pending"}
     with Gradebook(root.gradebook_url) as gb:  # nobody got a 0 for the grader's fault
         assert sorted(s.student.id for s in gb.assignment_submissions(A)) == ["solution"]
-        assert gb.find_submission(A, "solution").score == 11
+        assert gb.find_submission(A, "solution").score == CLASS_POINTS
     assert "another" not in root.read_state().get(A, {})

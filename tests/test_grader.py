@@ -15,6 +15,7 @@ from nboracle.classroom import grader as G
 from nboracle.classroom import pipeline as P
 from nboracle.grader import sandbox
 from support import CLASS_ASSIGNMENT as A
+from support import CLASS_POINTS
 
 from instructor.repository import REPOSITORY
 
@@ -54,7 +55,7 @@ def test_a_grader_that_cannot_sandbox_refuses_unless_the_instructor_said_no_sand
 
     reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False, sandbox_mode="off")
     solution = reports["solution"]
-    assert (solution.status, solution.score, solution.sandboxed) == ("graded", 11, False)
+    assert (solution.status, solution.score, solution.sandboxed) == ("graded", CLASS_POINTS, False)
     warning = batch.sandbox_warning(reports)
     assert warning and "1 student(s)" in warning and solution.where in warning and "switched off" in warning
     text = batch.write_report(tmp_path / "report.txt", A, reports).read_text()
@@ -76,7 +77,7 @@ def test_the_report_says_what_each_kernel_ran_in_not_what_the_machine_offers(tmp
     root.submit(A, "solution", forged)
     reports = batch.grade_class(root, A, runner=batch.InProcess(), progress=False, sandbox_mode="on")
     solution = reports["solution"]
-    assert (solution.status, solution.score, solution.sandboxed) == ("graded", 11, False)
+    assert (solution.status, solution.score, solution.sandboxed) == ("graded", CLASS_POINTS, False)
     assert "not started by the course's sandboxed Execute step" in solution.sandbox
     warning = batch.sandbox_warning(reports)
     assert warning and "1 student(s)" in warning and solution.where in warning

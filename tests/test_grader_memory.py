@@ -17,6 +17,7 @@ from nboracle.classroom import batch
 from nboracle.classroom import pipeline as P
 from nboracle.grader import memory
 from nboracle.grader.oracle import kernel_error
+from support import CLASS_POINTS
 
 from instructor.repository import REPOSITORY
 
@@ -127,9 +128,9 @@ def test_a_student_over_the_limit_loses_that_test_and_the_next_student_is_graded
         root.submit(A, student, P.fill(release, cells))
     reports = batch.grade_class(root, A, runner=batch.LocalPool(1), progress=False)  # one worker: a, then b
     assert {s: r.status for s, r in reports.items()} == dict.fromkeys(students, "graded")
-    assert reports["b-honest"].score == reports["b-honest"].max_score == 11
+    assert reports["b-honest"].score == reports["b-honest"].max_score == CLASS_POINTS
     hog = reports["a-hog"]
-    assert hog.score == 10 and set(hog.failed_cells) == {"test_attention_weights"}, hog.failed_cells
+    assert hog.score == CLASS_POINTS - 1 and set(hog.failed_cells) == {"test_attention_weights"}, hog.failed_cells
     assert hog.failed_cells["test_attention_weights"].startswith(
         "GraderMemoryError: the grader's memory limit of 1024 MiB was reached while checking this test")
     assert not hog.review and not reports["b-honest"].review

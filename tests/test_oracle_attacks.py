@@ -1505,7 +1505,7 @@ def test_a_forged_server_is_undone_and_an_endless_call_costs_only_its_tests(chap
     assert "not an array or tensor" in duck or "shape ()" in duck
 
 
-HONEST_07 = 21  # the greedy beam search, graded honestly (of 28)
+HONEST_07 = automatic_points("07_seq2seq_beam_search") - 7  # the greedy beam search, graded honestly
 
 
 def test_chapter07_attacks_earn_no_more_than_the_wrong_code(chapter07):
@@ -1529,7 +1529,7 @@ def test_chapter07_private_training_earns_no_more_than_the_wrong_code(chapter07_
     earns nothing beside a forward without the causal mask."""
     results, reviews = chapter07_trained
     check_class(results, reviews, CH07_TRAINED_ATTACKS, automatic_points("07_seq2seq_beam_search"))
-    assert results["honest-wrong"].auto_score == 23  # loses the mask, causal-flag and trained-model tests
+    assert results["honest-wrong"].auto_score == automatic_points("07_seq2seq_beam_search") - 5  # loses the mask, causal-flag and trained-model tests
     assert "test_trained_model" in results["honest-wrong"].failed()
     for name in CH07_TRAINED_ATTACKS:
         assert "test_trained_model" in results[f"atk-{name}"].failed(), name

@@ -17,6 +17,7 @@ from nboracle.classroom import pipeline as P
 from nboracle.grader import repair as R
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
+from support import CLASS_POINTS
 
 from instructor.repository import REPOSITORY
 
@@ -209,13 +210,13 @@ def test_every_case_is_graded_never_a_crash(course):
         assert reports[student].review, f"{student}: a repaired notebook is flagged for review"
         assert root.notebook("submitted", A, student).read_bytes() == handed_in[student], "handed-in file changed"
     for student in ("dup-solution", "dup-solution-stub-below", "dup-test", "reordered", "no-metadata"):
-        assert reports[student].score == reports[student].max_score == 11, (student, reports[student].failed_cells)
+        assert reports[student].score == reports[student].max_score == CLASS_POINTS, (student, reports[student].failed_cells)
     # softmax written in a cell of its own keeps its points; the deleted test is put back and passes
-    assert reports["deleted"].score == 11, reports["deleted"].failed_cells
+    assert reports["deleted"].score == CLASS_POINTS, reports["deleted"].failed_cells
     # the released name is graded (the empty one), the copy holding the work is named with its answers
-    assert reports["copy1"].score == 0 and reports["copy1"].max_score == 11
+    assert reports["copy1"].score == 0 and reports["copy1"].max_score == CLASS_POINTS
     reason = " ".join(reports["copy1"].review)
-    assert f"{NB}.ipynb (0 of 4 answers filled in) was graded" in reason and f"{NB}-Copy1.ipynb (3 of 4" in reason
+    assert f"{NB}.ipynb (0 of 5 answers filled in) was graded" in reason and f"{NB}-Copy1.ipynb (4 of 5" in reason
     # plain nbgrader (no batch inspection) refuses the other chapter's notebook by name too
     proc = root.nbgrader("autograde", A, "--force", "--create", "--student=wrong-chapter", check=False)
     assert proc.returncode != 0 and "this is 02_scaling's notebook" in proc.stderr

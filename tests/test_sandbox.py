@@ -28,7 +28,7 @@ import pytest
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 from nboracle.grader import sandbox
-from support import hidden_lines, source_nb
+from support import CLASS_POINTS, hidden_lines, source_nb
 
 from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
@@ -293,8 +293,8 @@ def attack_output(root: Path, student: str) -> str:
 
 def test_an_honest_solution_keeps_full_marks_in_the_sandbox(attacked):
     results = attacked["results"]
-    assert results[HONEST].auto_score == results[HONEST].auto_max == 11
-    assert 0 < results[CONTROL].auto_score < 11
+    assert results[HONEST].auto_score == results[HONEST].auto_max == CLASS_POINTS
+    assert 0 < results[CONTROL].auto_score < CLASS_POINTS
 
 
 def test_every_attack_scores_exactly_what_its_wrong_code_earns(attacked):
@@ -434,7 +434,7 @@ def test_plain_nbgrader_refuses_without_sandbox_and_off_really_is_off(tmp_path):
     assert off.returncode == 0, off.stderr[-2000:]
     seen = json.loads(attack_output(root, "peek").split("SEEN ", 1)[1].splitlines()[0])
     assert "gradebook.db" in seen[str(root)], "without the sandbox the kernel sees the gradebook"
-    assert course.results(A)["peek"].auto_score == 11
+    assert course.results(A)["peek"].auto_score == CLASS_POINTS
 
 
 def test_sandbox_status_reports_why():
