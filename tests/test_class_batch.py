@@ -140,7 +140,7 @@ def test_review_reaches_csv_report_and_formgrader(graded_class):
 def test_exits_loops_and_floods_cost_only_their_own_cells(graded_class):
     root, reports = graded_class
     for student in ("adv-sys-exit", "adv-raise-systemexit", "adv-infinite-loop"):
-        assert reports[student].score == 9, student  # everything but the 2-point hand answers
+        assert reports[student].score == CLASS_POINTS - 2, student  # everything but the 2-point hand answers
         assert list(reports[student].failed_cells) == ["test_hand_answers"], student
     assert reports["adv-megabytes"].score == CLASS_POINTS and reports["adv-duplicate-ids"].score == CLASS_POINTS
     flooded = root.notebook("autograded", A, "adv-megabytes")
