@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 from nboracle import (
     fresh,
-    load_tensors,
     module_tensors,
     parameter_and_input_gradients,
     parameter_gradients,
@@ -22,6 +21,7 @@ from nboracle import (
 from torch import nn
 
 from .checks import attempt, check_close, check_finite, check_rows_sum_to_one, check_shape, check_true
+from .module_state import load_state
 
 BLOCK_HINT = ("in DecoderBlock the self-attention takes (h, h, h) and the causal mask (T, T); the cross-attention "
               "takes its queries from the decoder stream and its keys and values from memory, with the memory "
@@ -64,19 +64,6 @@ def block_state(width, hidden, seed, attentions=("self_attention", "cross_attent
     state["ffn.linear2.weight"] = scale * torch.randn(width, hidden, generator=gen)
     state["ffn.linear2.bias"] = scale * torch.randn(width, generator=gen)
     return state
-
-
-def load_state(what, module, state):
-    """Load the test's parameters into `module`; a parameter the exercise names but `module` lacks fails."""
-    held = {name: t["shape"] for t in module_tensors(module) for name in (t["name"], *t["aliases"])}  # its own tensors
-    missing = [name for name in state if name not in held]
-    check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
-               "the exercise names")
-    wrong = [name for name in state if tuple(state[name].shape) != held[name]]
-    check_true(not wrong, f"{what}.{wrong[0] if wrong else ''} has shape {held[wrong[0]] if wrong else ''}, expected "
-               f"{tuple(state[wrong[0]].shape) if wrong else ''}: build the submodules with the sizes the exercise gives")
-    load_tensors(module, state)
-    return module
 
 
 def decoder_layer(state, width, heads, hidden, norm_first=False):

@@ -12,10 +12,10 @@ it, `nn.Embedding`, `nn.LayerNorm` and `nn.Linear`. Each check is handed what it
 from __future__ import annotations
 
 import torch
-from nboracle import load_tensors, module_tensors
 from torch import nn
 
 from .checks import attempt, check_close, check_shape, check_true
+from .module_state import load_state
 
 
 def future_mask(n):
@@ -49,19 +49,6 @@ def gpt_state(vocab, width, layers, max_len, seed, scale=0.3):
     state.update({"norm.weight": 1 + draw(width), "norm.bias": draw(width),
                   "head.weight": draw(vocab, width), "head.bias": draw(vocab)})
     return state
-
-
-def load_state(what, module, state):
-    """Load the test's parameters into module; a parameter the exercise names but module lacks fails."""
-    held = {name: t["shape"] for t in module_tensors(module) for name in (t["name"], *t["aliases"])}
-    missing = [name for name in state if name not in held]
-    check_true(not missing, f"{what} has no parameter {missing[0] if missing else ''}: build the submodules "
-               "with the names the exercise gives")
-    wrong = [name for name in state if tuple(state[name].shape) != held[name]]
-    check_true(not wrong, f"{what}.{wrong[0] if wrong else ''} has shape {held[wrong[0]] if wrong else ''}, expected "
-               f"{tuple(state[wrong[0]].shape) if wrong else ''}: build the submodules with the sizes the exercise gives")
-    load_tensors(module, state)
-    return module
 
 
 def reference_block(state, width, heads):
