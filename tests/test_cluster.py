@@ -27,7 +27,7 @@ from nboracle.classroom import cluster as C
 from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
-from support import PostgresUnavailable, build_class, start_postgres
+from support import CLASS_POINTS, PostgresUnavailable, build_class, start_postgres
 
 from instructor.repository import REPO, REPOSITORY
 
@@ -148,7 +148,7 @@ def test_cluster_gives_exactly_the_grades_of_the_one_machine_batch(graded):
             if student in local_results:
                 want = {g: c.score for g, c in local_results[student].cells.items()}
                 assert {g: c.score for g, c in cluster_results[name].cells.items()} == want, name
-    assert reports["correct-0"].score == 11 and reports["empty-0" + TWIN].score == 0
+    assert reports["correct-0"].score == CLASS_POINTS and reports["empty-0" + TWIN].score == 0
     assert "kernel died" in reports["adv-os-exit" + TWIN].problems[0]
 
 

@@ -22,7 +22,7 @@ from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 from support import CLASS_ASSIGNMENT as A
 from support import CLASS_NOTEBOOK as NB
-from support import PostgresUnavailable, start_postgres
+from support import CLASS_POINTS, PostgresUnavailable, start_postgres
 
 from instructor.repository import REPO
 
@@ -89,8 +89,8 @@ def formgrader(graded):
 def test_the_pipeline_wrote_the_class_into_postgresql(graded):
     root, reports, server = graded
     assert root.gradebook_url == server.url and not root.gradebook.exists()
-    assert {s: (r.status, r.score) for s, r in reports.items()} == {"solution": ("graded", 11), "stub": ("graded", 0)}
-    assert {s: r.auto_score for s, r in root.results(A).items()} == {"solution": 11, "stub": 0}
+    assert {s: (r.status, r.score) for s, r in reports.items()} == {"solution": ("graded", CLASS_POINTS), "stub": ("graded", 0)}
+    assert {s: r.auto_score for s, r in root.results(A).items()} == {"solution": CLASS_POINTS, "stub": 0}
 
 
 def test_feedback_and_export_read_postgresql(graded):
@@ -100,7 +100,7 @@ def test_feedback_and_export_read_postgresql(graded):
     root.feedback(A)  # nbgrader generate_feedback, from the server's gradebook
     assert all(root.notebook("feedback", A, s).exists() for s in ("solution", "stub"))
     rows = {r["student_id"]: r for r in csv.DictReader(root.export(root.path / "grades.csv").open())}
-    assert rows["solution"]["score"] == "11.0" and rows["stub"]["score"] == "0.0"
+    assert float(rows["solution"]["score"]) == CLASS_POINTS and rows["stub"]["score"] == "0.0"
 
 
 def test_the_formgraders_gradebook_pages_read_postgresql(graded, formgrader):
@@ -111,9 +111,9 @@ def test_the_formgraders_gradebook_pages_read_postgresql(graded, formgrader):
     assignments = {a["name"]: a for a in formgrader("/formgrader/api/assignments")}
     assert assignments[A]["num_submissions"] == 2
     submissions = {s["student"]: s for s in formgrader(f"/formgrader/api/submissions/{A}")}
-    assert (submissions["solution"]["score"], submissions["stub"]["score"]) == (11, 0)
-    assert submissions["solution"]["max_score"] == max_score >= 11 and submissions["solution"]["autograded"]
+    assert (submissions["solution"]["score"], submissions["stub"]["score"]) == (CLASS_POINTS, 0)
+    assert submissions["solution"]["max_score"] == max_score >= CLASS_POINTS and submissions["solution"]["autograded"]
     notebooks = {n["student"]: n for n in formgrader(f"/formgrader/api/submitted_notebooks/{A}/{NB}")}
-    assert notebooks["solution"]["score"] == 11 and notebooks["stub"]["score"] == 0
+    assert notebooks["solution"]["score"] == CLASS_POINTS and notebooks["stub"]["score"] == 0
     students = {s["id"] for s in formgrader("/formgrader/api/students")}
     assert students >= {"solution", "stub"}
