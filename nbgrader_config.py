@@ -8,6 +8,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, LimitOutput, OverwriteCells
 from nboracle.grader.nbgrader_ext import (
     DueDateCell,
+    DueDateExchangeList,
     FeedbackExporter,
     LimitOutputSize,
     PerDayPenalty,
@@ -41,6 +42,10 @@ c.GenerateAssignment.preprocessors = [
     StripJupytextMetadata,
     DueDateCell,
 ]
+# nbgrader's Assignment List shows no due date: the listing carries the one the released notebooks
+# hold (DueDateCell), and which submissions came after it; the nboracle-due-dates Lab extension
+# (on the hub's JUPYTER_PATH, docs/JUPYTERHUB.md) shows them beside each assignment.
+c.ExchangeFactory.list = DueDateExchangeList
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 

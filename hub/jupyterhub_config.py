@@ -19,6 +19,7 @@ import jupyterhub.app
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from nboracle.classroom import pipeline as P  # noqa: E402
+from nboracle.grader.nbgrader_ext import JUPYTER_DATA  # noqa: E402
 
 from instructor import hub as H  # noqa: E402
 
@@ -99,6 +100,8 @@ c.Spawner.start_timeout = 240
 c.Spawner.environment = {
     **common_env,
     "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.student_etc, layout.common, REPO))),
+    # the Assignment List's due dates: the nboracle-due-dates Lab extension
+    "JUPYTER_PATH": str(JUPYTER_DATA),
 }
 
 c.JupyterHub.services = [{"name": H.ROSTER_SERVICE, "api_token": H.roster_token(layout)}, {

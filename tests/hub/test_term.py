@@ -91,6 +91,17 @@ def assignments_panel(driver, lab: Lab) -> None:
     wait(driver, lambda: driver.find_elements(By.ID, "released_assignments_list"), 60, "the Assignments panel")
 
 
+PANEL = {}  # what each student read in the Assignments panel: (name, what) -> text
+
+
+def due_label(driver, section: str, timeout: int = 60) -> str:
+    """The text the nboracle-due-dates extension wrote beside the assignment in ``section``."""
+    css = f"#{section} .nboracle-due"
+    wait(driver, lambda: any(e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, css)), timeout,
+         f"the due date in {section}")
+    return " | ".join(e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, css) if e.text.strip())
+
+
 def row_button(driver, section: str, label: str, timeout: int = 120):
     xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"
              f"//button[normalize-space()='{label}']")
@@ -167,7 +178,7 @@ def student_works(driver, hub, name: str) -> tuple[Person, str]:
     person = Person(hub.url, name, hub.password(name))
     lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}")
     assignments_panel(driver, lab)
-    time.sleep(1)
+    PANEL[name, "released"] = due_label(driver, "released_assignments_list")
     shot(driver, f"{name}-assignments-released")
     row_button(driver, "released_assignments_list", "Fetch").click()
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "the fetched assignment")
@@ -184,7 +195,7 @@ def student_works(driver, hub, name: str) -> tuple[Person, str]:
     assignments_panel(driver, lab)
     row_button(driver, "fetched_assignments_list", "Submit").click()
     wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "the submission listed")
-    time.sleep(1)
+    PANEL[name, "submitted"] = driver.find_element(By.ID, "submitted_assignments_list").text
     shot(driver, f"{name}-submitted")
     return person, validated
 
@@ -443,7 +454,19 @@ def test_the_student_reads_the_due_date_in_the_fetched_notebook(term, hub):
     assert f"{term['due']:%A %d %B %Y, %H:%M} UTC" in said[0].source
 
 
-def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
+def test_the_assignment_list_says_the_due_date(term):
+    """nbgrader's Assignment List shows no due date; with the nboracle-due-dates extension the
+    released assignment says it, and when it is (screenshot amara-assignments-released)."""
+    import re
+
+    due = term["due"]
+    said = PANEL["amara", "released"]
+    assert f"Due {due:%a %d %b %Y, %H:%M} UTC" in said, said
+    assert re.search(r"\(in 1[34] days\)", said), said
+    assert "after the due date" not in PANEL["amara", "submitted"], PANEL["amara", "submitted"]
+
+
+def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub, driver):
     """chidi (through nbgrader as her own user, not the browser) hands in after the deadline a
     notebook whose code looks for the grader's tokens and files; re-collecting grades her
     alone: amara's manual grade and bruno's score stay."""
@@ -457,6 +480,10 @@ def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
     # the deadline passes now: after amara's and bruno's submissions, before chidi's
     deadline = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     formgrader(prof, "PUT", f"assignment/{A}", json={"duedate_notimezone": deadline, "duedate_timezone": "UTC"})
+    # a moved due date reaches students when the assignment is generated and released again
+    formgrader(prof, "POST", f"assignment/{A}/assign")
+    formgrader(prof, "POST", f"assignment/{A}/unrelease")
+    formgrader(prof, "POST", f"assignment/{A}/release")
     time.sleep(1.5)
     as_student(hub, "chidi", "fetch_assignment", A)
     mine = L.user_home("chidi") / A / f"{NAME}.ipynb"
@@ -487,6 +514,17 @@ def test_a_late_submission_is_marked_late_graded_sandboxed_and_alone(term, hub):
     assert lines, "the probe ran"
     seen = json.loads(lines[0][len("PROBE "):])
     assert seen == {"env": [], "gradebook": False, "source": False, "amara": False}, seen
+
+    # chidi's Assignments panel: the due date now in force, and her hand-in after it
+    browser_login(driver, hub, "chidi")
+    chidi = Person(hub.url, "chidi", hub.password("chidi"))
+    assignments_panel(driver, Lab(driver, Seat(f"{hub.url}/user/chidi", chidi.token), ARTIFACTS, "chidi"))
+    moved = datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S")
+    fetched = due_label(driver, "fetched_assignments_list")
+    assert f"Due {moved:%a %d %b %Y, %H:%M} UTC (passed)" in fetched, fetched
+    wait(driver, lambda: "after the due date" in driver.find_element(By.ID, "submitted_assignments_list").text,
+         60, "chidi's submission marked after the due date")
+    shot(driver, "chidi-assignments-late")
 
 
 def test_a_server_stopped_mid_work_keeps_the_work(term, hub):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbgrader.exchange.default.list import ExchangeList
 from nbgrader.plugins import CsvExportPlugin, LateSubmissionPlugin
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Float, Integer, List, TraitError, Unicode, validate
@@ -72,14 +74,22 @@ class StripJupytextMetadata(NbGraderPreprocessor):
         return nb, resources
 
 
+# a folder for JUPYTER_PATH: its labextensions/nboracle-due-dates shows DueDateExchangeList's dates
+JUPYTER_DATA = Path(__file__).resolve().parents[1] / "jupyter"
+NOTEBOOK_METADATA = "nbgrader_oracle"  # a released notebook's own metadata key
+DUE_KEY = "due_utc"  # its due date, "2027-03-05T17:00:00Z", when the gradebook has one
+
+
 class DueDateCell(NbGraderPreprocessor):
     """Tell the student the due date in the released notebook.
 
-    nbgrader 0.9.6's Assignment List never shows it; the gradebook knows it once the instructor
+    nbgrader 0.9.6 shows the due date to no student; the gradebook knows it once the instructor
     set it (formgrader: Manage Assignments, Edit). When it is set, a markdown cell after the
-    notebook's title says when the assignment is due (UTC, the gradebook's time). Without a due
-    date nothing changes, so a course without deadlines (a self-learner's copy) releases the
-    same notebooks. The cell is an ordinary markdown cell: no grading step reads it.
+    notebook's title says when the assignment is due (UTC, the gradebook's time), and the
+    notebook's metadata holds it (``nbgrader_oracle.due_utc``) for the Assignment List
+    (:class:`DueDateExchangeList`). Without a due date nothing changes, so a course without
+    deadlines (a self-learner's copy) releases the same notebooks. The cell is an ordinary
+    markdown cell: no grading step reads it.
     """
 
     cell_id = "nbgrader-oracle-due-date"
@@ -89,13 +99,21 @@ class DueDateCell(NbGraderPreprocessor):
 
         nb.cells = [cell for cell in nb.cells if cell.get("id") != self.cell_id]  # generated again: not doubled
         due = self._due_date(resources.get("nbgrader", {}))
+        ours = nb.metadata.get(NOTEBOOK_METADATA, {})
+        ours.pop(DUE_KEY, None)
         if due is not None:
+            # for the Assignment List (DueDateExchangeList): the same date, machine-readable
+            ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
             text = (f"**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
                     "later submission is marked late (the course's late policy says what that costs).")
             cell = new_markdown_cell(text)
             cell["id"] = self.cell_id
             first_markdown = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
             nb.cells.insert(first_markdown + 1, cell)
+        if ours:
+            nb.metadata[NOTEBOOK_METADATA] = ours
+        else:
+            nb.metadata.pop(NOTEBOOK_METADATA, None)
         return nb, resources
 
     def _due_date(self, context):
@@ -109,6 +127,58 @@ class DueDateCell(NbGraderPreprocessor):
                 return gradebook.find_assignment(name).duedate
             except MissingEntry:
                 return None
+
+
+def released_due_date(folder: str) -> str | None:
+    """The due date (``"2027-03-05T17:00:00Z"``) the released notebooks in ``folder`` hold, or None."""
+    import glob
+    import os
+
+    for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                due = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {}).get(DUE_KEY)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(due, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", due):
+            return due
+    return None
+
+
+class DueDateExchangeList(ExchangeList):
+    """nbgrader's listing of the exchange, each assignment with its due date, for the Assignment List.
+
+    The due date comes from the notebooks the instructor released (:class:`DueDateCell` writes
+    it into their metadata): the exchange's ``outbound`` copy (an assignment released again
+    with a moved or removed due date says the new one), else the student's fetched copy.
+    Every listed assignment gets ``due_utc`` (None without a due date); each of a student's
+    submissions gets ``after_due`` (True when handed in after the due date; an extension the
+    instructor granted is not known here, so the Assignment List says "after the due date", not
+    "late"). The ``nboracle-due-dates`` Lab extension shows both in the Assignment List. Set with
+    ``c.ExchangeFactory.list = "nboracle.grader.nbgrader_ext.DueDateExchangeList"``.
+    """
+
+    def parse_assignments(self):
+        import os
+
+        from nbgrader.utils import parse_utc
+
+        assignments = super().parse_assignments()
+        for info in assignments:
+            outbound = os.path.join(self.root, info["course_id"], "outbound", info["assignment_id"])
+            if os.path.isdir(outbound):  # what the instructor released last: the date in force
+                due = released_due_date(outbound)
+            else:  # no longer released: the date the student's own copy was released with
+                due = released_due_date(info["path"]) if info.get("status") == "fetched" else None
+            info["due_utc"] = due
+            for submission in info.get("submissions", []):
+                try:
+                    handed_in = parse_utc(submission["timestamp"]).replace(tzinfo=None)
+                except (KeyError, TypeError, ValueError):
+                    submission["after_due"] = None
+                    continue
+                submission["after_due"] = None if due is None else handed_in > parse_utc(due).replace(tzinfo=None)
+        return assignments
 
 
 class LimitOutputSize(NbGraderPreprocessor):
