@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (nboracle.classroom.pipeline.tool_env).
 
-.PHONY: setup demo test test-slow test-all test-browser hub hub-stop hub-roster hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,10 @@ hub: setup hub/node_modules/.installed   ## JupyterHub for the course on http://
 hub-roster: setup      ## make hub-roster FILE=class.csv: add or update the hub's accounts and gradebook students (running hub: no restart)
 	@test -n "$(FILE)" || { echo "usage: make hub-roster FILE=class.csv"; exit 2; }
 	$(PY) -m instructor.hub roster import "$(FILE)"
+
+hub-course: setup      ## make hub-course ID=attention-evening FILE=evening.csv: another course on the hub (restart to start its formgrader)
+	@test -n "$(ID)" -a -n "$(FILE)" || { echo "usage: make hub-course ID=course-id FILE=roster.csv [SOURCE=dir]"; exit 2; }
+	$(PY) -m instructor.hub course add "$(ID)" --roster "$(FILE)" $(if $(SOURCE),--source "$(SOURCE)")
 
 hub-export: setup      ## the hub's grades for the university's gradebook: make hub-export [TO=grades-lms.csv] [LAYOUT=canvas]
 	$(PY) -m instructor.hub export --to "$(or $(TO),grades-lms.csv)" --layout $(or $(LAYOUT),long)

@@ -8,6 +8,9 @@
   the account `grader-attention` in the course root it owns, which the group
   `formgrade-attention-transformers` (instructors and assistants) may open: the role below grants
   `access:services!service=formgrader` and nothing else (the assistant is not an admin).
+* Another course (`python -m instructor.hub course add`) gets the same: its service
+  /services/formgrader-<id>/ run by `grader-<id>`, its groups and role, on the next port. With
+  more than one course nbgrader asks the hub which courses a user is in (its groups).
 """
 
 import os
@@ -46,7 +49,7 @@ c.ConfigurableHTTPProxy.command = [str(H.proxy_bin())]
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{port + 1}"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = port + 2
-service_port = port + 3
+service_port = port + 3  # the first course's formgrader; another course's on the ports after it
 
 # state: never in the repository's tracked files
 c.JupyterHub.db_url = f"sqlite:///{layout.hub / 'jupyterhub.sqlite'}"
@@ -60,20 +63,30 @@ c.PAMAuthenticator.open_sessions = False
 # grades. `python -m instructor.hub roster import|drop` changes it while the hub runs, through the
 # hub's REST API with the roster service's token (no restart: no one's server stops); since
 # allowed_users is set, users added through the API may log in too (allow_existing_users).
-people = layout.people()
-c.Authenticator.allowed_users = {p.id for p in people}
-c.Authenticator.admin_users = {p.id for p in people if p.role == "instructor"}
+courses = layout.courses()  # this course first, then those `course add` recorded
+c.Authenticator.allowed_users = {p.id for p in layout.everyone()}
+# the hub's admins: the first course's instructors (another course's reach their own formgrader only)
+c.Authenticator.admin_users = {p.id for p in layout.people() if p.role == "instructor"}
 
-c.JupyterHub.load_groups = {
-    H.GRADERS_GROUP: {"users": [p.id for p in people if p.role in ("instructor", "ta")]},
-    H.STUDENTS_GROUP: {"users": [p.id for p in people if p.role == "student"]},
-}
+c.JupyterHub.load_groups = {}
 c.JupyterHub.load_roles = [
-    {"name": "course-graders", "description": "open the course's formgrader service",
-     "scopes": [f"access:services!service={H.SERVICE}"], "groups": [H.GRADERS_GROUP]},
     {"name": "course-roster", "description": "add and drop the roster's users and group members",
      "scopes": ["admin:users", "admin:servers", "groups", "list:users"], "services": [H.ROSTER_SERVICE]},
 ]
+for course in courses:
+    people = layout.people(course)
+    c.JupyterHub.load_groups[course.graders_group] = {
+        "users": [p.id for p in people if p.role in ("instructor", "ta")]}
+    c.JupyterHub.load_groups[course.students_group] = {"users": [p.id for p in people if p.role == "student"]}
+    c.JupyterHub.load_roles.append(
+        {"name": "course-graders" if course.id == H.COURSE_ID else f"course-graders-{course.id}",
+         "description": f"open the formgrader service of {course.id}",
+         "scopes": [f"access:services!service={course.service}"], "groups": [course.graders_group]})
+if len(courses) > 1:
+    # nbgrader's JupyterHubAuthPlugin reads the user's own groups with the server's token: the
+    # Assignment List's courses, and fetch and submit only for those
+    c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "read:users:groups!user",
+                                     "read:users:name!user"]
 
 python = str(Path(sys.executable))
 lab_args = ["--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
@@ -104,15 +117,17 @@ c.Spawner.environment = {
     "JUPYTER_PATH": str(JUPYTER_DATA),
 }
 
-c.JupyterHub.services = [{"name": H.ROSTER_SERVICE, "api_token": H.roster_token(layout)}, {
-    "name": H.SERVICE,
-    "display": True,
-    "url": f"http://127.0.0.1:{service_port}",
-    "command": [*singleuser, f"--ServerApp.root_dir={layout.course}", *lab_args],
-    "user": H.GRADER,
-    "cwd": str(layout.course),
-    "oauth_no_confirm": True,
-    # the course root's nbgrader_config.py is read from the working directory; COURSE_ROOT makes
-    # `python -m instructor grade-class|export` in its terminal work on this course root
-    "environment": {**H.grader_env(layout), "JUPYTERHUB_DEFAULT_URL": "/lab"},
-}]
+c.JupyterHub.services = [{"name": H.ROSTER_SERVICE, "api_token": H.roster_token(layout)}]
+for number, course in enumerate(courses):
+    c.JupyterHub.services.append({
+        "name": course.service,
+        "display": True,
+        "url": f"http://127.0.0.1:{service_port + number}",
+        "command": [*singleuser, f"--ServerApp.root_dir={course.root}", *lab_args],
+        "user": course.grader,
+        "cwd": str(course.root),
+        "oauth_no_confirm": True,
+        # the course root's nbgrader_config.py is read from the working directory; COURSE_ROOT makes
+        # `python -m instructor grade-class|export` in its terminal work on this course root
+        "environment": {**H.grader_env(layout, course), "JUPYTERHUB_DEFAULT_URL": "/lab"},
+    })

@@ -22,10 +22,15 @@ reachable by the group ``formgrade-attention-transformers`` (instructors and ass
 
     python -m instructor.hub start [--state DIR] [--port 8000] [--background] [--roster FILE]
     python -m instructor.hub stop  [--state DIR] [--purge]
-    python -m instructor.hub roster import FILE | drop ID... | list
-    python -m instructor.hub export [--to FILE] [--layout long|canvas]
-    python -m instructor.hub extend ASSIGNMENT STUDENT --hours N
+    python -m instructor.hub roster [--course ID] import FILE | drop ID... | list
+    python -m instructor.hub export [--course ID] [--to FILE] [--layout long|canvas]
+    python -m instructor.hub extend [--course ID] ASSIGNMENT STUDENT --hours N
+    python -m instructor.hub course add ID --roster FILE [--source DIR] | list
     python -m instructor.hub backup [--to FILE] | restore FILE
+
+A second course on the same hub (``course add``): its own roster, service account
+``grader-<id>``, course root, formgrader service ``/services/formgrader-<id>/`` and groups;
+people on both rosters keep one account. Its formgrader starts with the next ``start``.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from nboracle.classroom import pipeline as P
@@ -67,6 +73,36 @@ CREATED_RECORD = "created-accounts.json"
 ROLE_NAMES = {"instructor": "instructor (hub admin)", "ta": "teaching assistant", "student": "student"}
 
 
+COURSES_RECORD = "courses.json"  # the state folder's other courses: [{"id": ..., "source": ...}]
+COURSE_ID_RULE = "2 to 24 characters: lower-case letters, digits and '-', starting with a letter"
+
+
+@dataclass(frozen=True)
+class Course:
+    """One nbgrader course on the hub: who grades it, where its files are, who may open it."""
+
+    id: str
+    grader: str  # the service account that owns the course root and runs its formgrader
+    service: str  # the hub service: /services/<service>/
+    roster: Path  # its class list (instructors, assistants, students)
+    root: Path  # its course root: nbgrader_config.py, source/, gradebook.db, submitted/ ...
+    source: Path  # the source/ folder it was made from
+
+    @property
+    def graders_group(self) -> str:  # nbgrader's JupyterHub names: formgrade-<course>, nbgrader-<course>
+        return f"formgrade-{self.id}"
+
+    @property
+    def students_group(self) -> str:
+        return f"nbgrader-{self.id}"
+
+
+def valid_course_id(course_id: str) -> bool:
+    import re
+
+    return re.fullmatch(r"[a-z][a-z0-9-]{1,23}", course_id) is not None and not course_id.endswith("-")
+
+
 class Layout:
     def __init__(self, state: Path):
         self.state = Path(state).resolve()
@@ -84,13 +120,47 @@ class Layout:
         self.passwords = self.hub / "passwords.csv"
         self.roster_token = self.hub / "roster-service-token"
         self.backups = self.state / "backups"
+        self.courses_record = self.state / COURSES_RECORD
 
     def user_home(self, name: str) -> Path:
         return self.home / name
 
-    def people(self) -> list[R.Person]:
-        """The roster in use: the term's copy, else the sample class."""
-        return R.read(self.roster if self.roster.exists() else DEFAULT_ROSTER)
+    def people(self, course: Course | None = None) -> list[R.Person]:
+        """A course's roster in use (the first course's: the term's copy, else the sample class)."""
+        if course is None or course.roster == self.roster:
+            return R.read(self.roster if self.roster.exists() else DEFAULT_ROSTER)
+        return R.read(course.roster) if course.roster.exists() else []
+
+    def main_course(self) -> Course:
+        return Course(COURSE_ID, GRADER, SERVICE, self.roster, self.course, REPO / "source")
+
+    def courses(self) -> list[Course]:
+        """The hub's courses: this course first, then those ``course add`` recorded."""
+        extra = json.loads(self.courses_record.read_text()) if self.courses_record.exists() else []
+        return [self.main_course(), *(Course(
+            c["id"], f"grader-{c['id']}", f"formgrader-{c['id']}", self.state / "courses" / c["id"] / "roster.csv",
+            self.home / f"grader-{c['id']}" / "course", Path(c["source"])) for c in extra)]
+
+    def course_named(self, course_id: str | None) -> Course:
+        courses = self.courses()
+        if course_id is None:
+            return courses[0]
+        for course in courses:
+            if course.id == course_id:
+                return course
+        sys.exit(f"no course {course_id!r} on this hub ({self.state}); its courses: "
+                 + ", ".join(c.id for c in courses))
+
+    def everyone(self) -> list[R.Person]:
+        """Every person on any course's roster, once (the first roster's line of them)."""
+        seen: dict[str, R.Person] = {}
+        for course in self.courses():
+            for person in self.people(course):
+                seen.setdefault(person.id, person)
+        return list(seen.values())
+
+    def graders(self) -> list[str]:
+        return [course.grader for course in self.courses()]
 
     def with_role(self, *roles: str) -> list[str]:
         return [p.id for p in self.people() if p.role in roles]
@@ -117,10 +187,15 @@ def _save_passwords(layout: Layout, passwords: dict[str, str]) -> None:
     os.chmod(layout.passwords, 0o600)
 
 
-def _save_roster(layout: Layout, people: list[R.Person]) -> None:
-    """The term's roster, root only (names and emails of the whole class)."""
-    R.write(people, layout.roster)
-    os.chmod(layout.roster, 0o600)
+def _save_roster(layout: Layout, people: list[R.Person], course: Course | None = None) -> None:
+    """A course's roster in the state folder, root only (names and emails of the whole class)."""
+    path = course.roster if course is not None else layout.roster
+    if path.parent != layout.state:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (path.parent.parent, path.parent):
+            os.chmod(folder, 0o700)
+    R.write(people, path)
+    os.chmod(path, 0o600)
 
 
 def _record_created(layout: Layout, name: str) -> None:
@@ -163,14 +238,15 @@ def _account(layout: Layout, name: str, password: str | None) -> None:
 
 def _accounts(layout: Layout, people: list[R.Person]) -> list[str]:
     """Every roster account (a random first password for each new one, kept in
-    hub/passwords.csv, root only) and the service account; the names given a password now."""
+    hub/passwords.csv, root only) and the courses' service accounts; the names given a password now."""
     passwords = _passwords(layout)
     new = [p.id for p in people if p.id not in passwords]
     passwords.update({name: secrets.token_urlsafe(9) for name in new})
     _save_passwords(layout, passwords)
     for person in people:
         _account(layout, person.id, passwords[person.id])
-    _account(layout, GRADER, None)
+    for grader in layout.graders():
+        _account(layout, grader, None)
     return new
 
 
@@ -243,7 +319,7 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     elif roster is not None:
         print(f"the term's roster {layout.roster} is kept: `python -m instructor.hub roster import "
               f"{roster}` adds or updates its people")
-    people = layout.people()
+    people = layout.everyone()
     new = _accounts(layout, people)
     if new:
         print(f"{len(new)} new account(s) with a random first password each: {layout.passwords} (root only)")
@@ -255,11 +331,7 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     for folder in (layout.state / "etc", layout.common, layout.student_etc, layout.student_etc / "labconfig"):
         os.chmod(folder, 0o755)
-    (layout.common / "nbgrader_config.py").write_text(
-        "# Every account's nbgrader (instructor/hub.py): one course, one shared exchange.\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.Exchange.root = {str(layout.exchange)!r}\n")
+    _nbgrader_configs(layout)
     # Students: the Assignments panel and Validate, no formgrader or create-assignment toolbar.
     (layout.student_etc / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {
         "jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
@@ -276,14 +348,50 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*"), *layout.grader_etc.iterdir()]:
         if path.is_file():
             os.chmod(path, 0o644)
-    if not (layout.course / "nbgrader_config.py").exists():
-        layout.course.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / "nbgrader_config.py", layout.course / "nbgrader_config.py")
-        shutil.copytree(REPO / "source", layout.course / "source", dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        _chown(layout.course, GRADER)
+    for course in layout.courses():
+        _course_root(course)
     _seed_lab(layout, [p.id for p in people])
-    _import_students(layout, R.students(people))
+    for course in layout.courses():
+        _import_students(layout, R.students(layout.people(course)), course)
+
+
+def _nbgrader_configs(layout: Layout) -> None:
+    """Everyone's nbgrader: the shared exchange; with one course its id for everyone. With more,
+    students' servers name none: nbgrader's JupyterHubAuthPlugin asks the hub for the user's
+    ``nbgrader-<id>`` and ``formgrade-<id>`` groups, so the Assignment List offers those courses
+    and fetch and submit refuse the others; each formgrader reads its id from its course root."""
+    courses = layout.courses()
+    lines = ["# Every account's nbgrader (instructor/hub.py): the shared exchange.",
+             "c = get_config()  # noqa: F821"]
+    if len(courses) == 1:
+        lines.append(f"c.CourseDirectory.course_id = {COURSE_ID!r}")
+    lines.append(f"c.Exchange.root = {str(layout.exchange)!r}")
+    (layout.common / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
+    config = layout.student_etc / "nbgrader_config.py"
+    if len(courses) > 1:
+        config.write_text("\n".join([
+            "# More than one course on this hub (instructor/hub.py): nbgrader asks the hub who is in which.",
+            "c = get_config()  # noqa: F821",
+            'c.Authenticator.plugin_class = "nbgrader.auth.JupyterHubAuthPlugin"',
+            'c.CourseDirectory.course_id = ""  # each of the panel\'s requests names its course']) + "\n")
+    else:
+        config.unlink(missing_ok=True)
+
+
+def _course_root(course: Course) -> None:
+    """A course root the first time: the course's nbgrader_config.py (another course's names its
+    own id) and a copy of its source/, owned by its service account."""
+    if (course.root / "nbgrader_config.py").exists():
+        return
+    course.root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "nbgrader_config.py", course.root / "nbgrader_config.py")
+    if course.id != COURSE_ID:
+        with open(course.root / "nbgrader_config.py", "a") as config:
+            config.write(f"\n# this course on the hub (python -m instructor.hub course add)\n"
+                         f"c.CourseDirectory.course_id = {course.id!r}\n")
+    shutil.copytree(course.source, course.root / "source", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    _chown(course.root, course.grader)
 
 
 def _seed_lab(layout: Layout, names: list[str]) -> None:
@@ -296,33 +404,36 @@ def _seed_lab(layout: Layout, names: list[str]) -> None:
             _chown(layout.user_home(name) / ".jupyter", name)
 
 
-def grader_env(layout: Layout) -> dict[str, str]:
-    """The formgrader service's environment (the hub's config and the grader's commands share it)."""
+def grader_env(layout: Layout, course: Course | None = None) -> dict[str, str]:
+    """A formgrader service's environment (the hub's config and the grader's commands share it)."""
+    course = course or layout.main_course()
     return {"PATH": f"{P.BIN}:/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(REPO), "LANG": "C.UTF-8",
-            "HOME": str(layout.user_home(GRADER)), "USER": GRADER, "LOGNAME": GRADER,
+            "HOME": str(layout.user_home(course.grader)), "USER": course.grader, "LOGNAME": course.grader,
             "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, (layout.grader_etc, layout.common))),
-            "COURSE_ROOT": str(layout.course)}
+            "COURSE_ROOT": str(course.root)}
 
 
-def as_grader(layout: Layout, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    """``argv`` as the service account in the course root, with the service's environment."""
-    proc = subprocess.run(["/usr/sbin/runuser", "-u", GRADER, "--", *argv], cwd=layout.course,
-                          env=grader_env(layout), capture_output=True, text=True)
+def as_grader(layout: Layout, *argv: str, check: bool = True, course: Course | None = None) -> subprocess.CompletedProcess:
+    """``argv`` as a course's service account in its course root, with its service's environment."""
+    course = course or layout.main_course()
+    proc = subprocess.run(["/usr/sbin/runuser", "-u", course.grader, "--", *argv], cwd=course.root,
+                          env=grader_env(layout, course), capture_output=True, text=True)
     if check and proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} (as {GRADER}) failed:\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}")
+        sys.exit(f"{' '.join(argv)} (as {course.grader}) failed:\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}")
     return proc
 
 
-def _import_students(layout: Layout, students: list[R.Person]) -> None:
-    """The roster's students into the gradebook (``nbgrader db student import``): names and
-    emails in the formgrader, a row for each in the export even without a submission."""
+def _import_students(layout: Layout, students: list[R.Person], course: Course | None = None) -> None:
+    """The roster's students into the course's gradebook (``nbgrader db student import``): names
+    and emails in the formgrader, a row for each in the export even without a submission."""
     if not students:
         return
-    listing = layout.user_home(GRADER) / "students-import.csv"
+    course = course or layout.main_course()
+    listing = layout.user_home(course.grader) / "students-import.csv"
     R.write(students, listing)
-    _chown(listing, GRADER)
+    _chown(listing, course.grader)
     try:
-        as_grader(layout, str(P.BIN / "nbgrader"), "db", "student", "import", str(listing))
+        as_grader(layout, str(P.BIN / "nbgrader"), "db", "student", "import", str(listing), course=course)
     finally:
         listing.unlink(missing_ok=True)
 
@@ -403,22 +514,33 @@ def banner(url: str, layout: Layout) -> str:
     lines += [f"formgrader (instructor and assistant): {url}/services/{SERVICE}/",
               # issue 40: the class batch writes what the class got wrong into the course root's mistakes/
               f"what the class got wrong (after grade-class): {url}/services/{SERVICE}/files/mistakes/term.html",
-              f"course root: {layout.course}   exchange: {layout.exchange}",
-              f"hub log: {layout.log}   stop: make hub-stop (or Ctrl-C on make hub)"]
+              f"course root: {layout.course}   exchange: {layout.exchange}"]
+    for course in layout.courses()[1:]:
+        others = layout.people(course)
+        lines += [f"course {course.id}: roster {course.roster} ({len(R.students(others))} student(s)), "
+                  f"formgrader {url}/services/{course.service}/, course root {course.root}"]
+    lines.append(f"hub log: {layout.log}   stop: make hub-stop (or Ctrl-C on make hub)")
     return "\n".join(lines)
 
 
 def _names(layout: Layout) -> list[str]:
     try:
-        return [p.id for p in layout.people()]
-    except (OSError, R.RosterError):
+        return [p.id for p in layout.everyone()]
+    except (OSError, ValueError, R.RosterError):
         return []
+
+
+def _graders(layout: Layout) -> list[str]:
+    try:
+        return layout.graders()
+    except (OSError, ValueError):
+        return [GRADER]
 
 
 def _account_pids(layout: Layout) -> list[int]:
     """Processes of the hub's own accounts (single-user servers, the service, their kernels)."""
     uids = set()
-    for name in (*_names(layout), GRADER):
+    for name in (*_names(layout), *_graders(layout)):
         try:
             uids.add(pwd.getpwnam(name).pw_uid)
         except KeyError:
@@ -561,78 +683,143 @@ def hub_api(layout: Layout, url: str, method: str, path: str, body=None) -> int:
         raise SystemExit(f"hub API {method} {path}: {err.code} {err.read()[:300]!r}") from None
 
 
-def roster_import(layout: Layout, path: Path) -> int:
-    """Add or update every person of ``path`` (no one is dropped): accounts, first passwords,
-    gradebook students; on a running hub, its users and groups through the REST API (no restart)."""
+def roster_import(layout: Layout, path: Path, course: Course | None = None) -> int:
+    """Add or update every person of ``path`` on a course's roster (no one is dropped): accounts,
+    first passwords, gradebook students; on a running hub, its users and groups through the REST
+    API (no restart)."""
+    course = course or layout.main_course()
     _state_folders(layout)
     new_people = R.read(path)
-    before = {p.id: p for p in layout.people()}
+    before = {p.id: p for p in layout.people(course)}
     people = R.merge(list(before.values()), new_people)
-    _save_roster(layout, people)
-    if not (layout.course / "nbgrader_config.py").exists():
+    _save_roster(layout, people, course)
+    if not (course.root / "nbgrader_config.py").exists():
         prepare(layout)
     else:
         fresh = _accounts(layout, new_people)
         _seed_lab(layout, [p.id for p in new_people])
-        _import_students(layout, R.students(new_people))
+        _import_students(layout, R.students(new_people), course)
         if fresh:
             print(f"{len(fresh)} new account(s): {', '.join(fresh)}; first passwords in {layout.passwords} (root only)")
     url = _hub_running(layout)
     if url:
+        admins = {p.id for p in layout.people() if p.role == "instructor"}  # the first course's instructors
         for person in new_people:
             hub_api(layout, url, "POST", f"/users/{person.id}")
-            hub_api(layout, url, "PATCH", f"/users/{person.id}", {"admin": person.role == "instructor"})
-            group, other = ((GRADERS_GROUP, STUDENTS_GROUP) if person.role != "student"
-                            else (STUDENTS_GROUP, GRADERS_GROUP))
+            hub_api(layout, url, "PATCH", f"/users/{person.id}", {"admin": person.id in admins})
+            group, other = ((course.graders_group, course.students_group) if person.role != "student"
+                            else (course.students_group, course.graders_group))
             hub_api(layout, url, "POST", f"/groups/{group}/users", {"users": [person.id]})
             hub_api(layout, url, "DELETE", f"/groups/{other}/users", {"users": [person.id]})
         print(f"the running hub knows them now ({url}); no server was restarted")
     added = [p.id for p in new_people if p.id not in before]
-    print(f"roster {layout.roster}: {len(people)} people; added {len(added)}, updated {len(new_people) - len(added)}")
+    print(f"roster {course.roster}: {len(people)} people; added {len(added)}, updated {len(new_people) - len(added)}")
     return 0
 
 
-def roster_drop(layout: Layout, ids: list[str]) -> int:
-    """Take ``ids`` off the roster: their hub user goes (their server stops), their account is
-    locked; their home, submissions and grades stay (the export lists the roster's students only)."""
-    people = layout.people()
+def roster_drop(layout: Layout, ids: list[str], course: Course | None = None) -> int:
+    """Take ``ids`` off a course's roster. Someone on no other course's roster loses their hub
+    user (their server stops) and their account is locked; someone still in another course only
+    leaves this course's groups. Homes, submissions and grades stay (the export lists the
+    roster's students only)."""
+    course = course or layout.main_course()
+    people = layout.people(course)
     unknown = sorted(set(ids) - {p.id for p in people})
     if unknown:
-        sys.exit(f"not on the roster {layout.roster}: {', '.join(unknown)}")
-    _save_roster(layout, [p for p in people if p.id not in ids])
+        sys.exit(f"not on the roster {course.roster}: {', '.join(unknown)}")
+    _save_roster(layout, [p for p in people if p.id not in ids], course)
+    elsewhere = {p.id for p in layout.everyone()}
     url = _hub_running(layout)
     for name in ids:
+        if name in elsewhere:
+            if url:
+                for group in (course.graders_group, course.students_group):
+                    hub_api(layout, url, "DELETE", f"/groups/{group}/users", {"users": [name]})
+            continue
         if url:
             hub_api(layout, url, "DELETE", f"/users/{name}")
         subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
-    print(f"dropped {', '.join(ids)} from {layout.roster}" + (" and the running hub" if url else ""))
+    kept = sorted(set(ids) & elsewhere)
+    print(f"dropped {', '.join(ids)} from {course.roster}" + (" and the running hub" if url else "")
+          + (f"; {', '.join(kept)} stay(s) on the hub for another course" if kept else ""))
     return 0
 
 
-def roster_list(layout: Layout) -> int:
-    for p in layout.people():
+def roster_list(layout: Layout, course: Course | None = None) -> int:
+    for p in layout.people(course):
         print(f"{p.id:16s} {p.role:10s} {p.section:6s} {p.last_name}, {p.first_name} <{p.email}>")
+    return 0
+
+
+def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None = None) -> int:
+    """A second (third ...) course on this hub: its roster, service account ``grader-<id>``,
+    course root from ``source`` (default: this course's source/), gradebook students; its
+    formgrader service and groups come with the hub's next start."""
+    _state_folders(layout)
+    known = layout.courses()
+    if not valid_course_id(course_id):
+        sys.exit(f"course id {course_id!r}: {COURSE_ID_RULE}")
+    if any(c.id == course_id for c in known):
+        sys.exit(f"the hub already has the course {course_id!r}")
+    source = Path(source or REPO / "source").resolve()
+    if not source.is_dir() or not any(child.is_dir() for child in source.iterdir()):
+        sys.exit(f"{source} is no nbgrader source folder (one subfolder per assignment)")
+    people = R.read(roster)
+    grader = f"grader-{course_id}"
+    if grader in {p.id for p in [*layout.everyone(), *people]}:
+        sys.exit(f"{grader} is a person's id on a roster: it names the course's service account")
+    if not layout.roster.exists():
+        _save_roster(layout, layout.people())  # the first course's roster is the term's from now on
+    record = json.loads(layout.courses_record.read_text()) if layout.courses_record.exists() else []
+    course = Course(course_id, grader, f"formgrader-{course_id}", layout.state / "courses" / course_id / "roster.csv",
+                    layout.home / grader / "course", source)
+    _save_roster(layout, people, course)
+    layout.courses_record.write_text(json.dumps([*record, {"id": course_id, "source": str(source)}], indent=1))
+    os.chmod(layout.courses_record, 0o600)
+    # its accounts, course root and gradebook students now; the hub's and everyone's configs with the
+    # next start (a running hub's servers keep theirs until then)
+    new = _accounts(layout, layout.everyone())
+    _course_root(course)
+    _seed_lab(layout, [p.id for p in people])
+    _import_students(layout, R.students(people), course)
+    if new:
+        print(f"{len(new)} new account(s): {', '.join(new)}; first passwords in {layout.passwords} (root only)")
+    counts = ", ".join(f"{sum(p.role == role for p in people)} {ROLE_NAMES[role]}(s)" for role in R.ROLES)
+    print(f"course {course_id}: roster {course.roster} ({counts}), course root {course.root}, "
+          f"formgrader /services/{course.service}/")
+    if _hub_running(layout):
+        print("the running hub starts its formgrader and groups when it starts again: make hub-stop, then "
+              "make hub (every server stops: do it between classes; nobody's work is lost)")
+    return 0
+
+
+def course_list(layout: Layout) -> int:
+    for course in layout.courses():
+        people = layout.people(course)
+        print(f"{course.id:28s} /services/{course.service}/  {len(R.students(people))} student(s)  "
+              f"root {course.root}  source {course.source}")
     return 0
 
 
 # ---------------------------------------------------------------- grades out, deadlines
 
 
-def export(layout: Layout, to: Path, layout_name: str = "long") -> Path:
-    """The term's grades for the university's gradebook: nbgrader's export of the hub's gradebook
-    (as the service account), one row per student of the roster and assignment."""
-    scratch = layout.user_home(GRADER) / ".export-grades.csv"
-    as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch))
+def export(layout: Layout, to: Path, layout_name: str = "long", course: Course | None = None) -> Path:
+    """A course's grades for the university's gradebook: nbgrader's export of its gradebook on
+    the hub (as its service account), one row per student of its roster and assignment."""
+    course = course or layout.main_course()
+    scratch = layout.user_home(course.grader) / ".export-grades.csv"
+    as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch), course=course)
     try:
-        rows = R.lms_rows(scratch, layout.people())
+        rows = R.lms_rows(scratch, layout.people(course))
     finally:
         scratch.unlink(missing_ok=True)
     to = R.write_lms(rows, Path(to), layout_name)
-    print(f"{len(rows)} row(s) ({len(R.students(layout.people()))} students on the roster): {to}")
+    print(f"{course.id}: {len(rows)} row(s) ({len(R.students(layout.people(course)))} students on the roster): {to}")
     return to
 
 
-def extend(layout: Layout, assignment: str, student: str, hours: float) -> int:
+def extend(layout: Layout, assignment: str, student: str, hours: float, course: Course | None = None) -> int:
     """A per-student extension on the hub's gradebook (nbgrader's ``grant_extension``), and the
     late penalty of that submission computed again with the course's late policy."""
     code = f"""
@@ -661,7 +848,7 @@ with Gradebook(app.coursedir.db_url) as gb:
           + (f"{{seconds:g}} s late" if seconds > 0 else "on time")
           + f", penalty {{sum(nb.late_submission_penalty or 0 for nb in submission.notebooks):g}}")
 """
-    proc = as_grader(layout, str(P.BIN / "python"), "-c", code, check=False)
+    proc = as_grader(layout, str(P.BIN / "python"), "-c", code, check=False, course=course)
     print(proc.stdout.strip() or proc.stderr.strip()[-1500:])
     return proc.returncode
 
@@ -669,16 +856,23 @@ with Gradebook(app.coursedir.db_url) as gb:
 # ---------------------------------------------------------------- backup and restore
 
 BACKED_UP = ("roster.csv", "hub/passwords.csv", f"home/{GRADER}/course", "exchange")
+# the other courses: their list, rosters and course roots
+ROSTERS = ("roster.csv", "hub/passwords.csv", COURSES_RECORD, "courses")
+
+
+def _backed_up(layout: Layout) -> list[str]:
+    return [*BACKED_UP, COURSES_RECORD, "courses",
+            *(str(course.root.relative_to(layout.state)) for course in layout.courses()[1:])]
 
 
 def backup(layout: Layout, to: Path | None = None) -> Path:
-    """One archive of the term: roster, first passwords, the course root (gradebook, source,
+    """One archive of the term: rosters, first passwords, the course roots (gradebook, source,
     submitted, autograded, feedback) and the exchange; owners kept by name."""
     layout.backups.mkdir(parents=True, exist_ok=True)
     os.chmod(layout.backups, 0o700)  # it holds the gradebook and the passwords
     to = Path(to or layout.backups / f"term-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
     with tarfile.open(to, "w:gz") as archive:
-        for part in BACKED_UP:
+        for part in _backed_up(layout):
             if (layout.state / part).exists():
                 archive.add(layout.state / part, arcname=part)
     os.chmod(to, 0o600)
@@ -686,22 +880,23 @@ def backup(layout: Layout, to: Path | None = None) -> Path:
     return to
 
 
+def _busy(name: str) -> bool:
+    """``name`` is an account that runs processes now (``pgrep -u``)."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 0
+
+
 def _accounts_in_use(people: list[R.Person]) -> list[str]:
-    """The roster's existing accounts that run processes now (``pgrep -u``)."""
-    busy = []
-    for person in people:
-        try:
-            pwd.getpwnam(person.id)
-        except KeyError:
-            continue
-        if subprocess.run(["pgrep", "-u", person.id], capture_output=True).returncode == 0:
-            busy.append(person.id)
-    return busy
+    """The roster's existing accounts that run processes now."""
+    return [person.id for person in people if _busy(person.id)]
 
 
 def restore(layout: Layout, archive_path: Path) -> int:
     """A term from ``backup``'s archive into this state folder: the accounts first (from its
-    roster), then the files with their owners; the hub must not run there."""
+    rosters), then the files with their owners; the hub must not run there."""
     if _hub_running(layout):
         sys.exit("the hub runs on this state folder: make hub-stop first")
     if (layout.course / "gradebook.db").exists():
@@ -709,17 +904,18 @@ def restore(layout: Layout, archive_path: Path) -> int:
                  "(--state), or move that one away first")
     with tarfile.open(archive_path) as archive, tempfile.TemporaryDirectory() as scratch:
         members = archive.getmembers()
-        first = [m for m in members if m.name in ("roster.csv", "hub/passwords.csv")]
+        first = [m for m in members if m.name in ROSTERS or m.name.startswith("courses/")]
         if not any(m.name == "roster.csv" and m.isfile() for m in first):
             sys.exit(f"{archive_path} holds no roster.csv: it is not an archive of make hub-backup")
-        archive.extractall(scratch, members=[m for m in first if m.name == "roster.csv"], filter="data")
-        busy = _accounts_in_use(R.read(Path(scratch) / "roster.csv"))
+        archive.extractall(scratch, members=[m for m in first if m.name != "hub/passwords.csv"], filter="data")
+        listed = Layout(Path(scratch))
+        busy = _accounts_in_use(listed.everyone()) + [g for g in listed.graders()[1:] if _busy(g)]
         if busy:  # moving their homes would pull them from under the hub that runs them: nothing is touched
             sys.exit(f"the term's accounts {', '.join(busy)} run processes on this machine (a hub from another "
                      "state folder?): stop that hub first (make hub-stop), then restore")
         _state_folders(layout)
         archive.extractall(layout.state, members=first, filter="fully_trusted")
-        _accounts(layout, layout.people())
+        _accounts(layout, layout.everyone())
         archive.extractall(layout.state, members=[m for m in members if m not in first],
                            filter="fully_trusted")
     os.chmod(layout.passwords, 0o600)
@@ -744,13 +940,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("roster", help="the class list: import FILE (add or update), drop ID..., list")
     p.add_argument("action", choices=["import", "drop", "list"])
     p.add_argument("items", nargs="*", help="import: one CSV file; drop: ids")
+    p.add_argument("--course", help=f"another course's roster (default {COURSE_ID})")
     p = sub.add_parser("export", help="grades of the roster's students for an LMS")
     p.add_argument("--to", type=Path, default=Path("grades-lms.csv"))
     p.add_argument("--layout", choices=["long", "canvas"], default="long")
+    p.add_argument("--course", help=f"another course's grades (default {COURSE_ID})")
     p = sub.add_parser("extend", help="a student's extension for an assignment (after autograding)")
+    p.add_argument("--course", help=f"another course's assignment (default {COURSE_ID})")
     p.add_argument("assignment")
     p.add_argument("student")
     p.add_argument("--hours", type=float, required=True, help="0 removes the extension")
+    p = sub.add_parser("course", help="another course on this hub: add ID --roster FILE [--source DIR], list")
+    p.add_argument("action", choices=["add", "list"])
+    p.add_argument("id", nargs="?", help="add: the course id (nbgrader's, and the hub's groups and service)")
+    p.add_argument("--roster", type=Path, help="add: its class list (the roster's CSV layout)")
+    p.add_argument("--source", type=Path, help="add: its source/ folder (default: this course's)")
     p = sub.add_parser("backup", help="one archive of the term (roster, gradebook, submissions, exchange)")
     p.add_argument("--to", type=Path)
     p = sub.add_parser("restore", help="a term from backup's archive, into an empty state folder")
@@ -771,19 +975,29 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         sys.exit("python -m instructor.hub runs as root (the accounts, the state folder)")
     if args.command == "roster":
+        course = layout.course_named(args.course)
         if args.action == "import":
             if len(args.items) != 1:
                 sys.exit("roster import FILE: one CSV file")
             try:
-                return roster_import(layout, Path(args.items[0]))
+                return roster_import(layout, Path(args.items[0]), course)
             except R.RosterError as err:
                 sys.exit(str(err))
-        return roster_drop(layout, args.items) if args.action == "drop" else roster_list(layout)
+        return roster_drop(layout, args.items, course) if args.action == "drop" else roster_list(layout, course)
+    if args.command == "course":
+        if args.action == "list":
+            return course_list(layout)
+        if not args.id or not args.roster:
+            sys.exit("course add ID --roster FILE [--source DIR]")
+        try:
+            return course_add(layout, args.id, args.roster, args.source)
+        except R.RosterError as err:
+            sys.exit(str(err))
     if args.command == "export":
-        export(layout, args.to, args.layout)
+        export(layout, args.to, args.layout, layout.course_named(args.course))
         return 0
     if args.command == "extend":
-        return extend(layout, args.assignment, args.student, args.hours)
+        return extend(layout, args.assignment, args.student, args.hours, layout.course_named(args.course))
     if args.command == "backup":
         backup(layout, args.to)
         return 0

@@ -90,3 +90,52 @@ def test_the_per_day_late_policy():
     assert policy.late_submission_penalty("s", 10.0, 86400 + 1) == 2.0
     assert policy.late_submission_penalty("s", 10.0, 30 * 86400) == 2.5  # at most max_percent
     assert PerDayPenalty().late_submission_penalty("s", 10.0, 86400) is None  # the default: marked late only
+
+
+EVENING = """id,first_name,last_name,email,section,role
+prof-mina,Mina,Haddad,mina@uni.example,,instructor
+amara,Amara,Okeke,amara@uni.example,E,student
+fola,Fola,Adeyemi,fola@uni.example,E,student
+"""
+
+
+def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
+    """The hub's courses (instructor/hub.py, no hub started): this course first, then those
+    `course add` recorded, each with its service account, formgrader service, nbgrader's group
+    names and roster; one account per person across rosters; everyone's nbgrader config names
+    the course only while there is one."""
+    import json
+
+    from instructor import hub as H
+
+    layout = H.Layout(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    assert [c.id for c in layout.courses()] == [H.COURSE_ID]
+    (tmp_path / "courses" / "attention-evening").mkdir(parents=True)
+    (tmp_path / "courses" / "attention-evening" / "roster.csv").write_text(EVENING)
+    (tmp_path / "courses.json").write_text(json.dumps([{"id": "attention-evening", "source": str(REPO / "source")}]))
+    first, evening = layout.courses()
+    assert (first.id, first.grader, first.service, first.root) == (H.COURSE_ID, H.GRADER, H.SERVICE, layout.course)
+    assert (evening.grader, evening.service) == ("grader-attention-evening", "formgrader-attention-evening")
+    assert (evening.graders_group, evening.students_group) == ("formgrade-attention-evening", "nbgrader-attention-evening")
+    assert evening.root == tmp_path / "home" / "grader-attention-evening" / "course"
+    assert [p.id for p in layout.people(evening)] == ["prof-mina", "amara", "fola"]
+    assert [p.id for p in layout.everyone()] == ["prof-ines", "ta-jonas", "amara", "bruno", "chidi", "prof-mina", "fola"]
+    assert layout.graders() == [H.GRADER, "grader-attention-evening"]
+    assert layout.course_named("attention-evening") == evening and layout.course_named(None) == first
+    with pytest.raises(SystemExit) as err:
+        layout.course_named("attention-morning")
+    assert "attention-evening" in str(err.value)
+    assert H.valid_course_id("attention-evening") and H.valid_course_id("ml2")
+    assert not any(map(H.valid_course_id, ["Attention", "a", "x" * 25, "evening-", "2nd-course", "a_b"]))
+
+    layout.common.mkdir(parents=True)
+    layout.student_etc.mkdir(parents=True)
+    H._nbgrader_configs(layout)  # two courses: students name none, nbgrader asks the hub for their groups
+    assert "course_id" not in (layout.common / "nbgrader_config.py").read_text()
+    students = (layout.student_etc / "nbgrader_config.py").read_text()
+    assert "JupyterHubAuthPlugin" in students and 'course_id = ""' in students
+    (tmp_path / "courses.json").write_text("[]")
+    H._nbgrader_configs(layout)  # one course: its id for everyone, as before
+    assert repr(H.COURSE_ID) in (layout.common / "nbgrader_config.py").read_text()
+    assert not (layout.student_etc / "nbgrader_config.py").exists()

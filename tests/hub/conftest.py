@@ -53,8 +53,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+PORTS = 5  # the proxy, its API, the hub, the formgrader services of two courses
+
+
 def _free_base() -> int:
-    """A port p with p..p+3 free (proxy, proxy API, hub, formgrader service)."""
+    """A port p with p..p+4 free (proxy, proxy API, hub, two courses' formgrader services)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -62,24 +65,34 @@ def _free_base() -> int:
         if base > 60000:
             continue
         try:
-            for p in range(base, base + 4):
+            for p in range(base, base + PORTS):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", p))
             return base
         except OSError:
             continue
-    raise RuntimeError("no four free ports in a row")
+    raise RuntimeError(f"no {PORTS} free ports in a row")
 
 
 class Hub:
-    def __init__(self, url: str, state: Path):
+    def __init__(self, url: str, state: Path, port: int, env: dict):
         from instructor import hub as H
 
-        self.url, self.state, self.layout = url, state, H.Layout(state)
+        self.url, self.state, self.layout, self.port, self.env = url, state, H.Layout(state), port, env
 
     def password(self, name: str) -> str:
         """The first password the hub gave ``name`` (its passwords file, root only)."""
         return self.layout.password(name)
+
+    def restart(self) -> str:
+        """``make hub-stop`` then ``make hub`` on the same state folder and port; what start printed."""
+        argv = [sys.executable, "-m", "instructor.hub"]
+        subprocess.run([*argv, "stop", f"--state={self.state}"], cwd=REPO, env=self.env, timeout=180, check=True,
+                       capture_output=True)
+        started = subprocess.run([*argv, "start", "--background", f"--state={self.state}", f"--port={self.port}"],
+                                 cwd=REPO, env=self.env, capture_output=True, text=True, timeout=300)
+        assert started.returncode == 0, started.stdout + started.stderr
+        return started.stdout
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +115,7 @@ def hub():
         subprocess.run([*argv, "stop", f"--state={state}"], cwd=REPO, env=env)
         raise RuntimeError(f"make hub failed: {started.stdout}\n{started.stderr}")
     try:
-        yield Hub(f"http://127.0.0.1:{port}", state)
+        yield Hub(f"http://127.0.0.1:{port}", state, port, env)
     finally:
         subprocess.run([*argv, "stop", f"--state={state}"], cwd=REPO, env=env, timeout=180)
         log = state / "hub" / "jupyterhub.log"

@@ -114,8 +114,8 @@ def count_rows(driver, section: str) -> int:
         By.XPATH, f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"))
 
 
-def formgrader(person: Person, method: str, path: str, **kw):
-    reply = requests_via(person, method, f"{FG}/api/{path}", **kw)
+def formgrader(person: Person, method: str, path: str, fg: str = FG, **kw):
+    reply = requests_via(person, method, f"{fg}/api/{path}", **kw)
     assert reply.status_code == 200, f"{method} {path}: {reply.status_code} {reply.text[:500]}"
     body = reply.json()
     if isinstance(body, dict) and body.get("success") is False:
@@ -601,6 +601,110 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     assert started() == before
 
 
+EVENING = "attention-evening"  # the second course: an evening class of the same chapters
+EVENING_ROSTER = """id,first_name,last_name,email,section,role
+prof-mina,Mina,Haddad,mina.haddad@uni.example,,instructor
+ta-jonas,Jonas,Berg,jonas.berg@uni.example,,ta
+amara,Amara,Okeke,amara.okeke@uni.example,E,student
+fola,Fola,Adeyemi,fola.adeyemi@uni.example,E,student
+"""
+
+
+def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
+    """`course add` between classes: a second course with its own roster, formgrader, gradebook and
+    export; people on both rosters keep one account; after the restart each student's Assignment
+    List offers their own courses only, the evening's instructor reaches her formgrader only, and
+    the first course's term is as it was."""
+    first = tmp_path / "first-before.csv"
+    hub_command(hub, "export", "--to", str(first))
+    roster = tmp_path / "evening.csv"
+    roster.write_text(EVENING_ROSTER)
+    added = hub_command(hub, "course", "add", EVENING, "--roster", str(roster)).stdout
+    assert f"/services/formgrader-{EVENING}/" in added and "make hub-stop" in added, added
+    refused = subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={hub.state}", "course", "add",
+                              EVENING, "--roster", str(roster)], cwd=REPO, capture_output=True, text=True,
+                             env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+    assert refused.returncode != 0 and "already has the course" in refused.stderr, refused.stderr
+    passwords = {n: hub.password(n) for n in ("amara", "ta-jonas")}
+    started = hub.restart()
+    assert f"course {EVENING}" in started, started
+    assert {n: hub.password(n) for n in passwords} == passwords, "one account, one password, for both courses"
+
+    evening_fg = f"/services/formgrader-{EVENING}/formgrader"
+    mina = Person(hub.url, "prof-mina", hub.password("prof-mina"))
+    jonas = Person(hub.url, "ta-jonas", hub.password("ta-jonas"))
+    prof = Person(hub.url, "prof-ines", hub.password("prof-ines"))
+    assert not mina.hub("GET", "/user").json()["admin"], "another course's instructor is no hub admin"
+    assert _not_served(requests_via(mina, "GET", f"{FG}/api/assignments", allow_redirects=False))
+    assert formgrader(jonas, "GET", "assignments") and isinstance(formgrader(jonas, "GET", "assignments", fg=evening_fg), list)
+    formgrader(mina, "POST", f"assignment/{A}/assign", fg=evening_fg)
+    formgrader(mina, "POST", f"assignment/{A}/release", fg=evening_fg)
+    students = {s["id"]: s for s in formgrader(mina, "GET", "students", fg=evening_fg)}
+    assert set(students) == {"amara", "fola"} and students["fola"]["last_name"] == "Adeyemi", students
+
+    # fola, of the evening class only: her Assignment List, Fetch, her answers, Submit
+    browser_login(driver, hub, "fola")
+    fola = Person(hub.url, "fola", hub.password("fola"))
+    lab = Lab(driver, Seat(f"{hub.url}/user/fola", fola.token), ARTIFACTS, "fola")
+    assignments_panel(driver, lab)
+    row_button(driver, "released_assignments_list", "Fetch").click()
+    wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "fola's fetched assignment")
+    mine = hub.layout.user_home("fola") / A / f"{NAME}.ipynb"
+    P.write_nb(P.fill(P.read_nb(mine), answers_of("amara")), mine)
+    subprocess.run(["chown", "fola:fola", str(mine)], check=True)
+    row_button(driver, "fetched_assignments_list", "Submit").click()
+    wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "fola's submission listed")
+    shot(driver, "fola-evening-submitted")
+
+    def courses(person: Person) -> list[str]:
+        person.start()
+        reply = requests_via(person, "GET", f"/user/{person.name}/courses").json()
+        assert reply["success"], reply
+        return sorted(reply["value"])
+
+    amara, bruno = (Person(hub.url, n, hub.password(n)) for n in ("amara", "bruno"))
+    assert courses(fola) == [EVENING]
+    assert courses(amara) == sorted([EVENING, H.COURSE_ID])
+    assert courses(bruno) == [H.COURSE_ID]
+    # amara's panel offers both of her courses in its course menu
+    browser_login(driver, hub, "amara")
+    assignments_panel(driver, Lab(driver, Seat(f"{hub.url}/user/amara", amara.token), ARTIFACTS, "amara-courses"))
+    menu = wait(driver, lambda: (driver.find_elements(By.CSS_SELECTOR, "#course_list_dropdown:not([disabled])")
+                                 or [None])[0], 60, "the panel's course menu")
+    menu.click()
+    wait(driver, lambda: {e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, "#course_list li")}
+         == {EVENING, H.COURSE_ID}, 60, "amara's two courses in the panel's menu")
+    shot(driver, "amara-two-courses")
+    # dara, of the first course only, asks her server to fetch the evening's assignment (what the panel's
+    # Fetch sends): nothing is fetched, and the listing it answers with has nothing of that course
+    dara = Person(hub.url, "dara", hub.password("dara"))
+    dara.start()
+    reply = requests_via(dara, "POST", "/user/dara/assignments/fetch", data={"course_id": EVENING, "assignment_id": A})
+    assert reply.status_code == 200 and reply.json() == {"success": True, "value": []}, reply.text[:300]
+    assert not (hub.layout.user_home("dara") / A).exists(), "dara fetched from a course she is not in"
+
+    # the evening's instructor collects and autogrades in her course: fola full marks there, nowhere else
+    formgrader(mina, "POST", f"assignment/{A}/collect", fg=evening_fg)
+    formgrader(mina, "POST", f"submission/{A}/fola/autograde", fg=evening_fg)
+    graded = {s["student"]: s for s in formgrader(mina, "GET", f"submissions/{A}", fg=evening_fg)}
+    amara_automatic = {s["student"]: s["score"] for s in term["submissions"]}["amara"]
+    assert graded["fola"]["score"] == amara_automatic, graded["fola"]  # the same answers, the same points
+    assert "fola" not in {s["student"] for s in formgrader(prof, "GET", f"submissions/{A}")}
+    evening = tmp_path / "evening-grades.csv"
+    out = hub_command(hub, "export", "--course", EVENING, "--to", str(evening)).stdout
+    assert EVENING in out, out
+    rows = {r["student_id"]: r for r in read_csv(evening) if r["assignment"] == A}
+    assert set(rows) == {"amara", "fola"} and rows["fola"]["submitted"] == "yes" and rows["amara"]["submitted"] == "no"
+    assert rows["fola"]["email"] == "fola.adeyemi@uni.example"
+    first_after = tmp_path / "first-after.csv"
+    hub_command(hub, "export", "--to", str(first_after))
+    assert read_csv(first_after) == read_csv(first), "the first course's term is as it was"
+    # the course list and its rosters, for the lecturer
+    listed = hub_command(hub, "course", "list").stdout
+    assert H.COURSE_ID in listed and f"/services/formgrader-{EVENING}/" in listed, listed
+    assert "fola" in hub_command(hub, "roster", "--course", EVENING, "list").stdout
+
+
 def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, driver, tmp_path):
     """After the late submission: the LMS export has every student of the roster (dara, who
     joined and submitted nothing, too) with names, late flags and scores; an extension for chidi
@@ -658,6 +762,9 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
 
     archive = tmp_path / "term.tar.gz"
     hub_command(hub, "backup", "--to", str(archive))
+    evening_before = tmp_path / "evening-before.csv"
+    hub_command(hub, "export", "--course", EVENING, "--to", str(evening_before))
+    assert any(r["student_id"] == "fola" and r["submitted"] == "yes" for r in read_csv(evening_before))
     restored = Path(tempfile.mkdtemp(prefix="attention-hub-restored-", dir="/var/tmp"))
     homes = {name: pwd.getpwnam(name).pw_dir for name in ("amara", "prof-ines")}
     try:
@@ -676,6 +783,11 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
                         str(again)], cwd=REPO, check=True, capture_output=True, timeout=300,
                        env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
         assert read_csv(again) == read_csv(export)
+        evening_again = tmp_path / "evening-restored.csv"
+        subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "export", "--course",
+                        EVENING, "--to", str(evening_again)], cwd=REPO, check=True, capture_output=True, timeout=300,
+                       env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+        assert read_csv(evening_again) == read_csv(evening_before), "the second course restored with the first"
         assert (restored / "exchange" / H.COURSE_ID / "inbound").stat().st_mode & 0o777 == 0o733
     finally:
         subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "stop"], cwd=REPO,
