@@ -53,8 +53,8 @@ hub-roster: setup      ## make hub-roster FILE=class.csv: add or update the hub'
 	$(PY) -m instructor.hub roster import "$(FILE)"
 
 hub-course: setup      ## make hub-course ID=attention-evening FILE=evening.csv: another course on the hub (restart to start its formgrader)
-	@test -n "$(ID)" -a -n "$(FILE)" || { echo "usage: make hub-course ID=course-id FILE=roster.csv [SOURCE=dir]"; exit 2; }
-	$(PY) -m instructor.hub course add "$(ID)" --roster "$(FILE)" $(if $(SOURCE),--source "$(SOURCE)")
+	@test -n "$(ID)" -a -n "$(FILE)" || { echo "usage: make hub-course ID=course-id FILE=roster.csv [SOURCE=dir] [CONFIG=file]"; exit 2; }
+	$(PY) -m instructor.hub course add "$(ID)" --roster "$(FILE)" $(if $(SOURCE),--source "$(SOURCE)") $(if $(CONFIG),--config "$(CONFIG)")
 
 hub-export: setup      ## the hub's grades for the university's gradebook: make hub-export [TO=grades-lms.csv] [LAYOUT=canvas]
 	$(PY) -m instructor.hub export --to "$(or $(TO),grades-lms.csv)" --layout $(or $(LAYOUT),long)

@@ -25,7 +25,7 @@ reachable by the group ``formgrade-attention-transformers`` (instructors and ass
     python -m instructor.hub roster [--course ID] import FILE | drop ID... | list
     python -m instructor.hub export [--course ID] [--to FILE] [--layout long|canvas]
     python -m instructor.hub extend [--course ID] ASSIGNMENT STUDENT --hours N
-    python -m instructor.hub course add ID --roster FILE [--source DIR] | list
+    python -m instructor.hub course add ID --roster FILE [--source DIR] [--config FILE] | list
     python -m instructor.hub backup [--to FILE] | restore FILE
 
 A second course on the same hub (``course add``): its own roster, service account
@@ -87,6 +87,7 @@ class Course:
     roster: Path  # its class list (instructors, assistants, students)
     root: Path  # its course root: nbgrader_config.py, source/, gradebook.db, submitted/ ...
     source: Path  # the source/ folder it was made from
+    config: Path = REPO / "nbgrader_config.py"  # the nbgrader_config.py its course root started with
 
     @property
     def graders_group(self) -> str:  # nbgrader's JupyterHub names: formgrade-<course>, nbgrader-<course>
@@ -139,7 +140,8 @@ class Layout:
         extra = json.loads(self.courses_record.read_text()) if self.courses_record.exists() else []
         return [self.main_course(), *(Course(
             c["id"], f"grader-{c['id']}", f"formgrader-{c['id']}", self.state / "courses" / c["id"] / "roster.csv",
-            self.home / f"grader-{c['id']}" / "course", Path(c["source"])) for c in extra)]
+            self.home / f"grader-{c['id']}" / "course", Path(c["source"]),
+            Path(c.get("config") or REPO / "nbgrader_config.py")) for c in extra)]
 
     def course_named(self, course_id: str | None) -> Course:
         courses = self.courses()
@@ -384,7 +386,7 @@ def _course_root(course: Course) -> None:
     if (course.root / "nbgrader_config.py").exists():
         return
     course.root.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "nbgrader_config.py", course.root / "nbgrader_config.py")
+    shutil.copy2(course.config, course.root / "nbgrader_config.py")
     if course.id != COURSE_ID:
         with open(course.root / "nbgrader_config.py", "a") as config:
             config.write(f"\n# this course on the hub (python -m instructor.hub course add)\n"
@@ -690,6 +692,9 @@ def roster_import(layout: Layout, path: Path, course: Course | None = None) -> i
     course = course or layout.main_course()
     _state_folders(layout)
     new_people = R.read(path)
+    shared = shared_folders(layout, course, new_people)
+    if shared:
+        sys.exit("nobody imported: " + "; ".join(shared) + ". " + SHARED_FOLDERS_HELP)
     before = {p.id: p for p in layout.people(course)}
     people = R.merge(list(before.values()), new_people)
     _save_roster(layout, people, course)
@@ -751,9 +756,43 @@ def roster_list(layout: Layout, course: Course | None = None) -> int:
     return 0
 
 
-def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None = None) -> int:
+def assignment_names(course: Course) -> set[str]:
+    """The assignments a course can release: its course root's source/ folders (its source's before)."""
+    folder = course.root / "source" if (course.root / "source").is_dir() else course.source
+    try:
+        return {child.name for child in folder.iterdir() if child.is_dir() and not child.name.startswith(".")}
+    except OSError:
+        return set()
+
+
+def shared_folders(layout: Layout, course: Course, people: list[R.Person]) -> list[str]:
+    """Students of ``people`` who are also students of another course that has an assignment of
+    the same name, one line per other course. nbgrader fetches every course's assignment into
+    the student's ``~/<assignment>/``: the Assignment List would show one course's copy as the
+    other's, and its Submit would hand it in to the wrong course."""
+    mine, students = assignment_names(course), {p.id for p in R.students(people)}
+    lines = []
+    for other in layout.courses():
+        if other.id == course.id:
+            continue
+        common = sorted(mine & assignment_names(other))
+        both = sorted(students & {p.id for p in R.students(layout.people(other))})
+        if common and both:
+            lines.append(f"{', '.join(both)}: a student of {course.id} and of {other.id}, which both have "
+                         + ", ".join(common[:3]) + (f" and {len(common) - 3} more" if len(common) > 3 else ""))
+    return lines
+
+
+SHARED_FOLDERS_HELP = ("nbgrader fetches each course's assignment into the student's ~/<assignment>/, so the "
+                       "Assignment List would hand one course's work in to the other: keep each student on one of "
+                       "these rosters, or give the second course assignments of other names (--source)")
+
+
+def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None = None,
+               config: Path | None = None) -> int:
     """A second (third ...) course on this hub: its roster, service account ``grader-<id>``,
-    course root from ``source`` (default: this course's source/), gradebook students; its
+    course root from ``source`` (default: this course's source/) and ``config`` (default: the
+    nbgrader_config.py beside that source/, else this course's), gradebook students; its
     formgrader service and groups come with the hub's next start."""
     _state_folders(layout)
     known = layout.courses()
@@ -764,17 +803,27 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     source = Path(source or REPO / "source").resolve()
     if not source.is_dir() or not any(child.is_dir() for child in source.iterdir()):
         sys.exit(f"{source} is no nbgrader source folder (one subfolder per assignment)")
+    if config is None:
+        beside = source.parent / "nbgrader_config.py"
+        config = beside if beside.is_file() else REPO / "nbgrader_config.py"
+    config = Path(config).resolve()
+    if not config.is_file():
+        sys.exit(f"no nbgrader config {config}")
     people = R.read(roster)
     grader = f"grader-{course_id}"
     if grader in {p.id for p in [*layout.everyone(), *people]}:
         sys.exit(f"{grader} is a person's id on a roster: it names the course's service account")
+    course = Course(course_id, grader, f"formgrader-{course_id}", layout.state / "courses" / course_id / "roster.csv",
+                    layout.home / grader / "course", source, config)
+    shared = shared_folders(layout, course, people)
+    if shared:
+        sys.exit("not added: " + "; ".join(shared) + ". " + SHARED_FOLDERS_HELP)
     if not layout.roster.exists():
         _save_roster(layout, layout.people())  # the first course's roster is the term's from now on
     record = json.loads(layout.courses_record.read_text()) if layout.courses_record.exists() else []
-    course = Course(course_id, grader, f"formgrader-{course_id}", layout.state / "courses" / course_id / "roster.csv",
-                    layout.home / grader / "course", source)
     _save_roster(layout, people, course)
-    layout.courses_record.write_text(json.dumps([*record, {"id": course_id, "source": str(source)}], indent=1))
+    layout.courses_record.write_text(json.dumps(
+        [*record, {"id": course_id, "source": str(source), "config": str(config)}], indent=1))
     os.chmod(layout.courses_record, 0o600)
     # its accounts, course root and gradebook students now; the hub's and everyone's configs with the
     # next start (a running hub's servers keep theirs until then)
@@ -785,8 +834,8 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     if new:
         print(f"{len(new)} new account(s): {', '.join(new)}; first passwords in {layout.passwords} (root only)")
     counts = ", ".join(f"{sum(p.role == role for p in people)} {ROLE_NAMES[role]}(s)" for role in R.ROLES)
-    print(f"course {course_id}: roster {course.roster} ({counts}), course root {course.root}, "
-          f"formgrader /services/{course.service}/")
+    print(f"course {course_id}: roster {course.roster} ({counts}), course root {course.root} "
+          f"(config from {config}), formgrader /services/{course.service}/")
     if _hub_running(layout):
         print("the running hub starts its formgrader and groups when it starts again: make hub-stop, then "
               "make hub (every server stops: do it between classes; nobody's work is lost)")
@@ -809,7 +858,9 @@ def export(layout: Layout, to: Path, layout_name: str = "long", course: Course |
     the hub (as its service account), one row per student of its roster and assignment."""
     course = course or layout.main_course()
     scratch = layout.user_home(course.grader) / ".export-grades.csv"
-    as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch), course=course)
+    # the export's columns (submitted, late, review flags) whatever the course's own config exports
+    as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch),
+              "--ExportApp.plugin_class=nboracle.grader.nbgrader_ext.ReviewCsvExport", course=course)
     try:
         rows = R.lms_rows(scratch, layout.people(course))
     finally:
@@ -955,6 +1006,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("id", nargs="?", help="add: the course id (nbgrader's, and the hub's groups and service)")
     p.add_argument("--roster", type=Path, help="add: its class list (the roster's CSV layout)")
     p.add_argument("--source", type=Path, help="add: its source/ folder (default: this course's)")
+    p.add_argument("--config", type=Path,
+                   help="add: its nbgrader_config.py (default: the one beside --source, else this course's)")
     p = sub.add_parser("backup", help="one archive of the term (roster, gradebook, submissions, exchange)")
     p.add_argument("--to", type=Path)
     p = sub.add_parser("restore", help="a term from backup's archive, into an empty state folder")
@@ -990,7 +1043,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.id or not args.roster:
             sys.exit("course add ID --roster FILE [--source DIR]")
         try:
-            return course_add(layout, args.id, args.roster, args.source)
+            return course_add(layout, args.id, args.roster, args.source, args.config)
         except R.RosterError as err:
             sys.exit(str(err))
     if args.command == "export":

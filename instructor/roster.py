@@ -106,7 +106,9 @@ def lms_rows(grades_csv: Path, people: list[Person]) -> list[dict[str, str]]:
             rows.append({
                 "student_id": person.id, "first_name": person.first_name, "last_name": person.last_name,
                 "email": person.email, "section": person.section, "assignment": assignment,
-                "duedate": found.get("duedate", ""), "submitted": found.get("submitted", "no") or "no",
+                "duedate": found.get("duedate", ""),
+                # nbgrader's own CSV has no "submitted": a timestamp is a submission
+                "submitted": found.get("submitted") or ("yes" if found.get("timestamp") else "no"),
                 "timestamp": found.get("timestamp", ""), "late": found.get("late", ""),
                 "seconds_late": found.get("seconds_late", ""), "raw_score": found.get("raw_score", "0.0"),
                 "late_penalty": found.get("late_submission_penalty", "0.0"), "score": found.get("score", "0.0"),

@@ -129,6 +129,22 @@ def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
     assert H.valid_course_id("attention-evening") and H.valid_course_id("ml2")
     assert not any(map(H.valid_course_id, ["Attention", "a", "x" * 25, "evening-", "2nd-course", "a_b"]))
 
+    # amara a student of both, and both have this course's chapters: named, with the chapters in common
+    (shared,) = H.shared_folders(layout, evening, layout.people(evening))
+    assert shared.startswith("amara: a student of attention-evening and of attention-transformers") and "01_two_keys" in shared
+    example = REPO / "examples" / "sorting_course" / "source"
+    other_subject = H.Course(evening.id, evening.grader, evening.service, evening.roster, evening.root, example)
+    assert H.shared_folders(layout, other_subject, layout.people(evening)) == []
+
+    # a course whose own config exports nbgrader's plain CSV (no "submitted" column): a timestamp is a submission
+    plain = tmp_path / "plain-grades.csv"
+    plain.write_text("assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,"
+                     "late_submission_penalty,score,max_score\n"
+                     "01_numpy_warmup,,2026-12-04 10:00:00.000000 UTC,fola,,,,4.0,0.0,4.0,4.0\n"
+                     "01_numpy_warmup,,,amara,,,,0.0,0.0,0.0,4.0\n")
+    rows = {r["student_id"]: r for r in R.lms_rows(plain, layout.people(evening))}
+    assert (rows["fola"]["submitted"], rows["fola"]["score"]) == ("yes", "4.0") and rows["amara"]["submitted"] == "no"
+
     layout.common.mkdir(parents=True)
     layout.student_etc.mkdir(parents=True)
     H._nbgrader_configs(layout)  # two courses: students name none, nbgrader asks the hub for their groups

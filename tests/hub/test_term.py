@@ -102,16 +102,17 @@ def due_label(driver, section: str, timeout: int = 60) -> str:
     return " | ".join(e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, css) if e.text.strip())
 
 
-def row_button(driver, section: str, label: str, timeout: int = 120):
-    xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"
+def row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A):
+    xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')]"
+             f"[.//*[contains(normalize-space(.),'{assignment}')]]"
              f"//button[normalize-space()='{label}']")
     return wait(driver, lambda: (driver.find_elements(By.XPATH, xpath) or [None])[0], timeout,
                 f"{label} in {section}")
 
 
-def count_rows(driver, section: str) -> int:
-    return len(driver.find_elements(
-        By.XPATH, f"//div[@id='{section}']//div[contains(@class,'list_item')][.//*[contains(normalize-space(.),'{A}')]]"))
+def count_rows(driver, section: str, assignment: str = A) -> int:
+    return len(driver.find_elements(By.XPATH, f"//div[@id='{section}']//div[contains(@class,'list_item')]"
+                                              f"[.//*[contains(normalize-space(.),'{assignment}')]]"))
 
 
 def formgrader(person: Person, method: str, path: str, fg: str = FG, **kw):
@@ -601,8 +602,10 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     assert started() == before
 
 
-EVENING = "attention-evening"  # the second course: an evening class of the same chapters
-EVENING_ROSTER = """id,first_name,last_name,email,section,role
+SECOND = "sorting-example"  # the second course: the example course of another subject (examples/)
+EXAMPLE = REPO / "examples" / "sorting_course"
+A2 = "01_numpy_warmup"
+SECOND_ROSTER = """id,first_name,last_name,email,section,role
 prof-mina,Mina,Haddad,mina.haddad@uni.example,,instructor
 ta-jonas,Jonas,Berg,jonas.berg@uni.example,,ta
 amara,Amara,Okeke,amara.okeke@uni.example,E,student
@@ -611,50 +614,62 @@ fola,Fola,Adeyemi,fola.adeyemi@uni.example,E,student
 
 
 def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
-    """`course add` between classes: a second course with its own roster, formgrader, gradebook and
-    export; people on both rosters keep one account; after the restart each student's Assignment
-    List offers their own courses only, the evening's instructor reaches her formgrader only, and
-    the first course's term is as it was."""
+    """`course add` between classes: a second course (the example course of another subject, with
+    its own nbgrader config) with its own roster, formgrader, gradebook and export; people on both
+    rosters keep one account; after the restart each student's Assignment
+    List offers their own courses only, the second course's instructor reaches her formgrader only, and
+    the first course's term is as it was. A student on both rosters of courses with an assignment
+    of the same name is refused (both would be fetched into ~/<assignment>/)."""
     first = tmp_path / "first-before.csv"
     hub_command(hub, "export", "--to", str(first))
-    roster = tmp_path / "evening.csv"
-    roster.write_text(EVENING_ROSTER)
-    added = hub_command(hub, "course", "add", EVENING, "--roster", str(roster)).stdout
-    assert f"/services/formgrader-{EVENING}/" in added and "make hub-stop" in added, added
-    refused = subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={hub.state}", "course", "add",
-                              EVENING, "--roster", str(roster)], cwd=REPO, capture_output=True, text=True,
-                             env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
-    assert refused.returncode != 0 and "already has the course" in refused.stderr, refused.stderr
+    roster = tmp_path / "second.csv"
+    roster.write_text(SECOND_ROSTER)
+
+    def course_add(*extra):
+        return subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={hub.state}", "course",
+                               "add", SECOND, "--roster", str(roster), *extra], cwd=REPO, capture_output=True,
+                              text=True, env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
+
+    clash = course_add()  # this course's chapters again, with amara in both classes
+    assert clash.returncode != 0 and "amara" in clash.stderr and A in clash.stderr, clash.stdout + clash.stderr
+    assert not (hub.state / "courses.json").exists() and not (hub.state / "courses").exists(), "nothing recorded"
+    added = course_add("--source", str(EXAMPLE / "source"))  # its own config, beside its source/
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert f"/services/formgrader-{SECOND}/" in added.stdout and "make hub-stop" in added.stdout, added.stdout
+    assert str(EXAMPLE / "nbgrader_config.py") in added.stdout, added.stdout
+    again = course_add("--source", str(EXAMPLE / "source"))
+    assert again.returncode != 0 and "already has the course" in again.stderr, again.stderr
     passwords = {n: hub.password(n) for n in ("amara", "ta-jonas")}
     started = hub.restart()
-    assert f"course {EVENING}" in started, started
+    assert f"course {SECOND}" in started, started
     assert {n: hub.password(n) for n in passwords} == passwords, "one account, one password, for both courses"
 
-    evening_fg = f"/services/formgrader-{EVENING}/formgrader"
+    second_fg = f"/services/formgrader-{SECOND}/formgrader"
     mina = Person(hub.url, "prof-mina", hub.password("prof-mina"))
     jonas = Person(hub.url, "ta-jonas", hub.password("ta-jonas"))
     prof = Person(hub.url, "prof-ines", hub.password("prof-ines"))
     assert not mina.hub("GET", "/user").json()["admin"], "another course's instructor is no hub admin"
     assert _not_served(requests_via(mina, "GET", f"{FG}/api/assignments", allow_redirects=False))
-    assert formgrader(jonas, "GET", "assignments") and isinstance(formgrader(jonas, "GET", "assignments", fg=evening_fg), list)
-    formgrader(mina, "POST", f"assignment/{A}/assign", fg=evening_fg)
-    formgrader(mina, "POST", f"assignment/{A}/release", fg=evening_fg)
-    students = {s["id"]: s for s in formgrader(mina, "GET", "students", fg=evening_fg)}
+    assert formgrader(jonas, "GET", "assignments") and isinstance(formgrader(jonas, "GET", "assignments", fg=second_fg), list)
+    formgrader(mina, "POST", f"assignment/{A2}/assign", fg=second_fg)
+    formgrader(mina, "POST", f"assignment/{A2}/release", fg=second_fg)
+    students = {s["id"]: s for s in formgrader(mina, "GET", "students", fg=second_fg)}
     assert set(students) == {"amara", "fola"} and students["fola"]["last_name"] == "Adeyemi", students
 
-    # fola, of the evening class only: her Assignment List, Fetch, her answers, Submit
+    # fola, of the second course only: her Assignment List, Fetch, her answers, Submit
     browser_login(driver, hub, "fola")
     fola = Person(hub.url, "fola", hub.password("fola"))
     lab = Lab(driver, Seat(f"{hub.url}/user/fola", fola.token), ARTIFACTS, "fola")
     assignments_panel(driver, lab)
-    row_button(driver, "released_assignments_list", "Fetch").click()
-    wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "fola's fetched assignment")
-    mine = hub.layout.user_home("fola") / A / f"{NAME}.ipynb"
-    P.write_nb(P.fill(P.read_nb(mine), answers_of("amara")), mine)
+    row_button(driver, "released_assignments_list", "Fetch", assignment=A2).click()
+    wait(driver, lambda: count_rows(driver, "fetched_assignments_list", A2) >= 1, 60, "fola's fetched assignment")
+    source = P.read_nb(next((EXAMPLE / "source" / A2).glob("*.ipynb")))
+    mine = hub.layout.user_home("fola") / A2 / next((EXAMPLE / "source" / A2).glob("*.ipynb")).name
+    P.write_nb(P.fill(P.read_nb(mine), P.solution_answers(source)), mine)
     subprocess.run(["chown", "fola:fola", str(mine)], check=True)
-    row_button(driver, "fetched_assignments_list", "Submit").click()
-    wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "fola's submission listed")
-    shot(driver, "fola-evening-submitted")
+    row_button(driver, "fetched_assignments_list", "Submit", assignment=A2).click()
+    wait(driver, lambda: count_rows(driver, "submitted_assignments_list", A2) >= 1, 120, "fola's submission listed")
+    shot(driver, "fola-second-course-submitted")
 
     def courses(person: Person) -> list[str]:
         person.start()
@@ -663,8 +678,8 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
         return sorted(reply["value"])
 
     amara, bruno = (Person(hub.url, n, hub.password(n)) for n in ("amara", "bruno"))
-    assert courses(fola) == [EVENING]
-    assert courses(amara) == sorted([EVENING, H.COURSE_ID])
+    assert courses(fola) == [SECOND]
+    assert courses(amara) == sorted([SECOND, H.COURSE_ID])
     assert courses(bruno) == [H.COURSE_ID]
     # amara's panel offers both of her courses in its course menu
     browser_login(driver, hub, "amara")
@@ -673,27 +688,33 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
                                  or [None])[0], 60, "the panel's course menu")
     menu.click()
     wait(driver, lambda: {e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, "#course_list li")}
-         == {EVENING, H.COURSE_ID}, 60, "amara's two courses in the panel's menu")
+         == {SECOND, H.COURSE_ID}, 60, "amara's two courses in the panel's menu")
     shot(driver, "amara-two-courses")
-    # dara, of the first course only, asks her server to fetch the evening's assignment (what the panel's
+    second_item = next(e for e in driver.find_elements(By.CSS_SELECTOR, "#course_list li") if e.text.strip() == SECOND)
+    second_item.click()  # the example's assignment is hers to fetch; her 01_two_keys stays with the first course
+    wait(driver, lambda: count_rows(driver, "released_assignments_list", A2) == 1, 60, "the second course's assignment")
+    assert count_rows(driver, "fetched_assignments_list", A) == 0
+    shot(driver, "amara-second-course")
+    # dara, of the first course only, asks her server to fetch the second course's assignment (what the panel's
     # Fetch sends): nothing is fetched, and the listing it answers with has nothing of that course
     dara = Person(hub.url, "dara", hub.password("dara"))
     dara.start()
-    reply = requests_via(dara, "POST", "/user/dara/assignments/fetch", data={"course_id": EVENING, "assignment_id": A})
+    reply = requests_via(dara, "POST", "/user/dara/assignments/fetch", data={"course_id": SECOND, "assignment_id": A2})
     assert reply.status_code == 200 and reply.json() == {"success": True, "value": []}, reply.text[:300]
-    assert not (hub.layout.user_home("dara") / A).exists(), "dara fetched from a course she is not in"
+    assert not (hub.layout.user_home("dara") / A2).exists(), "dara fetched from a course she is not in"
 
-    # the evening's instructor collects and autogrades in her course: fola full marks there, nowhere else
-    formgrader(mina, "POST", f"assignment/{A}/collect", fg=evening_fg)
-    formgrader(mina, "POST", f"submission/{A}/fola/autograde", fg=evening_fg)
-    graded = {s["student"]: s for s in formgrader(mina, "GET", f"submissions/{A}", fg=evening_fg)}
-    amara_automatic = {s["student"]: s["score"] for s in term["submissions"]}["amara"]
-    assert graded["fola"]["score"] == amara_automatic, graded["fola"]  # the same answers, the same points
+    # the second course's instructor collects and autogrades in her course: fola full marks there, nowhere else
+    formgrader(mina, "POST", f"assignment/{A2}/collect", fg=second_fg)
+    formgrader(mina, "POST", f"submission/{A2}/fola/autograde", fg=second_fg)
+    graded = {s["student"]: s for s in formgrader(mina, "GET", f"submissions/{A2}", fg=second_fg)}
+    automatic = sum(c.metadata.nbgrader.get("points", 0) for c in source.cells if c.metadata.get("nbgrader", {}).get(
+        "grade") and not (c.metadata.nbgrader.get("solution") and c.cell_type == "markdown"))
+    assert graded["fola"]["score"] == automatic > 0, (graded["fola"], automatic)  # every automatic point
     assert "fola" not in {s["student"] for s in formgrader(prof, "GET", f"submissions/{A}")}
-    evening = tmp_path / "evening-grades.csv"
-    out = hub_command(hub, "export", "--course", EVENING, "--to", str(evening)).stdout
-    assert EVENING in out, out
-    rows = {r["student_id"]: r for r in read_csv(evening) if r["assignment"] == A}
+    second_grades = tmp_path / "second-grades.csv"
+    out = hub_command(hub, "export", "--course", SECOND, "--to", str(second_grades)).stdout
+    assert SECOND in out, out
+    rows = {r["student_id"]: r for r in read_csv(second_grades) if r["assignment"] == A2}
     assert set(rows) == {"amara", "fola"} and rows["fola"]["submitted"] == "yes" and rows["amara"]["submitted"] == "no"
     assert rows["fola"]["email"] == "fola.adeyemi@uni.example"
     first_after = tmp_path / "first-after.csv"
@@ -701,8 +722,8 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     assert read_csv(first_after) == read_csv(first), "the first course's term is as it was"
     # the course list and its rosters, for the lecturer
     listed = hub_command(hub, "course", "list").stdout
-    assert H.COURSE_ID in listed and f"/services/formgrader-{EVENING}/" in listed, listed
-    assert "fola" in hub_command(hub, "roster", "--course", EVENING, "list").stdout
+    assert H.COURSE_ID in listed and f"/services/formgrader-{SECOND}/" in listed, listed
+    assert "fola" in hub_command(hub, "roster", "--course", SECOND, "list").stdout
 
 
 def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, driver, tmp_path):
@@ -762,9 +783,9 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
 
     archive = tmp_path / "term.tar.gz"
     hub_command(hub, "backup", "--to", str(archive))
-    evening_before = tmp_path / "evening-before.csv"
-    hub_command(hub, "export", "--course", EVENING, "--to", str(evening_before))
-    assert any(r["student_id"] == "fola" and r["submitted"] == "yes" for r in read_csv(evening_before))
+    second_before = tmp_path / "second-before.csv"
+    hub_command(hub, "export", "--course", SECOND, "--to", str(second_before))
+    assert any(r["student_id"] == "fola" and r["submitted"] == "yes" for r in read_csv(second_before))
     restored = Path(tempfile.mkdtemp(prefix="attention-hub-restored-", dir="/var/tmp"))
     homes = {name: pwd.getpwnam(name).pw_dir for name in ("amara", "prof-ines")}
     try:
@@ -783,11 +804,11 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
                         str(again)], cwd=REPO, check=True, capture_output=True, timeout=300,
                        env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
         assert read_csv(again) == read_csv(export)
-        evening_again = tmp_path / "evening-restored.csv"
+        second_again = tmp_path / "second-restored.csv"
         subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "export", "--course",
-                        EVENING, "--to", str(evening_again)], cwd=REPO, check=True, capture_output=True, timeout=300,
+                        SECOND, "--to", str(second_again)], cwd=REPO, check=True, capture_output=True, timeout=300,
                        env={"PATH": f"{P.BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": str(REPO)})
-        assert read_csv(evening_again) == read_csv(evening_before), "the second course restored with the first"
+        assert read_csv(second_again) == read_csv(second_before), "the second course restored with the first"
         assert (restored / "exchange" / H.COURSE_ID / "inbound").stat().st_mode & 0o777 == 0o733
     finally:
         subprocess.run([str(P.BIN / "python"), "-m", "instructor.hub", f"--state={restored}", "stop"], cwd=REPO,
