@@ -199,6 +199,9 @@
     requires: [],
     activate: function () {
       new MutationObserver(function (mutations) {
+        if (!document.getElementById("released_assignments_list")) {
+          return; // the Assignment List is not open: Lab's other changes cost one lookup
+        }
         for (var i = 0; i < mutations.length; i++) {
           var target = mutations[i].target;
           if (target.nodeType === 1 && target.closest &&
