@@ -104,6 +104,7 @@ def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
     `course add` recorded, each with its service account, formgrader service, nbgrader's group
     names and roster; one account per person across rosters; everyone's nbgrader config names
     the course only while there is one."""
+    import dataclasses
     import json
 
     from instructor import hub as H
@@ -133,7 +134,7 @@ def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
     (shared,) = H.shared_folders(layout, evening, layout.people(evening))
     assert shared.startswith("amara: a student of attention-evening and of attention-transformers") and "01_two_keys" in shared
     example = REPO / "examples" / "sorting_course" / "source"
-    other_subject = H.Course(evening.id, evening.grader, evening.service, evening.roster, evening.root, example)
+    other_subject = dataclasses.replace(evening, source=example)
     assert H.shared_folders(layout, other_subject, layout.people(evening)) == []
 
     # a course whose own config exports nbgrader's plain CSV (no "submitted" column): a timestamp is a submission

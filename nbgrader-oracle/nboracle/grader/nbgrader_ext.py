@@ -171,13 +171,13 @@ class DueDateExchangeList(ExchangeList):
             else:  # no longer released: the date the student's own copy was released with
                 due = released_due_date(info["path"]) if info.get("status") == "fetched" else None
             info["due_utc"] = due
+            deadline = None if due is None else parse_utc(due)  # naive UTC, as nbgrader's timestamps parse
             for submission in info.get("submissions", []):
                 try:
-                    handed_in = parse_utc(submission["timestamp"]).replace(tzinfo=None)
+                    handed_in = parse_utc(submission["timestamp"])
                 except (KeyError, TypeError, ValueError):
-                    submission["after_due"] = None
-                    continue
-                submission["after_due"] = None if due is None else handed_in > parse_utc(due).replace(tzinfo=None)
+                    handed_in = None
+                submission["after_due"] = None if deadline is None or handed_in is None else handed_in > deadline
         return assignments
 
 
