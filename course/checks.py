@@ -31,6 +31,7 @@ __all__ = [
     "check_type",
     "check_dtype",
     "check_true",
+    "error_raised",
     "matches",
 ]
 
@@ -241,6 +242,16 @@ def attempt(what: str, function: Any, *args: Any, hint: str | None = None, **kwa
         if isinstance(error, NotImplementedError):  # an untouched stub: not a mistake, `make check` says "not done yet"
             raise
         raise CheckFailed(_raised(what, error, hint)) from None
+
+
+def error_raised(action: Any) -> BaseException | None:
+    """The error ``action()`` raises, or None if it returns: for a test that expects an error
+    (``error_raised(lambda: LearnedPositions(8, 4)(x))``), which then judges its type and words."""
+    try:
+        action()
+    except Exception as error:  # noqa: BLE001 (the test judges the error's type and words)
+        return error
+    return None
 
 
 def _raised(what: str, error: BaseException, hint: str | None = None) -> str:

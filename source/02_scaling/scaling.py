@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from course import attempt, check_choice, check_close, check_finite, check_shape, check_true, check_type, matches
+from course import check_choice, check_close, check_finite, check_shape, check_true, check_type
 from course.plots import plot_curves
 
 np.set_printoptions(precision=4, suppress=True)
@@ -395,9 +395,7 @@ for call, (d_k, expected) in enumerate(TABLE.items()):
 
 # %% nbgrader={"grade": true, "grade_id": "test_statistics_uses_rng", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """score_statistics draws from the generator it is given: same seed, same numbers; the generator moves on."""
-def same_statistics(a, b):
-    return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)  # message only: names the mistake
-
+from course.scaling_checks import same_statistics  # the checks of this chapter: course/scaling_checks.py
 
 first = score_statistics(8, np.random.default_rng(7), n_queries=50)
 again = score_statistics(8, np.random.default_rng(7), n_queries=50)
@@ -546,38 +544,13 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_jacobian_batched", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax_jacobian of a batch (..., n) returns one Jacobian per row, shape (..., n, n)."""
-softmax_last = lambda s: torch.softmax(s, dim=-1)
-BATCH_HINT = ("np.diag and np.outer handle one vector only: build diag(p) and p p^T with broadcasting over the "
-              "leading axes")
-ROW_FIRST = ("each row gets the Jacobian your function gives that row alone, and that Jacobian is wrong: make the "
-             "test of one vector pass first")
+from course.scaling_checks import check_batched  # the checks of this chapter: course/scaling_checks.py
 
-
-def check_batched(scores):
-    """Your softmax_jacobian on p = softmax(scores) of any shape (..., n), against autograd's Jacobian per row."""
-    *batch, n = scores.shape
-    p = softmax_last(scores).numpy()
-    what = f"softmax_jacobian(p) for p of shape {tuple(p.shape)}"
-    J = attempt(what, softmax_jacobian, p, hint=BATCH_HINT)
-    check_shape(what, J, (*batch, n, n),
-                hint="one (n, n) Jacobian per row of p: build both terms with broadcasting over the leading axes")
-    rows = scores.reshape(-1, n)
-    reference = torch.stack([torch.autograd.functional.jacobian(softmax_last, row) for row in rows])
-    reference = reference.reshape(*batch, n, n).numpy()
-    if not matches(J, reference, atol=1e-9):
-        alone = np.stack([attempt(f"softmax_jacobian of one row of length {n}", softmax_jacobian, row,
-                                  hint="make the test of one vector pass first") for row in p.reshape(-1, n)])
-        right_batching = matches(J, alone.reshape(*batch, n, n), atol=1e-9)  # message only: which part to mend
-        check_close(what, J, reference, atol=1e-9, hint=ROW_FIRST if right_batching else
-                    "one Jacobian diag(p) - p p^T per row of p; the outer product is p[..., :, None] times "
-                    "p[..., None, :]")
-
-
-check_batched(torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4))))
+check_batched(softmax_jacobian, torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4))))
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(33)
 for batch in [(int(rng.integers(1, 6)),), (int(rng.integers(1, 4)), int(rng.integers(1, 4))), (2, 1, 3)]:
-    check_batched(torch.from_numpy(rng.normal(scale=2.0, size=batch + (int(rng.integers(2, 7)),))))
+    check_batched(softmax_jacobian, torch.from_numpy(rng.normal(scale=2.0, size=batch + (int(rng.integers(2, 7)),))))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_jacobian_saturation", "locked": true, "points": 1, "schema_version": 3, "solution": false}

@@ -49,7 +49,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
-from course import matches, under_nbgrader
+from course import under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import call_keeping_arguments, draw_parameters, fresh
 from course.plots import plot_attention
@@ -529,37 +529,18 @@ check_close("masked_attention output", output, F.scaled_dot_product_attention(q,
 
 # %% nbgrader={"grade": true, "grade_id": "test_masked_attention_pad_invariance", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Appending masked PAD keys leaves the real tokens' outputs unchanged."""
-PAD_HINT = "a PAD key must get weight exactly 0 (score -inf before softmax), whatever its vector holds"
-
-
-def check_pad_invariance(q, k, v, rule, n_pad, g, scale):
-    """masked_attention with and without n_pad PAD keys appended, each against F.scaled_dot_product_attention."""
-    batch, length, d = k.shape
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=rule)  # the real keys only
-    alone, _ = masked_attention(q, k, v, rule)
-    k_padded = torch.cat([k, scale * torch.randn(batch, n_pad, d, generator=g)], dim=1)
-    v_padded = torch.cat([v, scale * torch.randn(batch, n_pad, v.shape[-1], generator=g)], dim=1)
-    allowed = torch.cat([rule.expand(q.shape[1], length), torch.zeros(q.shape[1], n_pad, dtype=torch.bool)], dim=1)
-    padded, _ = masked_attention(q, k_padded, v_padded, allowed)
-    where = f"T={length}, after appending {n_pad} PAD key(s)"
-    check_close(f"real tokens' outputs without PAD (T={length})", alone, expected, atol=1e-5,
-                hint="scores q k^T / sqrt(d_k), masked softmax, then weights @ v")
-    check_shape(f"real tokens' outputs ({where})", padded, tuple(expected.shape), hint=PAD_HINT)
-    if not matches(padded, alone):  # message only: the comparisons with the fused kernel decide
-        check_true(False, f"the real tokens' outputs changed ({where}): {PAD_HINT}")
-    check_close(f"real tokens' outputs ({where})", padded, expected, atol=1e-5, hint=PAD_HINT)
-
+from course.masks_checks import check_pad_invariance  # the checks of this chapter: course/masks_checks.py
 
 g = torch.Generator().manual_seed(42)
 q, k, v = torch.randn(1, 3, 4, generator=g), torch.randn(1, 3, 4, generator=g), torch.randn(1, 3, 4, generator=g)
 for n_pad in (1, 4):
-    check_pad_invariance(q, k, v, torch.ones(3, 3, dtype=torch.bool), n_pad, g, 5)
+    check_pad_invariance(masked_attention, q, k, v, torch.ones(3, 3, dtype=torch.bool), n_pad, g, scale=5)
 ### BEGIN HIDDEN TESTS
 for trial in range(4):
     T, n_pad, d = (int(n) for n in torch.randint(1, 8, (3,), generator=g))
     q, k, v = (torch.randn(2, T, d, generator=g) for _ in range(3))
     rule = torch.tensor([[key <= query for key in range(T)] for query in range(T)])
-    check_pad_invariance(q, k, v, rule, n_pad, g, 20)
+    check_pad_invariance(masked_attention, q, k, v, rule, n_pad, g, scale=20)
 ### END HIDDEN TESTS
 
 # %% [markdown]

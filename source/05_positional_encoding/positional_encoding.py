@@ -43,9 +43,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, check_type, under_nbgrader
+from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, check_type, error_raised, under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
-from nboracle import draw_parameters, fresh, load_tensors, module_tensors, parameter_gradients
+from nboracle import draw_parameters, fresh, module_tensors, parameter_gradients
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -139,9 +139,7 @@ assert not is_permutation_equivariant(with_fixed_causal_mask, x, perm) and mask_
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_true", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant says True for blocks without positions or masks."""
-def identity(x):
-    return x
-
+from course.positional_encoding_checks import identity  # the checks of this chapter: course/positional_encoding_checks.py
 
 torch.manual_seed(10)
 encoder = fresh(nn.TransformerEncoderLayer, 4, 2, 8, dropout=0.0, batch_first=True)  # dropout 0: deterministic
@@ -185,14 +183,9 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_false", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant says False when positions or a fixed mask tell the slots apart."""
+from course.positional_encoding_checks import add_slot_signal  # the checks of this chapter: course/positional_encoding_checks.py
+
 x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(12))
-slot_signal = torch.arange(3.0)[:, None]  # (T, 1): slot 0 gets 0, slot 1 gets 1, slot 2 gets 2
-
-
-def add_slot_signal(x):
-    return x + slot_signal
-
-
 check_true(not is_permutation_equivariant(fresh(add_slot_signal), x, torch.tensor([2, 0, 1])),
            "is_permutation_equivariant returned True for a block that adds a different number at each "
            "slot; moving the tokens changes which token gets which number, so the outputs cannot simply "
@@ -228,15 +221,10 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_atol", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant returns a Python bool and honours the atol it is given."""
+from course.positional_encoding_checks import nearly_equivariant  # the checks of this chapter: course/positional_encoding_checks.py
+
 x = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(14))
 perm = torch.tensor([2, 0, 1])
-tiny_signal = 1e-4 * torch.arange(3.0)[:, None]  # slots differ by 1e-4 only
-
-
-def nearly_equivariant(x):
-    return x + tiny_signal
-
-
 answer = is_permutation_equivariant(fresh(nearly_equivariant), x, perm, atol=1e-2)
 check_type("is_permutation_equivariant(...)", answer, bool,
            hint="return a Python bool: torch.allclose returns one, or wrap a tensor in bool(...)")
@@ -525,14 +513,7 @@ check_true("table.weight" in held and held["table.weight"]["kind"] == "parameter
 check_true(held["table.weight"]["shape"] == (16, 4),
            f"LearnedPositions(16, 4).table.weight has shape {held['table.weight']['shape']}, expected (16, 4): "
            "one row of d numbers per position, nn.Embedding(max_len, d)")
-def choose_table(positions, max_len, d, generator):
-    """The test chooses the table's rows (a frozen table too: whether it learns is another test's question)."""
-    table = draw_parameters(positions, generator).get("table.weight")
-    if table is None:
-        table = torch.randn(max_len, d, generator=generator)
-        load_tensors(positions, {"table.weight": table})
-    return table
-
+from course.positional_encoding_checks import choose_table  # the checks of this chapter: course/positional_encoding_checks.py
 
 table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
@@ -557,18 +538,8 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_learned_raises", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """LearnedPositions raises a ValueError naming T and max_len when the sequence is too long."""
-
-
-def error_raised_by(module, x):
-    try:
-        module(x)
-    except Exception as error:  # the type is checked below
-        return error
-    return None
-
-
 for max_len, T in ((512, 600), (8, 9)):
-    error = error_raised_by(LearnedPositions(max_len, 4), torch.zeros(1, T, 4))
+    error = error_raised(lambda: LearnedPositions(max_len, 4)(torch.zeros(1, T, 4)))
     check_true(error is not None, f"LearnedPositions({max_len}, 4) accepted {T} tokens without an error: "
                f"a table of {max_len} rows has no row for position {max_len}; check T against max_len "
                "and raise a ValueError instead of clamping or wrapping the positions")
@@ -582,7 +553,7 @@ sizes = np.random.default_rng(32)
 for trial in range(3):
     max_len = int(sizes.integers(2, 100))
     T = max_len + int(sizes.integers(1, 50))
-    error = error_raised_by(LearnedPositions(max_len, 3), torch.zeros(2, T, 3))
+    error = error_raised(lambda: LearnedPositions(max_len, 3)(torch.zeros(2, T, 3)))
     check_true(isinstance(error, ValueError), f"LearnedPositions({max_len}, 3) on {T} tokens did not raise "
                "a ValueError")
     check_true(str(T) in str(error) and str(max_len) in str(error),
@@ -756,20 +727,9 @@ assert torch.allclose(plain, F.scaled_dot_product_attention(q, k, v), atol=1e-6)
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_by_hand", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Each score uses the r of its offset j - i: by hand for T = 2, d_k = 1, keys zero, then for random sizes."""
-def scores_of(q, k, r):
-    """relative_scores(q, k, r); an error reads as one sentence, naming relative_offsets when it is the cause."""
-    T = q.shape[0]
-    try:
-        offsets = relative_offsets(T)
-        whole = offsets.dtype in (torch.int64, torch.int32) and tuple(offsets.shape) == (T, T)
-    except Exception:  # noqa: BLE001 (the tests of relative_offsets report its error)
-        whole = False
-    hint = ("index r with relative_offsets(T) + T - 1, a (T, T) tensor of rows" if whole else
-            "relative_offsets(T) fails or gives offsets that cannot index r: make its tests pass first")
-    return attempt(f"relative_scores(q, k, r) for T = {T}", relative_scores, q, k, r, hint=hint)
+from course.positional_encoding_checks import scores_of  # the checks of this chapter: course/positional_encoding_checks.py
 
-
-scores = scores_of(torch.ones(2, 1), torch.zeros(2, 1), torch.tensor([[1.0], [2.0], [3.0]]))
+scores = scores_of(relative_scores, relative_offsets, torch.ones(2, 1), torch.zeros(2, 1), torch.tensor([[1.0], [2.0], [3.0]]))
 check_shape("relative_scores for T = 2", scores, (2, 2))
 check_close("relative_scores for T = 2, d_k = 1", scores, [[2.0, 3.0], [1.0, 2.0]], atol=1e-6,
             likely_causes={"the offsets are taken as i - j instead of j - i": [[2.0, 1.0], [3.0, 2.0]],
@@ -784,7 +744,7 @@ for trial in range(4):  # equal queries u and equal keys w: one content term u .
     u = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
     w = torch.randn(1, d_k, generator=generator, dtype=torch.float64)
     r = torch.randn(2 * T - 1, d_k, generator=generator, dtype=torch.float64)
-    scores = scores_of(u.expand(T, d_k), w.expand(T, d_k), r)
+    scores = scores_of(relative_scores, relative_offsets, u.expand(T, d_k), w.expand(T, d_k), r)
     content = (u[0] @ w[0]).item()
     position = torch.stack([(r @ u[0])[T - 1 - i: 2 * T - 1 - i] for i in range(T)])  # (T, T): u . r[j - i + T - 1]
     reference = (content + position) / d_k ** 0.5
@@ -798,9 +758,11 @@ for trial in range(4):  # equal queries u and equal keys w: one content term u .
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_no_r", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With r = 0 the scores are plain attention scores: softmax(scores) @ v equals F.scaled_dot_product_attention."""
+from course.positional_encoding_checks import scores_of  # the checks of this chapter: course/positional_encoding_checks.py
+
 torch.manual_seed(41)
 q, k, v = torch.randn(3, 4, 6).unbind(0)
-mixed = torch.softmax(scores_of(q, k, torch.zeros(7, 6)), dim=-1) @ v
+mixed = torch.softmax(scores_of(relative_scores, relative_offsets, q, k, torch.zeros(7, 6)), dim=-1) @ v
 check_close("softmax(relative_scores(q, k, 0)) @ v", mixed, F.scaled_dot_product_attention(q, k, v), atol=1e-5,
             likely_causes={"the scores are not divided by sqrt(d_k)": torch.softmax(q @ k.T, dim=-1) @ v},
             hint="divide the whole score by sqrt(d_k), with d_k = q.shape[-1]")
@@ -810,7 +772,7 @@ sizes = np.random.default_rng(42)
 for trial in range(4):
     T, d_k = int(sizes.integers(1, 9)), int(sizes.integers(1, 17))
     q, k, v = (torch.randn(T, d_k, generator=generator, dtype=torch.float64) for _ in range(3))
-    weights = torch.softmax(scores_of(q, k, torch.zeros(2 * T - 1, d_k, dtype=torch.float64)), dim=-1)
+    weights = torch.softmax(scores_of(relative_scores, relative_offsets, q, k, torch.zeros(2 * T - 1, d_k, dtype=torch.float64)), dim=-1)
     eye = torch.eye(T, dtype=torch.float64)
     raw = q @ k.T
     check_close(f"softmax(relative_scores(q, k, 0)) for T = {T}, d_k = {d_k}", weights,
@@ -822,7 +784,9 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_relative_scores_random", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """relative_scores matches q_i . (k_j + r[j - i + T - 1]) / sqrt(d_k) on random inputs."""
-scores = scores_of(torch.randn(4, 3), torch.randn(4, 3), torch.randn(7, 3))
+from course.positional_encoding_checks import scores_of  # the checks of this chapter: course/positional_encoding_checks.py
+
+scores = scores_of(relative_scores, relative_offsets, torch.randn(4, 3), torch.randn(4, 3), torch.randn(7, 3))
 check_shape("relative_scores for T = 4, d_k = 3", scores, (4, 4), hint="one score per (query, key) pair")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(43)
@@ -837,7 +801,7 @@ for trial in range(5):
             reference[i, j] = q[i] @ (k[j] + r[j - i + T - 1]) / d_k ** 0.5
             only_content_scaled[i, j] = q[i] @ k[j] / d_k ** 0.5 + q[i] @ r[j - i + T - 1]
             flipped[i, j] = q[i] @ (k[j] + r[i - j + T - 1]) / d_k ** 0.5
-    check_close(f"relative_scores for T = {T}, d_k = {d_k}", scores_of(q, k, r), reference, atol=1e-5,
+    check_close(f"relative_scores for T = {T}, d_k = {d_k}", scores_of(relative_scores, relative_offsets, q, k, r), reference, atol=1e-5,
                 likely_causes={"the offsets are taken as i - j instead of j - i": flipped,
                                "only the content term q . k is divided by sqrt(d_k)": only_content_scaled,
                                "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5},

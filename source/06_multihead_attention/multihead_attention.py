@@ -53,7 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from course import attempt, check_choice, check_close, check_dtype, check_finite, check_shape, check_true
+from course import attempt, check_choice, check_close, check_dtype, check_finite, check_shape, check_true, error_raised
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import draw_parameters, parameter_gradients
 from course.plots import plot_attention
@@ -555,33 +555,26 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_value_errors", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """ValueError when d_model is not divisible by n_heads, and when a sequence is longer than max_len."""
-def error_raised(action):
-    """The name of the exception that action() raises, or None."""
-    try:
-        action()
-    except Exception as error:
-        return type(error).__name__
-    return None
-
-
-got = error_raised(lambda: MultiHeadSelfAttention(10, 3, max_len=8))
-check_true(got == "ValueError", f"MultiHeadSelfAttention(d_model=10, n_heads=3, max_len=8) raised {got or 'nothing'}: "
-                                "10 features cannot be cut into 3 equal heads, raise ValueError in __init__")
-got = error_raised(lambda: MultiHeadSelfAttention(8, 2, max_len=4)(torch.randn(1, 5, 8)))
-check_true(got == "ValueError", f"5 tokens through a block with max_len=4 raised {got or 'nothing'}: "
-                                "the mask covers only max_len positions, raise ValueError in forward when T > max_len")
+error = error_raised(lambda: MultiHeadSelfAttention(10, 3, max_len=8))
+check_true(isinstance(error, ValueError), "MultiHeadSelfAttention(d_model=10, n_heads=3, max_len=8) raised "
+           f"{type(error).__name__ if error else 'nothing'}: 10 features cannot be cut into 3 equal heads, "
+           "raise ValueError in __init__")
+error = error_raised(lambda: MultiHeadSelfAttention(8, 2, max_len=4)(torch.randn(1, 5, 8)))
+check_true(isinstance(error, ValueError), f"5 tokens through a block with max_len=4 raised "
+           f"{type(error).__name__ if error else 'nothing'}: the mask covers only max_len positions, "
+           "raise ValueError in forward when T > max_len")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(33)
 for trial in range(4):
     n_heads = int(torch.randint(2, 6, (1,), generator=gen))
     d_model = n_heads * int(torch.randint(1, 5, (1,), generator=gen)) + int(torch.randint(1, n_heads, (1,), generator=gen))
-    got = error_raised(lambda: MultiHeadSelfAttention(d_model, n_heads, max_len=6))
-    check_true(got == "ValueError", f"MultiHeadSelfAttention(d_model={d_model}, n_heads={n_heads}) raised "
-                                    f"{got or 'nothing'}: raise ValueError when d_model % n_heads != 0")
+    error = error_raised(lambda: MultiHeadSelfAttention(d_model, n_heads, max_len=6))
+    check_true(isinstance(error, ValueError), f"MultiHeadSelfAttention(d_model={d_model}, n_heads={n_heads}) raised "
+               f"{type(error).__name__ if error else 'nothing'}: raise ValueError when d_model % n_heads != 0")
     max_len = int(torch.randint(1, 6, (1,), generator=gen))
-    got = error_raised(lambda: MultiHeadSelfAttention(2 * n_heads, n_heads, max_len)(torch.randn(2, max_len + 2, 2 * n_heads)))
-    check_true(got == "ValueError", f"{max_len + 2} tokens through a block with max_len={max_len} raised "
-                                    f"{got or 'nothing'}: raise ValueError in forward when T > max_len")
+    error = error_raised(lambda: MultiHeadSelfAttention(2 * n_heads, n_heads, max_len)(torch.randn(2, max_len + 2, 2 * n_heads)))
+    check_true(isinstance(error, ValueError), f"{max_len + 2} tokens through a block with max_len={max_len} raised "
+               f"{type(error).__name__ if error else 'nothing'}: raise ValueError in forward when T > max_len")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}

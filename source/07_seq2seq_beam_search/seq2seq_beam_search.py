@@ -43,7 +43,7 @@ from torch import nn
 
 from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
-from nboracle import draw_parameters, fresh, load_tensors, read_state, set_training
+from nboracle import fresh, load_tensors, read_state, set_training
 from course.plots import plot_attention, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -305,19 +305,7 @@ assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_search finds the lesson's answers on the toy table and respects the start, eos and max_len arguments."""
-def wu_penalty(n, alpha):
-    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
-
-
-BEAM_HINT = ("run it on the toy table above and read the traceback; a division by zero there usually comes from "
-             "length_penalty, which is never 0 (((5 + n) / 6) ** alpha): make the test of length_penalty pass first")
-
-
-def searched(next_probs, width, **kwargs):
-    """Your beam_search on one of the tests' tables; an error reads as one sentence."""
-    arguments = ", ".join([f"width={width}", *(f"{k}={v!r}" for k, v in kwargs.items())])
-    return attempt(f"beam_search({arguments})", beam_search, next_probs, width, hint=BEAM_HINT, **kwargs)
-
+from course.seq2seq_checks import searched, wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
 
 ### BEGIN HIDDEN TESTS
 import zlib
@@ -356,7 +344,7 @@ def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>",
 ### END HIDDEN TESTS
 for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
                                              (2, 0.6, "đàn chim bay", 0.173)]:
-    result = searched(fresh(toy_next_probs), width, alpha=alpha)  # fresh(): the tests' own copy of the toy table
+    result = searched(beam_search, fresh(toy_next_probs), width, alpha=alpha)  # fresh(): the tests' own copy of the toy table
     check_true(isinstance(result, tuple) and len(result) == 3, "beam_search must return (tokens, log_prob, score)")
     tokens, log_prob, score = result
     check_true(list(tokens) == sentence.split(),
@@ -397,18 +385,15 @@ for width, alpha, max_len in [(3, 0.0, 6), (3, 0.6, 6), (2, 1.0, 6), (2, 0.6, 2)
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_finished_leave", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Finished hypotheses leave the beam and free their place, on a trap table and on random tables."""
+from course.seq2seq_checks import next_probs_of, searched  # the checks of this chapter: course/seq2seq_checks.py
+
 trap = {"<s>": {"a": 0.5, "<eos>": 0.3, "b": 0.2}, "a": {"c": 0.55, "d": 0.45}, "b": {"<eos>": 1.0},
         "c": {"<eos>": 0.4, "e": 0.6}, "d": {"<eos>": 1.0}, "e": {"<eos>": 1.0}}
-
-
-def trap_next_probs(prefix):
-    return trap[prefix[-1]]
-
-
-tokens, _, _ = searched(fresh(trap_next_probs), 2, alpha=0.0)
+trap_next_probs = next_probs_of(trap)
+tokens, _, _ = searched(beam_search, fresh(trap_next_probs), 2, alpha=0.0)
 check_true(list(tokens) == [], f"with width 2 and alpha 0 beam_search chose {list(tokens)}, but the immediate '<eos>' "
            "(p = 0.3) is the most probable hypothesis: keep the `width` best candidates at every step")
-tokens, log_prob, _ = searched(fresh(trap_next_probs), 2, alpha=1.0)
+tokens, log_prob, _ = searched(beam_search, fresh(trap_next_probs), 2, alpha=1.0)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(trap[prefix[-1]][token]), prefix + (token,)
@@ -429,7 +414,7 @@ for seed in range(400):
         if right[0] == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
             continue
         found += 1
-        tokens, log_prob, _ = searched(fresh(table), width, alpha=alpha, max_len=6)
+        tokens, log_prob, _ = searched(beam_search, fresh(table), width, alpha=alpha, max_len=6)
         if list(tokens) == _reference_beam(table, width, alpha, 6, count_eos=False)[0]:
             cause = ": it matches what you get when |y| leaves out <eos>"
         elif list(tokens) == _reference_beam(table, width, alpha, 6, keep_finished=True)[0]:
@@ -444,11 +429,9 @@ for seed in range(400):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y|."""
-def wu_penalty(n, alpha):
-    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
+from course.seq2seq_checks import searched, wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
 
-
-tokens, log_prob, score = searched(fresh(toy_next_probs), 2, alpha=0.6)
+tokens, log_prob, score = searched(beam_search, fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
 for token in list(tokens) + ["<eos>"]:
     walk, prefix = walk + math.log(toy_next_probs(prefix)[token]), prefix + (token,)
@@ -463,7 +446,7 @@ check_close("score of the toy answer for width 2, alpha 0.6", score, walk / wu_p
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
     width, alpha, max_len = 2 + seed % 3, (0.6, 1.0, 1.5)[seed % 3], 3 + seed % 4
-    tokens, log_prob, score = searched(fresh(table), width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = searched(beam_search, fresh(table), width, alpha=alpha, max_len=max_len)
     finished_walk = unfinished_walk = 0.0
     prefix = ("<s>",)
     for token in list(tokens):
@@ -482,15 +465,12 @@ for seed in range(12):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_search finds the best hypothesis on random tables, for several widths, alphas and max_len."""
+from course.seq2seq_checks import next_probs_of, searched  # the checks of this chapter: course/seq2seq_checks.py
+
 flat = {"<s>": {"x": 0.6, "y": 0.4}, "x": {"<eos>": 0.45, "z": 0.55}, "y": {"<eos>": 0.9, "z": 0.1},
         "z": {"<eos>": 1.0}}
-
-
-def flat_next_probs(prefix):
-    return flat[prefix[-1]]
-
-
-tokens, log_prob, score = searched(fresh(flat_next_probs), 3)
+flat_next_probs = next_probs_of(flat)
+tokens, log_prob, score = searched(beam_search, fresh(flat_next_probs), 3)
 check_true(list(tokens) == ["y"] and abs(log_prob - math.log(0.36)) < 1e-6,
            f"width 3, alpha 0: beam_search chose {list(tokens)}; the best raw ln p among finished hypotheses wins")
 ### BEGIN HIDDEN TESTS
@@ -499,7 +479,7 @@ for seed in range(30):
     table = _table(2000 + seed, words=("p", "q", "r", "s")[: 2 + seed % 3])
     width, alpha, max_len = 1 + seed % 4, (0.0, 0.6, 1.0, 2.0)[seed % 4], 2 + seed % 6
     right_tokens, right_log_prob = _reference_beam(table, width, alpha, max_len)
-    tokens, log_prob, score = searched(fresh(table), width, alpha=alpha, max_len=max_len)
+    tokens, log_prob, score = searched(beam_search, fresh(table), width, alpha=alpha, max_len=max_len)
     if list(tokens) != right_tokens:
         cause = ""
         if list(tokens) == _reference_beam(table, width, alpha, max_len, keep_finished=True)[0]:
@@ -795,28 +775,11 @@ def _reference_model(params):
 
 
 ### END HIDDEN TESTS
-def choose_weights(net, seed):
-    """Load weights the test draws into `net` (layer norms' scales near 1) and return them by name."""
-    params = draw_parameters(net, torch.Generator().manual_seed(seed))
-    scales = {name: 1.0 + value for name, value in params.items() if "norm" in name and name.endswith(".weight")}
-    load_tensors(net, scales)
-    return {**params, **scales}
-
-
-def masks_setup(net, seed):
-    """Weights loaded into `net` and a batch drawn by the test: params, src, dec_in, and dec_in changed from 4 on."""
-    params = choose_weights(net, seed)
-    gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(2, VOCAB, (4, LENGTH), generator=gen)
-    dec_in = torch.randint(0, VOCAB, (4, LENGTH + 1), generator=gen)
-    changed = dec_in.clone()
-    changed[:, 4:] = (changed[:, 4:] + 1) % VOCAB  # new tokens from position 4 on
-    return params, src, dec_in, changed
-
+from course.seq2seq_checks import masks_setup  # the checks of this chapter: course/seq2seq_checks.py
 
 net = ReversalTransformer()
 set_training(net, False)
-params, src, dec_in, changed = masks_setup(net, 3)
+params, src, dec_in, changed = masks_setup(net, 3, VOCAB, LENGTH)
 with torch.no_grad():
     before, after = net(src, dec_in), net(src, changed)
 leaked = not torch.allclose(after[:, :4], before[:, :4], atol=1e-5)  # message only: names the leak
@@ -832,6 +795,8 @@ with torch.no_grad():
 check_true(reaction > 1e-4, "the first decoder position does not see the last source position: is there a mask on "
            "the cross-attention (memory_mask)? The source is known in full, so cross-attention takes no mask")
 ### BEGIN HIDDEN TESTS
+from course.seq2seq_checks import choose_weights
+
 reference = _reference_model(params)  # the weights of the run above, before the encoder was silenced
 causal = torch.triu(torch.full((LENGTH + 1, LENGTH + 1), float("-inf")), diagonal=1)
 runs = {"dec_in": before, "dec_in changed from position 4 on": after}  # each run against the reference
@@ -859,15 +824,19 @@ for seed in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_causal_flag", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """ReversalTransformer(causal=False) puts no mask on the decoder's self-attention; causal=True masks it."""
+from course.seq2seq_checks import masks_setup  # the checks of this chapter: course/seq2seq_checks.py
+
 net = ReversalTransformer(causal=False)
 set_training(net, False)
-params, src, dec_in, changed = masks_setup(net, 5)
+params, src, dec_in, changed = masks_setup(net, 5, VOCAB, LENGTH)
 with torch.no_grad():
     reaction = (net(src, changed)[:, :4] - net(src, dec_in)[:, :4]).abs().max().item()
 check_true(reaction > 1e-4, "with causal=False the logits at decoder positions 0 to 3 did not change when the decoder "
            "tokens from position 4 on changed: the causal mask is still on; build tgt_mask only when self.causal "
            "is true, and pass no mask when it is false")
 ### BEGIN HIDDEN TESTS
+from course.seq2seq_checks import choose_weights
+
 # _reference_model is defined in the hidden part of test_forward_masks
 for seed, causal in [(50, False), (51, True), (52, False)]:
     net = ReversalTransformer(causal=causal)
@@ -1322,9 +1291,7 @@ for seed in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_decode finds the answer of a confident model and the best hypothesis of small random models."""
-def wu_penalty(n, alpha):
-    return ((5 + n) / 6) ** alpha  # the expected penalty, by the text's formula
-
+from course.seq2seq_checks import wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
 
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = attempt("beam_decode(answer model, [2, 7, 7, 11, 4, 9], 2, 0.6)", beam_decode,

@@ -220,18 +220,11 @@ check_close("total_flops for B=2, L=8, d=16", cost["total_flops"],
 
 # %% nbgrader={"grade": true, "grade_id": "test_cost_scaling", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Doubling L quadruples the score part and doubles the projections; H changes only memory."""
+from course.attention_cost_checks import growth  # the checks of this chapter: course/attention_cost_checks.py
+
 costs = {}  # attention_cost of each shape, asked once
-
-
-def growth(key, before, after):
-    for shape in (before, after):
-        if shape not in costs:
-            costs[shape] = attention_cost(*shape)
-    return costs[after][key] / costs[before][key]
-
-
 for key, factor in (("score_flops", 4), ("mix_flops", 4), ("score_bytes", 4), ("projection_flops", 2)):
-    ratio = growth(key, (1, 512, 64, 8), (1, 1024, 64, 8))
+    ratio = growth(attention_cost, costs, key, (1, 512, 64, 8), (1, 1024, 64, 8))
     check_true(np.isclose(ratio, factor), f"{key} grew {ratio:.3g}x when L doubled, expected {factor}x"
                + (": every query meets every key, so this part grows like L * L" if factor == 4
                   else ": a projection touches each token once, so it grows like L"))
@@ -242,18 +235,18 @@ for trial in range(4):
     L, d = int(rng.integers(8, 500)), H * int(rng.integers(2, 40))
     base = (B, L, d, H)
     for key, factor in (("score_flops", 2), ("mix_flops", 2), ("projection_flops", 4), ("score_bytes", 1)):
-        ratio = growth(key, base, (B, L, 2 * d, H))
+        ratio = growth(attention_cost, costs, key, base, (B, L, 2 * d, H))
         check_true(np.isclose(ratio, factor), f"{key} grew {ratio:.3g}x when the width d doubled, "
                    f"expected {factor}x (scores and mixing are linear in d, projections quadratic, "
                    "the stored scores do not depend on d)")
     for key, factor in (("score_flops", 1), ("mix_flops", 1), ("projection_flops", 1), ("score_bytes", 2)):
-        ratio = growth(key, (B, L, 2 * H * d, H), (B, L, 2 * H * d, 2 * H))
+        ratio = growth(attention_cost, costs, key, (B, L, 2 * H * d, H), (B, L, 2 * H * d, 2 * H))
         check_true(np.isclose(ratio, factor), f"{key} grew {ratio:.3g}x when the heads doubled at a fixed width d, "
                    f"expected {factor}x: more (narrower) heads do the same FLOPs but each stores its own L x L scores")
     for key in ("score_flops", "mix_flops", "projection_flops", "total_flops", "score_bytes"):
-        ratio = growth(key, base, (3 * B, L, d, H))
+        ratio = growth(attention_cost, costs, key, base, (3 * B, L, d, H))
         check_true(np.isclose(ratio, 3), f"{key} grew {ratio:.3g}x when the batch tripled, expected 3x")
-    ratio = growth("score_flops", base, (B, 2 * L, d, H))
+    ratio = growth(attention_cost, costs, "score_flops", base, (B, 2 * L, d, H))
     check_true(np.isclose(ratio, 4), f"score_flops grew {ratio:.3g}x when L doubled, expected 4x: every query "
                "meets every key, so this part grows like L * L")
 ### END HIDDEN TESTS
@@ -599,19 +592,6 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_quadratic", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention_quadratic normalises phi(q).phi(k) per query and respects the causal mask."""
-def own_phi(x):
-    """Your phi on the test's input: the tests below judge the attention around the feature map you wrote (the
-    test of phi judges phi itself)."""
-    features = attempt("phi(x)", phi, x, hint="phi fails on its own: make the test of phi pass first")
-    check_shape(f"phi(x) for x of shape {tuple(x.shape)}", features, tuple(x.shape),
-                hint="make the test of phi pass first")
-    rows = features.reshape(-1, x.shape[-1])  # the test's rows all differ: a feature map must tell them apart
-    check_true(bool(torch.isfinite(rows).all()) and (len(rows) < 2 or not bool((rows == rows[:1]).all())),
-               "phi(x) gives every row of x the same features (or non-finite ones), so no attention built on it "
-               "can be judged: make the test of phi pass first")
-    return features
-
-
 gen = torch.Generator().manual_seed(83)
 q, k, v = (torch.randn(2, 6, n, generator=gen, dtype=torch.float64) for n in (4, 4, 3))
 out = linear_attention_quadratic(q, k, v)
@@ -623,8 +603,10 @@ check_close("output when all six keys are equal", linear_attention_quadratic(q, 
 check_close("causal output of token 0", linear_attention_quadratic(q, k, v, causal=True)[:, 0], v[:, 0],
             atol=1e-10, hint="with causal=True, token 0 sees only key 0: its output is v_0")
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 def hidden_loop_reference(q, k, v, causal):
-    fq, fk, rows = own_phi(q), own_phi(k), []
+    fq, fk, rows = own_phi(phi, q), own_phi(phi, k), []
     for i in range(q.shape[-2]):
         seen = i + 1 if causal else k.shape[-2]
         w = (fq[..., i:i + 1, :] * fk[..., :seen, :]).sum(-1, keepdim=True)  # (..., seen, 1)
@@ -636,7 +618,7 @@ for trial in range(4):
     L, d, d_v = (int(n) for n in torch.randint(2, 9, (3,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    raw = own_phi(q) @ own_phi(k).transpose(-1, -2)
+    raw = own_phi(phi, q) @ own_phi(phi, k).transpose(-1, -2)
     raw_elu = F.elu(q) @ F.elu(k).transpose(-1, -2)
     for causal in (False, True):
         masked_elu = raw_elu.tril() if causal else raw_elu
@@ -657,13 +639,15 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_matches", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention (not causal) agrees with the quadratic form on random batched inputs."""
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 gen = torch.Generator().manual_seed(184)
 for trial in range(5):
     batch = tuple(int(n) for n in torch.randint(1, 4, (trial % 3,), generator=gen))
     L, d, d_v = (int(n) for n in torch.randint(2, 12, (3,), generator=gen))
     q, k = (2 * torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    fq, fk, ek = own_phi(q), own_phi(k), F.elu(k)
+    fq, fk, ek = own_phi(phi, q), own_phi(phi, k), F.elu(k)
     kernel = torch.einsum("...id,...jd->...ij", fq, fk)
     check_close(f"linear_attention for batch {batch}, L={L}, d={d}, d_v={d_v}", linear_attention(q, k, v),
                 torch.einsum("...ij,...jv->...iv", kernel / kernel.sum(-1, keepdim=True), v), atol=1e-9,
@@ -688,7 +672,7 @@ check_close("linear_attention when all seven keys are equal", linear_attention(q
             hint="equal keys give equal weights, so every output is the plain mean of v: divide phi(q_i)^T S by "
                  "phi(q_i) . z, with z = sum_j phi(k_j)")
 ### BEGIN HIDDEN TESTS
-kernel = own_phi(q) @ own_phi(k).transpose(-1, -2)  # (3, 7, 7), built here, not by you
+kernel = own_phi(phi, q) @ own_phi(phi, k).transpose(-1, -2)  # (3, 7, 7), built here, not by you
 check_close("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (kernel / kernel.sum(-1, keepdim=True)) @ v,
             atol=1e-9, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
 ### END HIDDEN TESTS
@@ -696,10 +680,12 @@ check_close("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (kernel / kern
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_causal", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention(causal=True) uses only tokens j <= i, like the causal quadratic form."""
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 gen = torch.Generator().manual_seed(185)
 def hidden_masked_reference(q, k, v, low, high):
     """Weights phi(q_i).phi(k_j) kept for i + low <= j <= i + high, rows normalised."""
-    w = own_phi(q) @ own_phi(k).transpose(-1, -2)
+    w = own_phi(phi, q) @ own_phi(phi, k).transpose(-1, -2)
     L = q.shape[-2]
     offset = torch.arange(L)[None, :] - torch.arange(L)[:, None]  # j - i
     w = w * ((offset >= low) & (offset <= high))
@@ -711,7 +697,7 @@ for trial in range(5):
     d, d_v = (int(n) for n in torch.randint(2, 7, (2,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
-    fq, fk = own_phi(q), own_phi(k)
+    fq, fk = own_phi(phi, q), own_phi(phi, k)
     w = (fq @ fk.transpose(-1, -2)).tril() + torch.diag_embed((fq * fk).sum(-1))  # current token counted twice
     check_close(f"linear_attention(causal=True) for batch {batch}, L={L}, d={d}, d_v={d_v}",
                 linear_attention(q, k, v, causal=True), hidden_masked_reference(q, k, v, -L, 0), atol=1e-9,
@@ -758,13 +744,15 @@ for causal in (False, True):
                "entries) at L = 2048: that is the L x L matrix the regrouping avoids; form phi(K)^T V (or its "
                "running sums) first, then multiply by phi(q)")
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 for causal in (False, True):
     q, k, v = (torch.randn(2, 2, 1200, n, generator=gen, dtype=torch.float64) for n in (6, 6, 5))
     out, largest = largest_tensor(linear_attention, q, k, v, causal=causal)
     check_true(largest.entries < 1200 * 1200 // 2,
                f"linear_attention(causal={causal}) built a tensor of shape {largest.shape} at L = 1200 with "
                "batch axes (2, 2): form phi(K)^T V (or its running sums) first, then multiply by phi(q)")
-    kernel = own_phi(q) @ own_phi(k).transpose(-1, -2)  # (2, 2, L, L), built here, not by you
+    kernel = own_phi(phi, q) @ own_phi(phi, k).transpose(-1, -2)  # (2, 2, L, L), built here, not by you
     kernel = kernel.tril() if causal else kernel
     check_close(f"linear_attention(causal={causal}) at L = 1200", out, (kernel @ v) / kernel.sum(-1, keepdim=True),
                 atol=1e-8, hint="the regrouped form must give the same numbers as the quadratic one")
@@ -772,7 +760,7 @@ for causal in (False, True):
 # 128 GiB, which no grading machine (and no sandbox) holds; the regrouped form needs 3 MB
 L = 2 ** 17
 q, k, v = (torch.randn(1, L, 2, generator=gen, dtype=torch.float64) for _ in range(3))
-fq, fk = own_phi(q), own_phi(k)
+fq, fk = own_phi(phi, q), own_phi(phi, k)
 for causal in (False, True):
     try:
         out = linear_attention(q, k, v, causal=causal)
@@ -879,6 +867,8 @@ for t in range(12):
                 hint="S keeps one (d, d_v) matrix whatever the number of tokens: constant memory per token")
     check_shape(f"z after token {t}", state[1], (3, 5), hint="z is one vector of width d")
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 for trial in range(3):
     batch = tuple(int(n) for n in torch.randint(1, 4, (trial + 1,), generator=gen))
     T, d, d_v = (int(n) for n in torch.randint(2, 9, (3,), generator=gen))
@@ -887,7 +877,7 @@ for trial in range(3):
     state = None
     for t in range(T):
         _, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
-    fk = own_phi(k)
+    fk = own_phi(phi, k)
     check_close(f"S after {T} tokens (batch {batch}, d={d}, d_v={d_v})", state[0],
                 fk.transpose(-1, -2) @ v, atol=1e-9, likely_causes={
                     "each token is added to S twice": 2 * fk.transpose(-1, -2) @ v,
@@ -900,6 +890,8 @@ for trial in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_step_matches_causal", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Token by token, the step gives the causal linear attention output of every position."""
 ### BEGIN HIDDEN TESTS
+from course.attention_cost_checks import own_phi
+
 gen = torch.Generator().manual_seed(188)
 for trial in range(4):
     batch = tuple(int(n) for n in torch.randint(1, 4, (trial % 3 + 1,), generator=gen))
@@ -911,7 +903,7 @@ for trial in range(4):
     for t in range(T):
         out_t, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
         outputs.append(out_t)
-    fq, fk = own_phi(q), own_phi(k)
+    fq, fk = own_phi(phi, q), own_phi(phi, k)
     w = (fq @ fk.transpose(-1, -2)).tril()  # (..., T, T)
     w_twice = w + torch.diag_embed((fq * fk).sum(-1))
     w_before = (fq @ fk.transpose(-1, -2)).tril(-1)
@@ -949,7 +941,9 @@ second, _ = attempt("causal_linear_attention_step((S, z), q_t, k_t, v_t)", causa
                     v, hint=STATE_HINT)
 check_close("the same step taken twice from one state", second, first, atol=1e-12)  # message only: names the change
 ### BEGIN HIDDEN TESTS
-fq, fk = own_phi(q), own_phi(k)
+from course.attention_cost_checks import own_phi
+
+fq, fk = own_phi(phi, q), own_phi(phi, k)
 expected = (fq @ (kept[0] + torch.outer(fk, v))) / (fq @ (kept[1] + fk))  # out_t from the state given
 for what, mine in (("the first", first), ("the second", second)):
     check_close(f"{what} step from one state", mine, expected, atol=1e-12,
@@ -1142,13 +1136,7 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The step returns (B, 1, D) and a (K, V) cache that grows by one position per token."""
-CACHE_HINT = "the cache holds K and V of shape (B, H, tokens so far, d_head): append the new key and value along dim 2"
-
-
-def cached_step(block, x_new, cache, t):
-    """cached_attention_step at token t; an error reads as one sentence with the cache's layout."""
-    return attempt(f"cached_attention_step at token {t}", cached_attention_step, block, x_new, cache, hint=CACHE_HINT)
-
+from course.attention_cost_checks import cached_step  # the checks of this chapter: course/attention_cost_checks.py
 
 torch.manual_seed(90)
 block = fresh(MultiHeadSelfAttention, d_model=16, n_heads=4, max_len=32, only=("qkv", "proj", "n_heads", "d_head"))  # the test's block: its projections
@@ -1156,7 +1144,7 @@ x = torch.randn(2, 5, 16)
 cache = None
 with torch.no_grad():
     for t in range(5):
-        y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
+        y_t, cache = cached_step(cached_attention_step, block, x[:, t:t + 1], cache, t)
         check_shape(f"y_new at token {t}", y_t, (2, 1, 16), hint="one output row of width D for the new token")
         check_true(isinstance(cache, (tuple, list)) and len(cache) == 2, "the cache must be the pair (K, V)")
         check_shape(f"cached K after {t + 1} tokens", cache[0], (2, 4, t + 1, 4),
@@ -1170,7 +1158,7 @@ for trial in range(2):
     x, cache = torch.randn(B, T, H * d_head), None
     with torch.no_grad():
         for t in range(T):
-            y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
+            y_t, cache = cached_step(cached_attention_step, block, x[:, t:t + 1], cache, t)
     check_shape(f"cached K after {T} tokens (B={B}, H={H}, d_head={d_head})", cache[0], (B, H, T, d_head))
     check_shape(f"cached V after {T} tokens (B={B}, H={H}, d_head={d_head})", cache[1], (B, H, T, d_head),
                 hint="append the new value along dim 2, like the key")
@@ -1178,13 +1166,15 @@ for trial in range(2):
 
 # %% nbgrader={"grade": true, "grade_id": "test_kv_cache_matches_full", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Token by token through the cache equals the block's full causal forward pass."""
+from course.attention_cost_checks import cached_step  # the checks of this chapter: course/attention_cost_checks.py
+
 torch.manual_seed(91)
 block = fresh(MultiHeadSelfAttention, d_model=24, n_heads=3, max_len=32, only=("qkv", "proj", "n_heads", "d_head")).double()
 x = torch.randn(2, 7, 24, dtype=torch.float64)
 cache, rows = None, []
 with torch.no_grad():
     for t in range(7):
-        y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
+        y_t, cache = cached_step(cached_attention_step, block, x[:, t:t + 1], cache, t)
         rows.append(y_t)
     full = block(x)
 check_close("the first token's output", rows[0], full[:, :1], atol=1e-10,
@@ -1202,7 +1192,7 @@ for trial in range(3):
     x, cache, rows = torch.randn(B, T, H * d_head, dtype=torch.float64), None, []
     with torch.no_grad():
         for t in range(T):
-            y_t, cache = cached_step(block, x[:, t:t + 1], cache, t)
+            y_t, cache = cached_step(cached_attention_step, block, x[:, t:t + 1], cache, t)
             rows.append(y_t)
         full = block(x)
         q, k, v = (t.view(B, T, H, d_head).transpose(1, 2) for t in block.qkv(x).split(H * d_head, dim=-1))
@@ -1233,9 +1223,7 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_cached_equals_full", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Greedy decoding with the KV cache produces exactly the tokens of full recomputation."""
-def first_difference(a, b):
-    columns = (a != b).any(dim=0).nonzero()
-    return int(columns[0]) if len(columns) else None
+from course.attention_cost_checks import CACHE_HINT, first_difference  # the checks of this chapter: course/attention_cost_checks.py
 
 torch.manual_seed(92)
 lm = fresh(TinyLM, vocab=30, d_model=24, n_heads=2, max_len=48,  # greedy hands your step lm.block
@@ -1514,17 +1502,9 @@ for trial in range(8):
 
 # %% nbgrader={"grade": true, "grade_id": "test_window_pairs_large", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """sliding_window_pairs answers for a million tokens, which no (L, L) mask could hold."""
-def count_a_million(window, causal=False):
-    try:
-        return sliding_window_pairs(1_000_000, window, causal)
-    except NotImplementedError:
-        raise
-    except (RuntimeError, MemoryError) as error:
-        raised = type(error).__name__
-    check_true(False, f"sliding_window_pairs(1_000_000, {window}) raised {raised}: a (L, L) mask of a million tokens "
-                      "does not fit in memory; count row by row (or use the closed form) instead of building the mask")
+from course.attention_cost_checks import count_a_million  # the checks of this chapter: course/attention_cost_checks.py
 
-check_close("sliding_window_pairs(1_000_000, 0)", count_a_million(0), 1_000_000, atol=0.5, rtol=0,
+check_close("sliding_window_pairs(1_000_000, 0)", count_a_million(sliding_window_pairs, 0), 1_000_000, atol=0.5, rtol=0,
             hint="window 0: every token sees only itself")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(98)
@@ -1534,7 +1514,7 @@ for trial in range(2):
         reach = min(window, 1_000_000 - 1)
         right = (1_000_000 * (reach + 1) - reach * (reach + 1) // 2 if causal
                  else 1_000_000 * (2 * reach + 1) - reach * (reach + 1))
-        check_close(f"sliding_window_pairs(1_000_000, {window}, causal={causal})", count_a_million(window, causal),
+        check_close(f"sliding_window_pairs(1_000_000, {window}, causal={causal})", count_a_million(sliding_window_pairs, window, causal),
                     right, atol=0.5, rtol=0, hint="count the allowed keys of every row, rows cut short at the ends")
 ### END HIDDEN TESTS
 
