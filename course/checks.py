@@ -245,8 +245,9 @@ def attempt(what: str, function: Any, *args: Any, hint: str | None = None, **kwa
 
 
 def error_raised(action: Any) -> BaseException | None:
-    """The error ``action()`` raises, or None if it returns: for a test that expects an error
-    (``error_raised(lambda: LearnedPositions(8, 4)(x))``), which then judges its type and words."""
+    """The error ``action()`` raises, or None if it returns: for a test that expects an error, which then
+    judges its type and words. ``action`` is a function of no arguments written in the test
+    (``error_raised(lambda: LearnedPositions(8, 4)(x))``), so the call is the test's own."""
     try:
         action()
     except Exception as error:  # noqa: BLE001 (the test judges the error's type and words)

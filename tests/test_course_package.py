@@ -239,6 +239,30 @@ def test_attempt_calls_a_kernel_function_for_the_test_but_other_checks_read_no_p
 
 
 
+def test_error_raised_returns_what_the_tests_own_call_raised():
+    """course.error_raised(lambda: ...) returns the error the student's code raised (a ValueError is still one under
+    the oracle) and None when it returns; the lambda is the test's code, so its call reaches the kernel. Handed a
+    kernel function itself, error_raised may not call it: it returns the refusal, never a call."""
+    from nboracle.grader import oracle
+
+    from course import checks
+
+    link = _RecordingLink(7)
+    fn = oracle.make_proxy(link, {"id": 3, "type": ["kernel.function"], "callable": True})
+    namespace = {"fn": fn, "error_raised": checks.error_raised}
+    exec(compile("returned = error_raised(lambda: fn(2))", "<test cell>", "exec"), namespace)
+    assert namespace["returned"] is None and [m["op"] for m in link.sent] == ["call"]
+
+    def crash(message, generators=None):
+        raise oracle.kernel_error("ValueError", "9 tokens, max_len=8")
+
+    link.request = crash
+    exec(compile("raised = error_raised(lambda: fn(9))", "<test cell>", "exec"), namespace)
+    assert isinstance(namespace["raised"], ValueError) and str(namespace["raised"]) == "9 tokens, max_len=8"
+    refused = checks.error_raised(fn)
+    assert isinstance(refused, TypeError) and "not an array or tensor" in str(refused)
+
+
 def test_a_chapters_checks_may_call_a_proxy_and_other_course_code_may_not(monkeypatch):
     """c.OracleExecute.test_modules: the lines of a chapter's checks module (course/decoder_checks.py) use a kernel
     object as a test cell's lines do; the same code compiled as any other file (course/checks.py, a lookalike of the
