@@ -459,8 +459,8 @@ for seed in range(12):
                "log-probability and divide by lp only for the final choice")
     length = len(tokens) + (1 if ended else 0)
     check_close(f"score (width={width}, alpha={alpha}, max_len={max_len})", score,
-                log_prob / ((5 + length) / 6) ** alpha, atol=1e-6,
-                likely_causes={"|y| leaves out <eos> (count it in the length)": log_prob / ((5 + len(tokens)) / 6) ** alpha})
+                log_prob / wu_penalty(length, alpha), atol=1e-6,
+                likely_causes={"|y| leaves out <eos> (count it in the length)": log_prob / wu_penalty(len(tokens), alpha)})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_random_tables", "locked": true, "points": 2, "schema_version": 3, "solution": false}
