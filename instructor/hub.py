@@ -173,17 +173,26 @@ class Layout:
 def _passwords(layout: Layout) -> dict[str, str]:
     if not layout.passwords.exists():
         return {}
-    with open(layout.passwords, newline="") as handle:
+    with open(layout.passwords, newline="", encoding="utf-8-sig") as handle:
         return {row["id"]: row["password"] for row in csv.DictReader(handle)}
 
 
+PASSWORD_COLUMNS = ("id", "first_name", "last_name", "email", "role", "password")
+
+
 def _save_passwords(layout: Layout, passwords: dict[str, str]) -> None:
+    """hub/passwords.csv, root only: each account's first password beside the person's name, e-mail
+    and role (from the rosters; a mail merge can send each their own), UTF-8 with a byte-order mark
+    so that a spreadsheet shows the names as written."""
     layout.hub.mkdir(parents=True, exist_ok=True)
+    known = {p.id: p for p in layout.everyone()}
     fd = os.open(layout.passwords, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", newline="") as handle:
+    with os.fdopen(fd, "w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["id", "password"])
-        writer.writerows(sorted(passwords.items()))
+        writer.writerow(PASSWORD_COLUMNS)
+        for name, password in sorted(passwords.items()):
+            person = known.get(name, R.Person(name))
+            writer.writerow([name, person.first_name, person.last_name, person.email, person.role, password])
     os.chmod(layout.passwords, 0o600)
 
 
@@ -315,7 +324,9 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     and a roster already there (a term under way) are kept (``roster import`` changes the roster)."""
     _state_folders(layout)
     if not layout.roster.exists():
-        _save_roster(layout, R.read(roster or DEFAULT_ROSTER))
+        people = R.read(roster or DEFAULT_ROSTER)
+        R.require_grader(people, roster or DEFAULT_ROSTER)
+        _save_roster(layout, people)
     elif roster is not None:
         print(f"the term's roster {layout.roster} is kept: `python -m instructor.hub roster import "
               f"{roster}` adds or updates its people")
@@ -808,6 +819,7 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     if not config.is_file():
         sys.exit(f"no nbgrader config {config}")
     people = R.read(roster)
+    R.require_grader(people, roster)
     grader = f"grader-{course_id}"
     if grader in {p.id for p in [*layout.everyone(), *people]}:
         sys.exit(f"{grader} is a person's id on a roster: it names the course's service account")
@@ -860,12 +872,24 @@ def export(layout: Layout, to: Path, layout_name: str = "long", course: Course |
     as_grader(layout, str(P.BIN / "nbgrader"), "export", "--to", str(scratch),
               "--ExportApp.plugin_class=nboracle.grader.nbgrader_ext.ReviewCsvExport", course=course)
     try:
-        rows = R.lms_rows(scratch, layout.people(course))
+        rows = R.lms_rows(scratch, layout.people(course), _uncollected(layout, course))
     finally:
         scratch.unlink(missing_ok=True)
     to = R.write_lms(rows, Path(to), layout_name)
     print(f"{course.id}: {len(rows)} row(s) ({len(R.students(layout.people(course)))} students on the roster): {to}")
     return to
+
+
+def _uncollected(layout: Layout, course: Course) -> frozenset[tuple[str, str]]:
+    """(student, assignment) of every submission in the course's exchange inbound, collected or not
+    (nbgrader names each ``<student>+<assignment>+<time>+<random>``): a student of these without a
+    graded submission has handed in and waits for Collect."""
+    inbound = layout.exchange / course.id / "inbound"
+    try:
+        names = [entry.name for entry in inbound.iterdir()]
+    except OSError:
+        return frozenset()
+    return frozenset(tuple(name.split("+")[:2]) for name in names if name.count("+") >= 3)
 
 
 def extend(layout: Layout, assignment: str, student: str, hours: float, course: Course | None = None) -> int:
@@ -992,7 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--course", help=f"another course's roster (default {COURSE_ID})")
     p = sub.add_parser("export", help="grades of the roster's students for an LMS")
     p.add_argument("--to", type=Path, default=Path("grades-lms.csv"))
-    p.add_argument("--layout", choices=["long", "canvas"], default="long")
+    p.add_argument("--layout", choices=R.LAYOUTS, default="long",
+                   help="long: a row per student and assignment; canvas, moodle: a row per student")
     p.add_argument("--course", help=f"another course's grades (default {COURSE_ID})")
     p = sub.add_parser("extend", help="a student's extension for an assignment (after autograding)")
     p.add_argument("--course", help=f"another course's assignment (default {COURSE_ID})")
@@ -1012,6 +1037,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("archive", type=Path)
     # the old spelling: start/stop/prepare after the options
     args = parser.parse_args(_options_first(argv if argv is not None else sys.argv[1:]))
+    try:
+        return _run(args)
+    except R.RosterError as err:  # on every path that reads a roster (start --roster, import, course add)
+        sys.exit(f"nothing changed: {err}")
+
+
+def _run(args: argparse.Namespace) -> int:
     layout = Layout(args.state)
     if args.command == "start":
         if args.roster and not layout.roster.exists():
@@ -1030,20 +1062,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "import":
             if len(args.items) != 1:
                 sys.exit("roster import FILE: one CSV file")
-            try:
-                return roster_import(layout, Path(args.items[0]), course)
-            except R.RosterError as err:
-                sys.exit(str(err))
+            return roster_import(layout, Path(args.items[0]), course)
         return roster_drop(layout, args.items, course) if args.action == "drop" else roster_list(layout, course)
     if args.command == "course":
         if args.action == "list":
             return course_list(layout)
         if not args.id or not args.roster:
             sys.exit("course add ID --roster FILE [--source DIR]")
-        try:
-            return course_add(layout, args.id, args.roster, args.source, args.config)
-        except R.RosterError as err:
-            sys.exit(str(err))
+        return course_add(layout, args.id, args.roster, args.source, args.config)
     if args.command == "export":
         export(layout, args.to, args.layout, layout.course_named(args.course))
         return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import shutil
 import subprocess
+import unicodedata
 from datetime import datetime, timedelta
 
 import pytest
@@ -75,12 +76,125 @@ def test_the_export_has_every_student_of_the_roster_with_late_flags(tmp_path):
     assert by_id["bruno"]["late"] == "yes" and by_id["bruno"]["section"] == "B"
     assert by_id["chidi"]["submitted"] == "no" and by_id["chidi"]["score"] == "0.0"
     long = R.write_lms(rows, tmp_path / "lms.csv")
-    with open(long, newline="") as handle:
+    with open(long, newline="", encoding="utf-8-sig") as handle:
         assert tuple(csv.DictReader(handle).fieldnames) == R.LMS_COLUMNS
     canvas = R.write_lms(rows, tmp_path / "canvas.csv", "canvas")
-    lines = list(csv.reader(open(canvas, newline="")))
+    assert canvas.read_bytes().startswith(b"\xef\xbb\xbf")  # Excel reads UTF-8 only after its byte-order mark
+    lines = list(csv.reader(open(canvas, newline="", encoding="utf-8-sig")))
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_two_keys"]
     assert lines[1][0] == "Points Possible" and lines[2][:5] == ["Okeke, Amara", "", "amara", "amara@uni.example", "A"]
+    # the due date has passed: chidi handed in nothing (0), amara's and bruno's scores as graded
+    assert [line[5] for line in lines[2:]] == [by_id["amara"]["score"], by_id["bruno"]["score"], "0"]
+
+
+def _lms_row(student, assignment, submitted, score="", duedate="2026-03-02 12:00:00"):
+    return {**dict.fromkeys(R.LMS_COLUMNS, ""), "student_id": student, "first_name": student.title(),
+            "last_name": "Nguyễn", "email": f"{student}@uni.vn", "assignment": assignment,
+            "submitted": submitted, "score": score, "max_score": "14", "duedate": duedate}
+
+
+def test_lms_files_tell_not_submitted_from_not_yet_collected_and_open_in_excel(tmp_path):
+    """A student with a submission in the exchange that nobody collected yet gets no grade (an
+    empty cell, which Canvas and Moodle leave alone), not the 0 of one who handed in nothing; before
+    the due date nobody gets a 0; Moodle's file has a row per student and a column per assignment."""
+    grades = tmp_path / "grades.csv"
+    with open(grades, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["assignment", "duedate", "timestamp", "student_id", "raw_score", "score", "max_score"])
+        writer.writerow(["01_two_keys", "2026-03-02 12:00:00", "", "an", "0.0", "0.0", "14.0"])
+        writer.writerow(["01_two_keys", "2026-03-02 12:00:00", "", "binh", "0.0", "0.0", "14.0"])
+        writer.writerow(["01_two_keys", "2026-03-02 12:00:00", "2026-03-01 09:00:00", "chi", "12.0", "12.0", "14.0"])
+    people = [R.Person("an", "An", "Nguyễn"), R.Person("binh", "Bình", "Trần"), R.Person("chi", "Chi", "Lê")]
+    rows = R.lms_rows(grades, people, uncollected=frozenset({("binh", "01_two_keys")}))
+    assert [r["submitted"] for r in rows] == ["no", R.NOT_COLLECTED, "yes"]
+    after, before = datetime(2026, 3, 3, tzinfo=R.timezone.utc), datetime(2026, 3, 1, tzinfo=R.timezone.utc)
+    assert [R.gradebook_score(r, after) for r in rows] == ["0", "", "12.0"]
+    assert [R.gradebook_score(r, before) for r in rows] == ["", "", "12.0"]
+
+    two = [_lms_row("an", "01_two_keys", "yes", "11.0"), _lms_row("an", "02_scaling", "no"),
+           _lms_row("binh", "01_two_keys", R.NOT_COLLECTED), _lms_row("binh", "02_scaling", "yes", "9.5")]
+    moodle = R.write_lms(two, tmp_path / "moodle.csv", "moodle", now=after)
+    lines = list(csv.reader(open(moodle, newline="", encoding="utf-8-sig")))
+    assert lines == [["First name", "Last name", "Username", "Email address", "01_two_keys", "02_scaling"],
+                     ["An", "Nguyễn", "an", "an@uni.vn", "11.0", "0"],
+                     ["Binh", "Nguyễn", "binh", "binh@uni.vn", "", "9.5"]]
+    with pytest.raises(ValueError, match="one of long, canvas, moodle"):
+        R.write_lms(two, tmp_path / "x.csv", "blackboard")
+
+
+def _cp1258(text: str) -> bytes:
+    """``text`` as Excel saves CSV on a Vietnamese Windows: Windows-1258, a tone mark after its letter."""
+    out = b""
+    for char in text:
+        try:
+            out += char.encode("cp1258")
+        except UnicodeEncodeError:
+            letter, mark = unicodedata.normalize("NFD", char)[:-1], unicodedata.normalize("NFD", char)[-1]
+            out += unicodedata.normalize("NFC", letter).encode("cp1258") + mark.encode("cp1258")
+    return out
+
+
+def test_a_roster_is_read_as_registrars_and_spreadsheets_save_it(tmp_path):
+    """UTF-8 with a byte-order mark, UTF-16 with tabs (Excel's 'Unicode Text'), Windows-1258 with
+    semicolons (Excel's CSV on a Vietnamese Windows): the same people, names in NFC; the columns
+    as registrars name them."""
+    text = ("Username;Last Name;First name;E-mail;Role\n"
+            "nguyen.an;Nguyễn;Ân;an@uni.vn;student\nprof-ha;Trần;Hà;ha@uni.vn;instructor\n")
+    expected = [R.Person("nguyen.an", "Ân", "Nguyễn", "an@uni.vn"), R.Person("prof-ha", "Hà", "Trần", "ha@uni.vn",
+                                                                               role="instructor")]
+    files = {"bom.csv": b"\xef\xbb\xbf" + text.replace(";", ",").encode(),
+             "unicode.txt": text.replace(";", "\t").encode("utf-16"),
+             "excel-vn.csv": _cp1258(text)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert R.read(tmp_path / name) == expected, name
+    assert _cp1258("Nguyễn") != "Nguyễn".encode("utf-8")
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"id,first_name\nan,\x81\x8d\n")  # bytes no code page of Excel's writes
+    with pytest.raises(R.RosterError, match="CSV UTF-8"):
+        R.read(broken)
+
+
+def test_every_roster_mistake_is_one_line_naming_its_row_and_nothing_is_imported(tmp_path, capsys):
+    bad = tmp_path / "class.csv"
+    bad.write_text("id,first_name,email,role\nan,An,an@uni,student\nbinh,Bình,binh@uni.vn,student\n"
+                   "binh,Bình,binh2@uni.vn,student\n")
+    with pytest.raises(R.RosterError) as err:
+        R.read(bad)
+    assert "line 2: e-mail 'an@uni'" in str(err.value) and "line 4: id 'binh' appears twice" in str(err.value)
+    unknown = tmp_path / "unknown.csv"
+    unknown.write_text("id,first_name,student number\nan,An,1234\n")
+    with pytest.raises(R.RosterError, match="line 1: unknown column.s. 'student number'"):
+        R.read(unknown)
+    nobody = tmp_path / "nobody.csv"
+    nobody.write_text("id,first_name\nan,An\n")
+    with pytest.raises(R.RosterError, match="nobody has the role 'instructor'"):
+        R.require_grader(R.read(nobody), nobody)
+
+    from instructor import hub as H
+
+    state = tmp_path / "state"
+    for argv in (["prepare", "--roster", str(bad)], ["prepare", "--roster", str(nobody)],
+                 ["course", "add", "evening", "--roster", str(nobody)]):
+        with pytest.raises(SystemExit) as stopped:
+            H.main(["--state", str(state), *argv])
+        message = str(stopped.value.code)
+        assert message.startswith("nothing changed: ") and "Traceback" not in message, argv
+    assert not (state / "roster.csv").exists() and not (state / "courses.json").exists()
+
+
+def test_the_passwords_file_names_each_person(tmp_path):
+    from instructor import hub as H
+
+    layout = H.Layout(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    H._save_passwords(layout, {"amara": "pw-a", "prof-ines": "pw-i"})
+    assert layout.passwords.read_bytes().startswith(b"\xef\xbb\xbf")
+    with open(layout.passwords, newline="", encoding="utf-8-sig") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0] == {"id": "amara", "first_name": "Amara", "last_name": "Okeke", "email": "amara@uni.example",
+                       "role": "student", "password": "pw-a"}
+    assert H._passwords(layout) == {"amara": "pw-a", "prof-ines": "pw-i"}
 
 
 def test_the_per_day_late_policy():

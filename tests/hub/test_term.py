@@ -563,7 +563,7 @@ def hub_command(hub, *args: str, state: Path | None = None, check: bool = True) 
 def read_csv(path) -> list[dict]:
     import csv
 
-    with open(path, newline="") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:  # the LMS files carry a byte-order mark
         return list(csv.DictReader(handle))
 
 
