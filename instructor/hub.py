@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import pwd
 import secrets
@@ -892,9 +893,19 @@ def _uncollected(layout: Layout, course: Course) -> frozenset[tuple[str, str]]:
     return frozenset(tuple(name.split("+")[:2]) for name in names if name.count("+") >= 3)
 
 
+MAX_EXTENSION_HOURS = 24 * 366  # a year: longer is a typo, not an extension
+
+
 def extend(layout: Layout, assignment: str, student: str, hours: float, course: Course | None = None) -> int:
     """A per-student extension on the hub's gradebook (nbgrader's ``grant_extension``), and the
-    late penalty of that submission computed again with the course's late policy."""
+    late penalty of that submission computed again with the course's late policy; 0 hours takes
+    it back."""
+    if not math.isfinite(hours) or not 0 <= hours <= MAX_EXTENSION_HOURS:
+        sys.exit(f"--hours {hours:g}: an extension is 0 (none: takes one back) to {MAX_EXTENSION_HOURS} hours "
+                 "after the due date; a student is never made later than the due date")
+    course = course or layout.main_course()
+    if student not in {p.id for p in R.students(layout.people(course))}:
+        sys.exit(f"{student} is no student on the roster of {course.id}: python -m instructor.hub roster list")
     code = f"""
 import sys
 from nbgrader.api import Gradebook, MissingEntry

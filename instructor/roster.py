@@ -170,7 +170,7 @@ def students(people: list[Person]) -> list[Person]:
 # ---------------------------------------------------------------- the export an LMS imports
 
 LMS_COLUMNS = ("student_id", "first_name", "last_name", "email", "section", "assignment", "duedate",
-               "submitted", "timestamp", "late", "seconds_late", "raw_score", "late_penalty", "score",
+               "submitted", "timestamp", "late", "seconds_late", "extension_hours", "raw_score", "late_penalty", "score",
                "max_score", "needs_review", "review_reasons")
 LAYOUTS = ("long", "canvas", "moodle")
 # what `submitted` says of a student with no graded submission: handed in to the exchange and not yet
@@ -199,7 +199,8 @@ def lms_rows(grades_csv: Path, people: list[Person], uncollected: frozenset[tupl
                 "email": person.email, "section": person.section, "assignment": assignment,
                 "duedate": found.get("duedate", ""), "submitted": submitted,
                 "timestamp": found.get("timestamp", ""), "late": found.get("late", ""),
-                "seconds_late": found.get("seconds_late", ""), "raw_score": found.get("raw_score", "0.0"),
+                "seconds_late": found.get("seconds_late", ""), "extension_hours": found.get("extension_hours", ""),
+                "raw_score": found.get("raw_score", "0.0"),
                 "late_penalty": found.get("late_submission_penalty", "0.0"), "score": found.get("score", "0.0"),
                 "max_score": found.get("max_score") or _max_of(graded, assignment),
                 "needs_review": found.get("needs_review", ""), "review_reasons": found.get("review_reasons", "")})

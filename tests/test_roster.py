@@ -60,6 +60,7 @@ def test_the_export_has_every_student_of_the_roster_with_late_flags(tmp_path):
             gb.add_student(p.id, first_name=p.first_name, last_name=p.last_name, email=p.email)
         gb.add_submission("01_two_keys", "amara", timestamp=due - timedelta(hours=1))
         gb.add_submission("01_two_keys", "bruno", timestamp=due + timedelta(hours=30))
+        gb.grant_extension("01_two_keys", "amara", hours=2.5)  # the export says who has an extension
         gb.add_student("dropped")  # in the gradebook, not on the roster
     proc = subprocess.run([str(P.BIN / "nbgrader"), "export", "--to", "grades.csv"], cwd=root,
                           capture_output=True, text=True, env={**P.tool_env(), "PYTHONPATH": str(REPO)})
@@ -68,12 +69,14 @@ def test_the_export_has_every_student_of_the_roster_with_late_flags(tmp_path):
         graded = {r["student_id"]: r for r in csv.DictReader(handle)}
     assert graded["bruno"]["late"] == "yes" and float(graded["bruno"]["seconds_late"]) == 30 * 3600
     assert graded["amara"]["late"] == "" and graded["amara"]["submitted"] == "yes"
+    assert graded["amara"]["extension_hours"] == "2.5" and graded["bruno"]["extension_hours"] == ""
     assert graded["chidi"]["submitted"] == "no" and graded["chidi"]["email"] == "chidi@uni.example"
 
     rows = R.lms_rows(root / "grades.csv", people)
     assert [r["student_id"] for r in rows] == ["amara", "bruno", "chidi"]  # the roster's students, in its order
     by_id = {r["student_id"]: r for r in rows}
     assert by_id["bruno"]["late"] == "yes" and by_id["bruno"]["section"] == "B"
+    assert by_id["amara"]["extension_hours"] == "2.5"
     assert by_id["chidi"]["submitted"] == "no" and by_id["chidi"]["score"] == "0.0"
     long = R.write_lms(rows, tmp_path / "lms.csv")
     with open(long, newline="", encoding="utf-8-sig") as handle:
@@ -270,3 +273,17 @@ def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
     H._nbgrader_configs(layout)  # one course: its id for everyone, as before
     assert repr(H.COURSE_ID) in (layout.common / "nbgrader_config.py").read_text()
     assert not (layout.student_etc / "nbgrader_config.py").exists()
+
+
+def test_an_extension_must_be_one(tmp_path):
+    """Negative, not a number or over a year: refused before the gradebook is touched; only a
+    student of the course's roster gets one."""
+    from instructor import hub as H
+
+    layout = H.Layout(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    for hours, says in ((-5, "never made later"), (float("nan"), "is 0 .none"), (24 * 400, "hours after the due date")):
+        with pytest.raises(SystemExit, match=says):
+            H.extend(layout, "01_two_keys", "amara", hours)
+    with pytest.raises(SystemExit, match="no student on the roster"):
+        H.extend(layout, "01_two_keys", "prof-ines", 2)

@@ -454,12 +454,13 @@ def review_reasons(nb) -> list[str]:
 
 
 class ReviewCsvExport(CsvExportPlugin):
-    """nbgrader's CSV export plus ``submitted``, ``late``, ``seconds_late``, ``needs_review`` and ``review_reasons``.
+    """nbgrader's CSV export plus ``submitted``, ``late``, ``seconds_late``, ``extension_hours``, ``needs_review``
+    and ``review_reasons``.
 
     Every student of the gradebook has a row per assignment, submitters or not (``submitted``
     ``yes``/``no``). ``late`` is ``yes`` when the submission came after the due date (the
-    assignment's, plus the student's extension): ``seconds_late`` says by how much, and nbgrader's
-    ``late_submission_penalty`` what the late policy took off. ``needs_review`` is ``yes`` when
+    assignment's, plus the student's extension, ``extension_hours``): ``seconds_late`` says by how much,
+    and nbgrader's ``late_submission_penalty`` what the late policy took off. ``needs_review`` is ``yes`` when
     any notebook of that student's submission was flagged by :class:`ReviewFlags`;
     ``review_reasons`` joins the reasons with `` | ``.
     """
@@ -476,18 +477,20 @@ class ReviewCsvExport(CsvExportPlugin):
         with open(dest, newline="") as handle:
             reader = csv.DictReader(handle)
             rows = list(reader)
-            fields = [*(reader.fieldnames or []), "submitted", "late", "seconds_late", "needs_review",
-                      "review_reasons"]
+            fields = [*(reader.fieldnames or []), "submitted", "late", "seconds_late", "extension_hours",
+                      "needs_review", "review_reasons"]
         coursedir = self.parent.coursedir
         from nbgrader.api import MissingEntry
 
         for row in rows:
             try:
-                late = gradebook.find_submission(row["assignment"], row["student_id"]).total_seconds_late
+                submission = gradebook.find_submission(row["assignment"], row["student_id"])
             except MissingEntry:
-                row.update(submitted="no", late="", seconds_late="")
+                row.update(submitted="no", late="", seconds_late="", extension_hours="")
             else:
-                row.update(submitted="yes", late="yes" if late > 0 else "", seconds_late=f"{late:g}")
+                late, extension = submission.total_seconds_late, submission.extension
+                row.update(submitted="yes", late="yes" if late > 0 else "", seconds_late=f"{late:g}",
+                           extension_hours=f"{extension.total_seconds() / 3600:g}" if extension else "")
             folder = coursedir.format_path(coursedir.autograded_directory, row["student_id"], row["assignment"])
             reasons = []
             for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
