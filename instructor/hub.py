@@ -326,7 +326,7 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     _grant_traverse(layout)
     _hide_source()
     layout.exchange.mkdir(parents=True, exist_ok=True)
-    os.chmod(layout.exchange, 0o777)
+    os.chmod(layout.exchange, 0o1777)  # everyone writes; nobody removes what another made (the arrival record)
     for folder in (layout.common, layout.student_etc / "labconfig"):
         folder.mkdir(parents=True, exist_ok=True)
     for folder in (layout.state / "etc", layout.common, layout.student_etc, layout.student_etc / "labconfig"):
@@ -366,6 +366,8 @@ def _nbgrader_configs(layout: Layout) -> None:
     if len(courses) == 1:
         lines.append(f"c.CourseDirectory.course_id = {COURSE_ID!r}")
     lines.append(f"c.Exchange.root = {str(layout.exchange)!r}")
+    # collect believes the server, not the student's nbgrader: who owns a submission, when it arrived
+    lines.append('c.ExchangeFactory.collect = "nboracle.grader.exchange.TrustedExchangeCollect"')
     (layout.common / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     config = layout.student_etc / "nbgrader_config.py"
     if len(courses) > 1:
