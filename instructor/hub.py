@@ -855,7 +855,8 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
 def admin(layout: Layout, action: str, names: list[str]) -> int:
     """The hub's administrators (JupyterHub's admin: every user's server, the admin page): a role
     of its own, given by name, not a course's instructor. ``add`` makes the account (a first
-    password in hub/passwords.csv) and, on a running hub, its user; ``drop`` takes the role back."""
+    password in hub/passwords.csv); the role counts from the hub's next start (only an admin may
+    make another on a running hub, and the hub's own services are none)."""
     _state_folders(layout)
     admins = layout.admins()
     if action == "list":
@@ -867,22 +868,18 @@ def admin(layout: Layout, action: str, names: list[str]) -> int:
     admins = sorted(set(admins) | set(names)) if action == "add" else [a for a in admins if a not in names]
     layout.admins_record.write_text(json.dumps(admins))
     os.chmod(layout.admins_record, 0o600)
-    on_rosters = {p.id for p in layout.everyone()}
     if action == "add":
         new = _accounts(layout, [p for p in layout.everyone() if p.id in names])
         if new:
             print(f"{len(new)} new account(s): {', '.join(new)}; first passwords in {layout.passwords} (root only)")
-    url = _hub_running(layout)
-    for name in names:
-        if url:
-            if action == "add":
-                hub_api(layout, url, "POST", f"/users/{name}")
-            hub_api(layout, url, "PATCH", f"/users/{name}", {"admin": action == "add"})
-        if action == "drop" and name not in on_rosters:
-            if url:
-                hub_api(layout, url, "DELETE", f"/users/{name}")
-            subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
-    print(f"hub administrators: {', '.join(admins) or 'none'}" + (f" (the running hub too: {url})" if url else ""))
+    else:
+        on_rosters = {p.id for p in layout.everyone()}
+        for name in names:
+            if name not in on_rosters:
+                subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
+    print(f"hub administrators: {', '.join(admins) or 'none'}"
+          + ("; the running hub takes this when it starts again (make hub-stop, then make hub)"
+             if _hub_running(layout) else ""))
     return 0
 
 

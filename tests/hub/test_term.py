@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS
+from conftest import ADMIN, ARTIFACTS
 from hubclient import Person
 from lab import Lab
 from nboracle.classroom import pipeline as P
@@ -611,8 +611,9 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     work logs in with a first password of their own; nobody's server restarts; a dropped
     student can no longer log in."""
     prof = term["prof"]
-    hub_command(hub, "admin", "add", "it-olga")  # the hub's administrator: a role of its own, no lecturer
-    olga = Person(hub.url, "it-olga", hub.password("it-olga"))
+    # the hub's administrator is a role of its own (conftest: admin add before the start), no lecturer's
+    assert hub_command(hub, "admin", "list").stdout.split() == [ADMIN]
+    olga = Person(hub.url, ADMIN, hub.password(ADMIN))
     assert olga.hub("GET", "/user").json()["admin"] and not prof.hub("GET", "/user").json()["admin"]
     students = {s["id"]: s for s in formgrader(prof, "GET", "students")}
     assert (students["amara"]["first_name"], students["amara"]["last_name"], students["amara"]["email"]) == \
