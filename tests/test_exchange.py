@@ -229,10 +229,13 @@ def test_a_forged_submission_time_is_recorded_as_the_server_saw_it(tmp_path):
     with Gradebook(hub.root.gradebook_url) as gradebook:
         gradebook.update_or_create_assignment(A, duedate=datetime.utcnow() - timedelta(hours=1))
     hub.submit("amara", "--Exchange.timestamp_format=2020-01-06 08:00:00.000000 UTC", "--Exchange.timezone=Etc/GMT+12")
+    odd = hub.submit("bruno", "--Exchange.timezone=Etc/GMT-12", solve=False)  # '+12' in the folder's name
+    assert odd.name.count("+") == 4, odd.name
     collected = hub.collect()
     assert collected.returncode == 0, collected.stderr[-2000:]
-    recorded = parse_utc((hub.submitted("amara") / "timestamp.txt").read_text())
-    assert abs((recorded - datetime.utcnow()).total_seconds()) < 120, recorded
+    for student in ("amara", "bruno"):
+        recorded = parse_utc((hub.submitted(student) / "timestamp.txt").read_text())
+        assert abs((recorded - datetime.utcnow()).total_seconds()) < 120, (student, recorded)
     assert (hub.submitted("amara") / "timestamp-claimed.txt").read_text().startswith("2020-01-06 08:00:00")
     hub.root.autograde(A)
     with Gradebook(hub.root.gradebook_url) as gradebook:

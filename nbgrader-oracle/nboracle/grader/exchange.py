@@ -157,10 +157,8 @@ class TrustedExchangeCollect(ExchangeCollect):
         by_student = defaultdict(list)
         for path in sorted(glob.glob(pattern)):
             name = os.path.basename(path)
-            parts = name.rsplit("+", 3)
-            if len(parts) < 3:
-                continue
-            student = parts[0]
+            # nbgrader refuses a '+' in a student id; the time after the assignment may hold one (a time zone)
+            student = name.split("+", 1)[0]
             problem = owner_problem(path, student)
             if problem:
                 self.refused.append((name, student, problem, self._keep_refused(path, name)))
@@ -190,7 +188,7 @@ class TrustedExchangeCollect(ExchangeCollect):
     def _keep_refused(self, path: str, name: str) -> str:
         """A copy of a refused submission for the lecturer: its folder, "" when it was made before."""
         owner = account_of(os.lstat(path).st_uid) or str(os.lstat(path).st_uid)
-        copy = self._course_folder(REFUSED, owner, self.coursedir.assignment_id, name)
+        copy = os.path.abspath(self._course_folder(REFUSED, owner, self.coursedir.assignment_id, name))
         if os.path.exists(copy):
             return ""
         try:
@@ -240,7 +238,8 @@ class TrustedExchangeCollect(ExchangeCollect):
                 continue
             graded = self._graded(student)
             if graded and not self.replace_graded:
-                aside = self._course_folder(RESUBMITTED, student, assignment, arrived.strftime("%Y%m%dT%H%M%SZ"))
+                aside = os.path.abspath(self._course_folder(RESUBMITTED, student, assignment,
+                                                            arrived.strftime("%Y%m%dT%H%M%SZ")))
                 if not os.path.isdir(aside):
                     self._place(src, aside, arrived)
                     self.kept_aside.append(self._aside_message(student, arrived, existing, aside))
