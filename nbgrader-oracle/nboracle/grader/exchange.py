@@ -262,11 +262,14 @@ class TrustedExchangeCollect(ExchangeCollect):
 
     def _aside_message(self, student, arrived, existing, aside) -> str:
         assignment = self.coursedir.assignment_id
-        before = f" (graded: the one that arrived {existing:%Y-%m-%d %H:%M:%S} UTC)" if existing else ""
-        return (f"{student} handed {assignment} in again, arriving {arrived:%Y-%m-%d %H:%M:%S} UTC, after the "
-                f"collected submission was graded{before}. The graded one stays in submitted/; the new one is "
-                f"kept in {aside}. To grade the new one instead: nbgrader collect {assignment} --student={student} "
-                f"--TrustedExchangeCollect.replace_graded=True, then autograde {student} again.")
+        graded = f"the one that arrived {existing:%Y-%m-%d %H:%M:%S} UTC" if existing else "the collected one"
+        return "\n".join([
+            f"{student} handed {assignment} in again, arriving {arrived:%Y-%m-%d %H:%M:%S} UTC,",
+            f"  after {graded} was graded. The graded one stays in submitted/;",
+            f"  the new one is kept in {aside}",
+            "  To grade the new one instead:",
+            f"    nbgrader collect {assignment} --student={student} --TrustedExchangeCollect.replace_graded=True",
+            f"  then autograde {student} again."])
 
     def _report(self) -> None:
         assignment = self.coursedir.assignment_id
@@ -274,13 +277,12 @@ class TrustedExchangeCollect(ExchangeCollect):
             self.log.warning("NOT REPLACED: " + message)
         if not self.refused:
             return
-        lines = [f"REFUSED {len(self.refused)} submission(s) of {assignment} handed in under another "
-                 "student's name (what a student's own nbgrader writes is not believed; the account that wrote "
-                 "the files is):"]
+        lines = [f"REFUSED {len(self.refused)} submission(s) of {assignment} handed in under another student's name",
+                 "(the account that wrote a submission's files is believed, not the name its nbgrader wrote):"]
         for name, student, why, copy in self.refused:
-            lines.append(f"  inbound/{name}: {why}. Not collected: {student}'s own latest submission, if any, is "
-                         "the one collected" + (f". A copy for you: {copy}" if copy else f" (reported before; a copy "
-                                                f"is in {REFUSED}/)"))
+            lines += [f"  inbound/{name}:", f"    {why}.",
+                      f"    Not collected; {student}'s own latest submission, if any, is the one collected.",
+                      f"    A copy for you: {copy}" if copy else f"    (reported before; a copy is in {REFUSED}/)"]
         if any(copy for *_, copy in self.refused):
             self.fail("\n".join(lines))
         self.log.warning("\n".join(lines))
