@@ -1,7 +1,8 @@
 """JupyterHub 5 for the course on one machine: `make hub` (instructor/hub.py) starts it as root.
 
 * PAM logs in the hub's system accounts, made from the roster (STATE/roster.csv; the sample
-  class hub/roster.csv); only they are allowed; the roster's instructors are the hub admins.
+  class hub/roster.csv); only they are allowed; the hub's admins are named apart (`admin add`),
+  no course's instructor is one: each lecturer reaches her own course's formgrader only.
 * LocalProcessSpawner: each user's server runs as that user, from the course's environment,
   with JupyterLab, the Assignments panel and Validate (no formgrader in users' own servers).
 * The formgrader is a managed hub service (/services/formgrader/): a single-user server run by
@@ -65,8 +66,9 @@ c.PAMAuthenticator.open_sessions = False
 # allowed_users is set, users added through the API may log in too (allow_existing_users).
 courses = layout.courses()  # this course first, then those `course add` recorded
 c.Authenticator.allowed_users = {p.id for p in layout.everyone()}
-# the hub's admins: the first course's instructors (another course's reach their own formgrader only)
-c.Authenticator.admin_users = {p.id for p in layout.people() if p.role == "instructor"}
+# the hub's admins: a role of its own (`python -m instructor.hub admin add ID`), never a course's
+# instructor: an admin reaches every server, so a lecturer who were one would reach the other courses'
+c.Authenticator.admin_users = set(layout.admins())
 
 c.JupyterHub.load_groups = {}
 c.JupyterHub.load_roles = [

@@ -7,7 +7,7 @@ the clone; ``--state`` or ``HUB_STATE`` elsewhere)::
     home/<account>/                 each account's home (mode 700, owned by it)
     home/grader-attention/course/   the course root (config, source/, gradebook), the formgrader
                                     service's own folder: no other account enters
-    exchange/                       nbgrader's exchange (mode 777; nbgrader makes the course's
+    exchange/                       nbgrader's exchange (mode 1777; nbgrader makes the course's
                                     inbound 733 and outbound 755 itself)
     etc/common/                     nbgrader_config.py for everyone: course id, exchange
     etc/student/                    students' Jupyter config: no formgrader, no create-assignment
@@ -26,6 +26,7 @@ reachable by the group ``formgrade-attention-transformers`` (instructors and ass
     python -m instructor.hub export [--course ID] [--to FILE] [--layout long|canvas]
     python -m instructor.hub extend [--course ID] ASSIGNMENT STUDENT --hours N
     python -m instructor.hub course add ID --roster FILE [--source DIR] [--config FILE] | list
+    python -m instructor.hub admin add ID... | drop ID... | list    (the hub's administrators)
     python -m instructor.hub backup [--to FILE] | restore FILE
 
 A second course on the same hub (``course add``): its own roster, service account
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
@@ -69,7 +71,8 @@ DEFAULT_ROSTER = HUB_DIR / "roster.csv"  # the sample class: prof-ada, ta-ben, a
 DEFAULT_STATE = Path("/var/lib/attention-hub")
 TRAVERSE_RECORD = "granted-traverse.json"
 CREATED_RECORD = "created-accounts.json"
-ROLE_NAMES = {"instructor": "instructor (hub admin)", "ta": "teaching assistant", "student": "student"}
+ROLE_NAMES = {"instructor": "instructor", "ta": "teaching assistant", "student": "student"}
+ADMINS_RECORD = "admins.json"  # STATE/hub/admins.json: the hub's administrators (``admin add``), no lecturer by role
 
 
 COURSES_RECORD = "courses.json"  # the state folder's other courses: [{"id": ..., "source": ...}]
@@ -121,6 +124,7 @@ class Layout:
         self.roster_token = self.hub / "roster-service-token"
         self.backups = self.state / "backups"
         self.courses_record = self.state / COURSES_RECORD
+        self.admins_record = self.hub / ADMINS_RECORD
 
     def user_home(self, name: str) -> Path:
         return self.home / name
@@ -152,12 +156,18 @@ class Layout:
         sys.exit(f"no course {course_id!r} on this hub ({self.state}); its courses: "
                  + ", ".join(c.id for c in courses))
 
+    def admins(self) -> list[str]:
+        """The hub's administrators: a role of their own (``admin add``), not a course's instructors."""
+        return json.loads(self.admins_record.read_text()) if self.admins_record.exists() else []
+
     def everyone(self) -> list[R.Person]:
-        """Every person on any course's roster, once (the first roster's line of them)."""
+        """Every person on any course's roster, once (the first roster's line of them), and the hub's admins."""
         seen: dict[str, R.Person] = {}
         for course in self.courses():
             for person in self.people(course):
                 seen.setdefault(person.id, person)
+        for name in self.admins():
+            seen.setdefault(name, R.Person(name, role="admin"))
         return list(seen.values())
 
     def graders(self) -> list[str]:
@@ -338,7 +348,7 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     _grant_traverse(layout)
     _hide_source()
     layout.exchange.mkdir(parents=True, exist_ok=True)
-    os.chmod(layout.exchange, 0o777)
+    os.chmod(layout.exchange, 0o1777)  # everyone writes; nobody removes what another made (the arrival record)
     for folder in (layout.common, layout.student_etc / "labconfig"):
         folder.mkdir(parents=True, exist_ok=True)
     for folder in (layout.state / "etc", layout.common, layout.student_etc, layout.student_etc / "labconfig"):
@@ -378,6 +388,8 @@ def _nbgrader_configs(layout: Layout) -> None:
     if len(courses) == 1:
         lines.append(f"c.CourseDirectory.course_id = {COURSE_ID!r}")
     lines.append(f"c.Exchange.root = {str(layout.exchange)!r}")
+    # collect believes the server, not the student's nbgrader: who owns a submission, when it arrived
+    lines.append('c.ExchangeFactory.collect = "nboracle.grader.exchange.TrustedExchangeCollect"')
     (layout.common / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     config = layout.student_etc / "nbgrader_config.py"
     if len(courses) > 1:
@@ -718,7 +730,7 @@ def roster_import(layout: Layout, path: Path, course: Course | None = None) -> i
             print(f"{len(fresh)} new account(s): {', '.join(fresh)}; first passwords in {layout.passwords} (root only)")
     url = _hub_running(layout)
     if url:
-        admins = {p.id for p in layout.people() if p.role == "instructor"}  # the first course's instructors
+        admins = set(layout.admins())  # the hub's administrators only: no course's instructor
         for person in new_people:
             hub_api(layout, url, "POST", f"/users/{person.id}")
             hub_api(layout, url, "PATCH", f"/users/{person.id}", {"admin": person.id in admins})
@@ -853,6 +865,37 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     return 0
 
 
+def admin(layout: Layout, action: str, names: list[str]) -> int:
+    """The hub's administrators (JupyterHub's admin: every user's server, the admin page): a role
+    of its own, given by name, not a course's instructor. ``add`` makes the account (a first
+    password in hub/passwords.csv); the role counts from the hub's next start (only an admin may
+    make another on a running hub, and the hub's own services are none)."""
+    _state_folders(layout)
+    admins = layout.admins()
+    if action == "list":
+        print("\n".join(admins) or "no hub administrator (the root account runs python -m instructor.hub)")
+        return 0
+    bad = [n for n in names if not R.LOGIN.fullmatch(n) or n in R.RESERVED or n.startswith("grader-")]
+    if bad or not names:
+        sys.exit(f"admin {action} ID...: a login name each (lower-case letters, digits, '_', '.', '-'); not {bad}")
+    admins = sorted(set(admins) | set(names)) if action == "add" else [a for a in admins if a not in names]
+    layout.admins_record.write_text(json.dumps(admins))
+    os.chmod(layout.admins_record, 0o600)
+    if action == "add":
+        new = _accounts(layout, [p for p in layout.everyone() if p.id in names])
+        if new:
+            print(f"{len(new)} new account(s): {', '.join(new)}; first passwords in {layout.passwords} (root only)")
+    else:
+        on_rosters = {p.id for p in layout.everyone()}
+        for name in names:
+            if name not in on_rosters:
+                subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
+    print(f"hub administrators: {', '.join(admins) or 'none'}"
+          + ("; the running hub takes this when it starts again (make hub-stop, then make hub)"
+             if _hub_running(layout) else ""))
+    return 0
+
+
 def course_list(layout: Layout) -> int:
     for course in layout.courses():
         people = layout.people(course)
@@ -939,26 +982,57 @@ with Gradebook(app.coursedir.db_url) as gb:
 
 # ---------------------------------------------------------------- backup and restore
 
-BACKED_UP = ("roster.csv", "hub/passwords.csv", f"home/{GRADER}/course", "exchange")
+BACKED_UP = ("roster.csv", "hub/passwords.csv", "home", "exchange")  # every account's home: course roots too
 # the other courses: their list, rosters and course roots
-ROSTERS = ("roster.csv", "hub/passwords.csv", COURSES_RECORD, "courses")
+ROSTERS = ("roster.csv", "hub/passwords.csv", f"hub/{ADMINS_RECORD}", COURSES_RECORD, "courses")
+NOT_BACKED_UP = (".cache", ".local/share/jupyter/runtime")  # a home's scratch (pip, Jupyter): made again
 
 
 def _backed_up(layout: Layout) -> list[str]:
-    return [*BACKED_UP, COURSES_RECORD, "courses",
-            *(str(course.root.relative_to(layout.state)) for course in layout.courses()[1:])]
+    return [*BACKED_UP, f"hub/{ADMINS_RECORD}", COURSES_RECORD, "courses"]
+
+
+def _arrivals(layout: Layout) -> dict[str, float]:
+    """When each submission in the exchange and in each student's nbgrader cache arrived, as the
+    server saw it (nboracle.grader.exchange): a restore stamps every file with its own time."""
+    from nboracle.grader import exchange as X
+
+    record, found = X.arrival_record(str(layout.exchange)), {}
+    for folder in layout.exchange.glob("*/inbound/*+*"):
+        key = X.inbound_key(folder.parent.parent.name, folder.name)
+        found[key] = X.arrived_at(str(folder), key, record)
+    for folder in layout.home.glob("*/.local/share/jupyter/nbgrader_cache/*/*+*"):
+        key = X.cache_key(folder.relative_to(layout.home).parts[0], folder.parent.name, folder.name)
+        found[key] = X.arrived_at(str(folder), key, record)
+    return found
 
 
 def backup(layout: Layout, to: Path | None = None) -> Path:
-    """One archive of the term: rosters, first passwords, the course roots (gradebook, source,
-    submitted, autograded, feedback) and the exchange; owners kept by name."""
+    """One archive of the term: rosters, first passwords, every account's home (the students'
+    notebooks, unsubmitted work, submissions' cache and fetched feedback; the course roots with
+    gradebook, source, submitted, autograded, feedback) and the exchange, owners kept by name,
+    with each submission's arrival time."""
+    from nboracle.grader.exchange import ARRIVALS
+
     layout.backups.mkdir(parents=True, exist_ok=True)
     os.chmod(layout.backups, 0o700)  # it holds the gradebook and the passwords
     to = Path(to or layout.backups / f"term-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
+    record = f"exchange/{ARRIVALS}"
+
+    def kept(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = member.name.split("/")
+        if member.name == record or (parts[0] == "home" and "/".join(parts[2:]) in NOT_BACKED_UP):
+            return None
+        return member
+
+    arrivals = json.dumps({"arrivals": _arrivals(layout)}).encode()
     with tarfile.open(to, "w:gz") as archive:
         for part in _backed_up(layout):
             if (layout.state / part).exists():
-                archive.add(layout.state / part, arcname=part)
+                archive.add(layout.state / part, arcname=part, filter=kept)
+        info = tarfile.TarInfo(record)
+        info.size, info.mode, info.mtime, info.uname, info.gname = len(arrivals), 0o644, time.time(), "root", "root"
+        archive.addfile(info, io.BytesIO(arrivals))
     os.chmod(to, 0o600)
     print(f"backup of {layout.state}: {to}")
     return to
@@ -1002,10 +1076,26 @@ def restore(layout: Layout, archive_path: Path) -> int:
         _accounts(layout, layout.everyone())
         archive.extractall(layout.state, members=[m for m in members if m not in first],
                            filter="fully_trusted")
+    _record_restored(layout)
     os.chmod(layout.passwords, 0o600)
     prepare(layout)
     print(f"restored {archive_path} into {layout.state}: make hub HUB_STATE={layout.state}")
     return 0
+
+
+def _record_restored(layout: Layout) -> None:
+    """The arrival times the backup kept, for the submissions nobody changed since this restore
+    (root's file at the exchange's root: what students' servers and collect read)."""
+    from nboracle.grader.exchange import ARRIVALS
+
+    path = layout.exchange / ARRIVALS
+    kept = json.loads(path.read_text()).get("arrivals", {}) if path.exists() else {}
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"restored_at": time.time(), "arrivals": kept}, handle)
+    os.chown(path, 0, 0)
+    os.chmod(path, 0o644)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1042,6 +1132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", type=Path, help="add: its source/ folder (default: this course's)")
     p.add_argument("--config", type=Path,
                    help="add: its nbgrader_config.py (default: the one beside --source, else this course's)")
+    p = sub.add_parser("admin", help="the hub's administrators: add ID..., drop ID..., list (no lecturer by role)")
+    p.add_argument("action", choices=["add", "drop", "list"])
+    p.add_argument("names", nargs="*")
     p = sub.add_parser("backup", help="one archive of the term (roster, gradebook, submissions, exchange)")
     p.add_argument("--to", type=Path)
     p = sub.add_parser("restore", help="a term from backup's archive, into an empty state folder")
@@ -1086,6 +1179,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "extend":
         return extend(layout, args.assignment, args.student, args.hours, layout.course_named(args.course))
+    if args.command == "admin":
+        return admin(layout, args.action, args.names)
     if args.command == "backup":
         backup(layout, args.to)
         return 0

@@ -135,7 +135,8 @@ def test_the_assignment_list_says_the_due_date_and_which_submission_came_after_i
         gradebook.update_or_create_assignment(A, duedate=datetime(2020, 1, 6, 9, 0))
     root.release(A)
     root.nbgrader("release_assignment", A, "--force")
-    student("submit", A)  # after it (and so is the first, measured against the due date now set)
+    # after it (and so is the first, measured against the due date now set), whatever time its nbgrader is told to write
+    student("submit", A, "--Exchange.timestamp_format=2019-12-31 08:00:00.000000 UTC")
     listing = panel()
     assert listing[("fetched", A)]["due_utc"] == "2020-01-06T09:00:00Z"
     assert [s["after_due"] for s in listing[("submitted", A)]["submissions"]] == [True, True]
@@ -146,3 +147,146 @@ def test_the_assignment_list_says_the_due_date_and_which_submission_came_after_i
     listing = panel()
     assert listing[("fetched", A)]["due_utc"] is None
     assert [s["after_due"] for s in listing[("submitted", A)]["submissions"]] == [None, None]
+
+
+# ---------------------------------------------------------------- the exchange believes the server, not the student
+
+TRUSTED = "nboracle.grader.exchange.TrustedExchangeCollect"
+ACCOUNTS = {"amara": 20001, "bruno": 20002}  # the hub's accounts: a uid each (made here by chown, as root)
+COLLECT_AS_ON_THE_HUB = """
+import json, sys
+from nboracle.grader import exchange
+names = {str(uid): name for name, uid in json.loads(sys.argv[1]).items()}
+exchange.account_of = lambda uid: names.get(str(uid))  # the hub's /etc/passwd, for these uids
+from nbgrader.apps.nbgraderapp import main
+sys.argv = ["nbgrader", "collect", *sys.argv[2:]]
+main()
+"""
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="files of two accounts: root makes them (chown)")
+
+
+class Hub:
+    """A course root and an exchange with the hub's collect; each student submits from their own
+    home, and the submission is owned by their account (as the hub's servers run as them)."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.exchange = tmp_path / "exchange"
+        self.exchange.mkdir()
+        os.chmod(self.exchange, 0o777)
+        self.root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+        with open(self.root.config, "a") as config:
+            config.write(f"\nc.Exchange.root = {str(self.exchange)!r}\nc.ExchangeFactory.collect = {TRUSTED!r}\n")
+        self.root.nbgrader("release_assignment", A)
+        self.inbound = self.exchange / COURSE / "inbound"
+        _, self.answers = self.root.release_and_answers(A)
+
+    def submit(self, account: str, *options: str, solve: bool = True):
+        """``account`` fetches (once), answers (or not) and submits with ``options`` (what the
+        student's own nbgrader may be told); returns the inbound folder it made, owned by ``account``."""
+        home = self.tmp / "home" / account
+        flags = [f"--course={COURSE}", f"--Exchange.root={self.exchange}"]
+        if not home.exists():
+            home.mkdir(parents=True)
+            as_student(home, "fetch_assignment", A, *flags)
+        fetched = home / A / self.root.notebook("release", A).name
+        nb = P.read_nb(self.root.notebook("release", A))
+        P.write_nb(P.fill(nb, self.answers) if solve else nb, fetched)
+        before = set(self.inbound.iterdir())
+        named = [] if any(o.startswith("--student=") for o in options) else [f"--student={account}"]  # root here
+        as_student(home, "submit", A, *flags, *named, *options)
+        (made,) = set(self.inbound.iterdir()) - before
+        for path in [made, *made.rglob("*")]:
+            os.chown(path, ACCOUNTS[account], ACCOUNTS[account])
+        return made
+
+    def collect(self, *args: str) -> subprocess.CompletedProcess:
+        import json
+
+        return subprocess.run([str(P.BIN / "python"), "-c", COLLECT_AS_ON_THE_HUB, json.dumps(ACCOUNTS), A, *args],
+                              cwd=self.root.path, env=P.tool_env(), capture_output=True, text=True)
+
+    def submitted(self, student: str):
+        return self.root.path / "submitted" / student / A
+
+
+def secret(folder) -> str:
+    return (folder / "submission_secret.txt").read_text().strip()
+
+
+@root_only
+def test_a_forged_submission_time_is_recorded_as_the_server_saw_it(tmp_path):
+    """amara hands in after the due date with her nbgrader told to write another time
+    (``--Exchange.timestamp_format`` names a fixed one; ``--Exchange.timezone=Etc/GMT+12`` too):
+    collect records when the files arrived, and autograde marks her late."""
+    import time
+    from datetime import datetime, timedelta
+
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    hub = Hub(tmp_path)
+    with Gradebook(hub.root.gradebook_url) as gradebook:
+        gradebook.update_or_create_assignment(A, duedate=datetime.utcnow() - timedelta(hours=1))
+    hub.submit("amara", "--Exchange.timestamp_format=2020-01-06 08:00:00.000000 UTC", "--Exchange.timezone=Etc/GMT+12")
+    odd = hub.submit("bruno", "--Exchange.timezone=Etc/GMT-12", solve=False)  # '+12' in the folder's name
+    assert odd.name.count("+") == 4, odd.name
+    collected = hub.collect()
+    assert collected.returncode == 0, collected.stderr[-2000:]
+    for student in ("amara", "bruno"):
+        recorded = parse_utc((hub.submitted(student) / "timestamp.txt").read_text())
+        assert abs((recorded - datetime.utcnow()).total_seconds()) < 120, (student, recorded)
+    assert (hub.submitted("amara") / "timestamp-claimed.txt").read_text().startswith("2020-01-06 08:00:00")
+    hub.root.autograde(A)
+    with Gradebook(hub.root.gradebook_url) as gradebook:
+        late = gradebook.find_submission(A, "amara").total_seconds_late
+    assert 3000 < late < 3600 + 120 + time.process_time(), late  # an hour late, as the server saw it
+
+
+@root_only
+def test_a_submission_in_a_classmates_name_is_refused_and_hers_stays(tmp_path):
+    """bruno submits with ``--student=amara``: collect refuses it, fails with a report naming his
+    account (the formgrader's Collect shows an error, not one log line), keeps a copy for the
+    lecturer, and collects amara's own submission; bruno gets nothing in her name or his."""
+    hub = Hub(tmp_path)
+    hers = hub.submit("amara")
+    forged = hub.submit("bruno", "--student=amara", solve=False)
+    assert forged.name.startswith("amara+")
+    collected = hub.collect()
+    assert collected.returncode != 0, collected.stderr[-2000:]
+    report = collected.stderr
+    assert "REFUSED 1 submission" in report and "the account bruno handed it in, in the name of amara" in report, report
+    assert secret(hub.submitted("amara")) == secret(hers), "amara's own work is the one collected"
+    assert not hub.submitted("bruno").exists()
+    assert (hub.root.path / "refused" / "bruno" / A / forged.name).is_dir(), "a copy for the lecturer"
+    again = hub.collect()  # reported once as an error; after that a warning, and the class is collected
+    assert again.returncode == 0 and "REFUSED" in again.stderr and "reported before" in again.stderr, again.stderr
+    hub.root.autograde(A)
+    assert hub.root.results(A)["amara"].auto_score == 12.0
+
+
+@root_only
+def test_a_resubmission_after_grading_is_kept_beside_the_graded_one(tmp_path):
+    """amara's graded submission is not replaced by a later one: both are kept, collect says so
+    and names the command that takes the new one, which then keeps the graded one in turn."""
+    hub = Hub(tmp_path)
+    first = hub.submit("amara")
+    assert hub.collect().returncode == 0
+    hub.root.autograde(A)
+    later = hub.submit("amara", solve=False)
+    collected = hub.collect()
+    assert collected.returncode == 0, collected.stderr[-2000:]
+    assert "NOT REPLACED: amara handed 01_two_keys in again" in collected.stderr, collected.stderr
+    command = "--student=amara --TrustedExchangeCollect.replace_graded=True"
+    assert command in collected.stderr
+    assert secret(hub.submitted("amara")) == secret(first), "the graded one stays"
+    (aside,) = (hub.root.path / "resubmitted" / "amara" / A).iterdir()
+    assert secret(aside) == secret(later)
+    assert hub.root.results(A)["amara"].auto_score == 12.0
+    again = hub.collect()  # told once: the next collect keeps it aside quietly
+    assert again.returncode == 0 and "NOT REPLACED" not in again.stderr
+    taken = hub.collect(*command.split())
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert secret(hub.submitted("amara")) == secret(later)
+    kept = {secret(f) for f in (hub.root.path / "resubmitted" / "amara" / A).iterdir()}
+    assert kept == {secret(first), secret(later)}, "the graded one is kept where the later one waited"

@@ -23,6 +23,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 sys.path.insert(0, str(HERE))
 ROSTER = HERE / "roster.csv"  # the term's class: names of our own, not the sample roster's
+ADMIN = "it-olga"  # the hub's administrator (python -m instructor.hub admin add)
 ARTIFACTS = REPO / ".artifacts" / "hub" / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
@@ -107,6 +108,9 @@ def hub():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "COURSE_HUB_EXPOSE_APP": "1", "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "instructor.hub"]
+    # the hub's administrator, a role of its own (no lecturer is one): from the hub's start
+    subprocess.run([*argv, "admin", "add", ADMIN, f"--state={state}"], cwd=REPO, env=env, check=True,
+                   capture_output=True, timeout=120)
     started = subprocess.run([*argv, "start", "--background", f"--state={state}", f"--port={port}",
                               f"--roster={ROSTER}"],
                              cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

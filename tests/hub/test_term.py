@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS
+from conftest import ADMIN, ARTIFACTS
 from hubclient import Person
 from lab import Lab
 from nboracle.classroom import pipeline as P
@@ -154,9 +154,10 @@ def _saved(person, submission_id: str, grade_id: str):
     return next(g["manual_score"] for g in grades if g["name"] == grade_id)
 
 
-def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A) -> str:
+def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A, failing: bool = False) -> str:
     """On a formgrader page, click the ``icon`` button of ``row`` (as the instructor does) and
-    wait for nbgrader's success dialog; return its text (an error dialog fails the test)."""
+    wait for nbgrader's success dialog; return its text (an error dialog fails the test; with
+    ``failing``, the error dialog is expected and a success dialog fails it)."""
     driver.get(f"{hub.url}{FG}/{page}")
     xpath = (f"//tr[td[contains(normalize-space(.), '{row}')]]"
              f"//*[contains(concat(' ', normalize-space(@class), ' '), ' {icon} ')]")
@@ -169,7 +170,7 @@ def fg_click(driver, hub, page: str, icon: str, what: str, row: str = A) -> str:
     shot(driver, f"formgrader-{what}")
     failed = driver.find_elements(By.CSS_SELECTOR, "#error-modal.in")
     text = (failed or driver.find_elements(By.CSS_SELECTOR, "#success-modal.in"))[0].text
-    assert not failed, f"{what}: {text[:2000]}"
+    assert bool(failed) == failing, f"{what}: {text[:2000]}"
     return text
 
 
@@ -547,6 +548,44 @@ def test_a_server_stopped_mid_work_keeps_the_work(term, hub):
     chidi.stop()
 
 
+# ---------------------------------------------------------------- the exchange believes the server, not the student
+
+
+def test_the_exchange_believes_the_server_not_the_students_nbgrader(term, hub, driver):
+    """chidi hands in under amara's name (``--student=amara``): the lecturer's Collect refuses it
+    in an error dialog naming chidi's account, and amara's graded work stays hers. bruno, after the
+    deadline and after his submission was graded, hands in again with his nbgrader told another
+    time (``--Exchange.timezone=Etc/GMT+12`` and a fixed ``timestamp_format``): the graded one
+    stays, the new one is kept beside it recorded at the time the server saw it arrive, and the
+    same dialog tells the lecturer how to take it."""
+    from datetime import datetime
+
+    from nbgrader.utils import parse_utc
+
+    L = hub.layout
+    before = {s["student"]: s["score"] for s in formgrader(term["prof"], "GET", f"submissions/{A}")}
+    secret = L.course / "submitted" / "amara" / A / "submission_secret.txt"
+    amaras = secret.read_text()
+    as_student(hub, "chidi", "submit", A, "--student=amara")
+    as_student(hub, "bruno", "submit", A, "--Exchange.timezone=Etc/GMT+12",
+               "--Exchange.timestamp_format=2020-01-06 08:00:00.000000 UTC")
+    sent = datetime.utcnow()
+    browser_login(driver, hub, "prof-ines")
+    told = fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-download", "collect-refused", failing=True)
+    assert "REFUSED 1 submission" in told and "the account chidi handed it in, in the name of amara" in told, told
+    assert "NOT REPLACED: bruno handed 01_two_keys in again" in told and "replace_graded=True" in told, told
+    assert secret.read_text() == amaras, "amara's collected work is hers"
+    assert list((L.course / "refused" / "chidi" / A).iterdir()), "a copy of the refused submission for the lecturer"
+    (kept,) = (L.course / "resubmitted" / "bruno" / A).iterdir()
+    arrived = parse_utc((kept / "timestamp.txt").read_text())
+    assert abs((arrived - sent).total_seconds()) < 90, (arrived, sent)
+    assert (kept / "timestamp-claimed.txt").read_text().startswith("2020-01-06 08:00:00")
+    after = {s["student"]: s["score"] for s in formgrader(term["prof"], "GET", f"submissions/{A}")}
+    assert after == before, (before, after)
+    again = fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-download", "collect-again")
+    assert "reported before" in again and "NOT REPLACED" not in again, again
+
+
 # ---------------------------------------------------------------- the term's roster, export, extension, backup
 
 
@@ -572,12 +611,16 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     work logs in with a first password of their own; nobody's server restarts; a dropped
     student can no longer log in."""
     prof = term["prof"]
+    # the hub's administrator is a role of its own (conftest: admin add before the start), no lecturer's
+    assert hub_command(hub, "admin", "list").stdout.split() == [ADMIN]
+    olga = Person(hub.url, ADMIN, hub.password(ADMIN))
+    assert olga.hub("GET", "/user").json()["admin"] and not prof.hub("GET", "/user").json()["admin"]
     students = {s["id"]: s for s in formgrader(prof, "GET", "students")}
     assert (students["amara"]["first_name"], students["amara"]["last_name"], students["amara"]["email"]) == \
         ("Amara", "Okeke", "amara.okeke@uni.example"), students["amara"]
 
     def started():
-        return {n: prof.hub("GET", f"/users/{n}").json()["servers"][""]["started"] for n in ("amara", "bruno")}
+        return {n: olga.hub("GET", f"/users/{n}").json()["servers"][""]["started"] for n in ("amara", "bruno")}
 
     before = started()
     joining = tmp_path / "joining.csv"
@@ -599,7 +642,7 @@ def test_a_student_joins_and_leaves_mid_term_without_a_restart(term, hub, tmp_pa
     hub_command(hub, "roster", "drop", "eli")
     with pytest.raises(PermissionError):
         Person(hub.url, "eli", password)
-    assert prof.hub("GET", "/users/eli").status_code == 404
+    assert olga.hub("GET", "/users/eli").status_code == 404
     assert started() == before
 
 
@@ -680,6 +723,16 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     assert courses(fola) == [SECOND]
     assert courses(amara) == sorted([SECOND, H.COURSE_ID])
     assert courses(bruno) == [H.COURSE_ID]
+    # each lecturer alone in her course: neither is a hub admin, neither opens the other's formgrader
+    # (its gradebook, students and hidden tests) nor any student's server, running as they are
+    assert not prof.hub("GET", "/user").json()["admin"], "the first course's instructor is no hub admin either"
+    assert _not_served(requests_via(prof, "GET", f"{second_fg}/api/assignments", allow_redirects=False))
+    assert _not_served(requests_via(prof, "GET", f"/services/formgrader-{SECOND}/api/contents", allow_redirects=False))
+    for lecturer, student in ((prof, "fola"), (prof, "amara"), (mina, "amara"), (mina, "bruno")):
+        assert _not_served(lecturer.server("GET", "api/contents", user=student, allow_redirects=False)), student
+        assert lecturer.hub("POST", f"/users/{student}/server").status_code in (403, 404), student
+        assert lecturer.hub("GET", f"/users/{student}").status_code in (403, 404), student
+    assert prof.hub("GET", "/users").status_code == mina.hub("GET", "/users").status_code == 403
     # amara's panel offers both of her courses in its course menu
     browser_login(driver, hub, "amara")
     assignments_panel(driver, Lab(driver, Seat(f"{hub.url}/user/amara", amara.token), ARTIFACTS, "amara-courses"))
@@ -723,6 +776,41 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     listed = hub_command(hub, "course", "list").stdout
     assert H.COURSE_ID in listed and f"/services/formgrader-{SECOND}/" in listed, listed
     assert "fola" in hub_command(hub, "roster", "--course", SECOND, "list").stdout
+
+
+PANEL_LISTING = """
+import json, os, sys
+from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+panel = AssignmentList()
+panel.root_dir = os.getcwd()
+print(json.dumps(panel.list_assignments(course_id=sys.argv[1])))
+"""
+
+
+def assignment_list(state: Path, name: str) -> list[tuple]:
+    """What ``name``'s Assignment List shows of 01_two_keys in the term of ``state`` (nbgrader's own
+    handler, run as her in her home there): each submission's time, 'after the due date', feedback."""
+    import json
+
+    L = H.Layout(state)
+    env = {"HOME": str(L.user_home(name)), "USER": name, "LOGNAME": name, "LANG": "C.UTF-8",
+           "PATH": f"{P.BIN}:/usr/bin:/bin", "PYTHONPATH": str(REPO),
+           "JUPYTER_CONFIG_PATH": ":".join(map(str, (L.common, REPO)))}  # one course asked for: no hub needed
+    proc = subprocess.run(["/usr/sbin/runuser", "-u", name, "--", str(P.BIN / "python"), "-c", PANEL_LISTING,
+                           H.COURSE_ID], cwd=L.user_home(name), env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    reply = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert reply["success"], reply
+    return sorted((info["status"], [(s["timestamp"], s["after_due"], [n["has_local_feedback"] for n in s["notebooks"]])
+                                    for s in info.get("submissions", [])])
+                  for info in reply["value"] if info["assignment_id"] == A)
+
+
+def home_files(home: Path) -> dict[str, tuple[bytes, str]]:
+    """Everything a person has in their home (but pip's and Jupyter's scratch), with its owner."""
+    return {str(p.relative_to(home)): (p.read_bytes(), pwd.getpwuid(p.stat().st_uid).pw_name)
+            for p in home.rglob("*") if p.is_file() and not p.is_symlink()
+            and not str(p.relative_to(home)).startswith((".cache/", ".local/share/jupyter/runtime/"))}
 
 
 def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, driver, tmp_path):
@@ -780,6 +868,10 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
     shot(driver, "prof-ines-class-report")
     assert "What the class got wrong" in driver.find_element(By.TAG_NAME, "body").text
 
+    students = ("amara", "bruno", "chidi", "fola")
+    panels = {name: assignment_list(hub.state, name) for name in ("amara", "bruno")}
+    assert panels["amara"][-1][0] == "submitted" and all(not late for _, late, _ in panels["amara"][-1][1])
+    assert any(all(fed) for *_, fed in panels["amara"][-1][1]), "amara's fetched feedback, listed"
     archive = tmp_path / "term.tar.gz"
     hub_command(hub, "backup", "--to", str(archive))
     second_before = tmp_path / "second-before.csv"
@@ -802,6 +894,20 @@ def test_the_export_an_extension_the_grading_terminal_and_a_backup(term, hub, dr
         hub_command(hub, "export", "--course", SECOND, "--to", str(second_again), state=restored)
         assert read_csv(second_again) == read_csv(second_before), "the second course restored with the first"
         assert (restored / "exchange" / H.COURSE_ID / "inbound").stat().st_mode & 0o777 == 0o733
+        # every student's home as it was (notebooks, unsubmitted work, submissions' cache, fetched feedback),
+        # owned by them; their Assignment Lists as before: submissions on time stay on time, feedback fetched
+        for name in students:
+            was = home_files(hub.layout.user_home(name))
+            if name in panels:  # amara and bruno fetched their feedback
+                assert any(f.startswith(f"{A}/feedback/") for f in was), sorted(was)
+            assert home_files(restored / "home" / name) == was, name
+        assert {name: assignment_list(restored, name) for name in panels} == panels
+        # the lecturer's next collect in the restored term takes nothing again: its grades are the same
+        collected = H.as_grader(H.Layout(restored), str(P.BIN / "nbgrader"), "collect", A, "--update", check=False)
+        assert "Updating submission" not in collected.stderr and "Collecting submission" not in collected.stderr, \
+            collected.stderr
+        hub_command(hub, "export", "--to", str(again), state=restored)
+        assert read_csv(again) == read_csv(export)
     finally:
         hub_command(hub, "stop", state=restored, check=False)
         shutil.rmtree(restored, ignore_errors=True)

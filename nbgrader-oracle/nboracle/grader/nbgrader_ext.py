@@ -154,7 +154,8 @@ class DueDateExchangeList(ExchangeList):
     Every listed assignment gets ``due_utc`` (None without a due date); each of a student's
     submissions gets ``after_due`` (True when handed in after the due date; an extension the
     instructor granted is not known here, so the Assignment List says "after the due date", not
-    "late"). The ``nboracle-due-dates`` Lab extension shows both in the Assignment List. Set with
+    "late"), measured by when the submission arrived as the server saw it, not by the time the
+    student's own nbgrader wrote. The ``nboracle-due-dates`` Lab extension shows both in the Assignment List. Set with
     ``c.ExchangeFactory.list = "nboracle.grader.nbgrader_ext.DueDateExchangeList"``.
     """
 
@@ -173,12 +174,25 @@ class DueDateExchangeList(ExchangeList):
             info["due_utc"] = due
             deadline = None if due is None else parse_utc(due)  # naive UTC, as nbgrader's timestamps parse
             for submission in info.get("submissions", []):
-                try:
-                    handed_in = parse_utc(submission["timestamp"])
-                except (KeyError, TypeError, ValueError):
-                    handed_in = None
+                handed_in = self._arrived(submission)
                 submission["after_due"] = None if deadline is None or handed_in is None else handed_in > deadline
         return assignments
+
+    def _arrived(self, submission: dict):
+        """When the server saw the submission arrive (its files' change times, :mod:`.exchange`), not
+        the time the student's nbgrader wrote into it (``timestamp``, which an option changes)."""
+        import os
+
+        from nbgrader.utils import get_username
+
+        from .exchange import arrival_record, arrived_at, cache_key, inbound_key, utc
+
+        path = submission.get("path")
+        if not path or not os.path.isdir(path):
+            return None
+        name, course = os.path.basename(path), submission.get("course_id", "")
+        key = inbound_key(course, name) if self.inbound else cache_key(get_username(), course, name)
+        return utc(arrived_at(path, key, arrival_record(self.root)))
 
 
 class LimitOutputSize(NbGraderPreprocessor):
