@@ -530,7 +530,8 @@ def banner(url: str, layout: Layout) -> str:
     lines = [f"JupyterHub for the course: {url}/hub/login",
              f"roster {layout.roster}: " + ", ".join(
                  f"{sum(p.role == role for p in people)} {ROLE_NAMES[role]}(s)" for role in R.ROLES),
-             f"first passwords (root only): {layout.passwords}"]
+             f"first passwords (root only): {layout.passwords}",
+             f"hub administrators (python -m instructor.hub admin add|list): {', '.join(layout.admins()) or 'none'}"]
     for person in people[:8]:
         lines.append(f"  {person.id:14s} {ROLE_NAMES[person.role]}")
     if len(people) > 8:

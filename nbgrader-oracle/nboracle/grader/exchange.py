@@ -266,7 +266,7 @@ class TrustedExchangeCollect(ExchangeCollect):
         return "\n".join([
             f"{student} handed {assignment} in again, arriving {arrived:%Y-%m-%d %H:%M:%S} UTC,",
             f"  after {graded} was graded. The graded one stays in submitted/;",
-            f"  the new one is kept in {aside}",
+            f"  the new one is kept in {os.path.relpath(aside, self.coursedir.root)}/ (in the course root)",
             "  To grade the new one instead:",
             f"    nbgrader collect {assignment} --student={student} --TrustedExchangeCollect.replace_graded=True",
             f"  then autograde {student} again."])
@@ -282,7 +282,8 @@ class TrustedExchangeCollect(ExchangeCollect):
         for name, student, why, copy in self.refused:
             lines += [f"  inbound/{name}:", f"    {why}.",
                       f"    Not collected; {student}'s own latest submission, if any, is the one collected.",
-                      f"    A copy for you: {copy}" if copy else f"    (reported before; a copy is in {REFUSED}/)"]
+                      f"    A copy for you in the course root: {os.path.relpath(copy, self.coursedir.root)}/" if copy
+                      else f"    (reported before; a copy is in the course root's {REFUSED}/)"]
         if any(copy for *_, copy in self.refused):
             self.fail("\n".join(lines))
         self.log.warning("\n".join(lines))
