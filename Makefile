@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (nboracle.classroom.pipeline.tool_env).
 
-.PHONY: setup demo test test-slow test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-nbgrader test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -34,7 +34,10 @@ test: setup            ## lint, then the core test suite on 2 workers (the slow 
 test-slow: setup       ## the slow stage: the class on a Dask cluster with a PostgreSQL gradebook (.ci/install-postgres)
 	$(PY) -m pytest -n 0 --ignore=tests/browser --ignore=tests/hub -m slow
 
-test-all: test test-slow test-browser  ## everything .ci/run runs
+test-nbgrader: setup   ## nbgrader 0.9.6's own app tests with the grader switched on: all of them, then autograde and feedback under COURSE_ORACLE=on (tests/conformance/)
+	$(PY) tests/conformance/run.py
+
+test-all: test test-slow test-nbgrader test-browser  ## everything .ci/run runs but the hub
 
 test-browser: setup    ## the real-browser suite (headless Chromium against make lab / make formgrader)
 	$(PY) -m pytest -n 0 -p no:cacheprovider tests/browser -v -rs

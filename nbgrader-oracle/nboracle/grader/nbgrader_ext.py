@@ -89,15 +89,19 @@ class DueDateCell(NbGraderPreprocessor):
     notebook's metadata holds it (``nbgrader_oracle.due_utc``) for the Assignment List
     (:class:`DueDateExchangeList`). Without a due date nothing changes, so a course without
     deadlines (a self-learner's copy) releases the same notebooks. The cell is an ordinary
-    markdown cell: no grading step reads it.
+    markdown cell: no grading step reads it. A notebook older than nbformat 4.5 (no cell ids) gets
+    it without an ``id``, so that it stays valid; the cell's metadata tells it in every version.
     """
 
     cell_id = "nbgrader-oracle-due-date"
 
+    def _ours(self, cell) -> bool:
+        return cell.get("id") == self.cell_id or bool(cell.get("metadata", {}).get(NOTEBOOK_METADATA, {}).get("due_date_cell"))
+
     def preprocess(self, nb, resources):
         from nbformat.v4 import new_markdown_cell
 
-        nb.cells = [cell for cell in nb.cells if cell.get("id") != self.cell_id]  # generated again: not doubled
+        nb.cells = [cell for cell in nb.cells if not self._ours(cell)]  # generated again: not doubled
         due = self._due_date(resources.get("nbgrader", {}))
         ours = nb.metadata.get(NOTEBOOK_METADATA, {})
         ours.pop(DUE_KEY, None)
@@ -106,8 +110,11 @@ class DueDateCell(NbGraderPreprocessor):
             ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
             text = (f"**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
                     "later submission is marked late (the course's late policy says what that costs).")
-            cell = new_markdown_cell(text)
-            cell["id"] = self.cell_id
+            cell = new_markdown_cell(text, metadata={NOTEBOOK_METADATA: {"due_date_cell": True}})
+            if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
+                cell["id"] = self.cell_id
+            else:  # cell ids came with nbformat 4.5: an older notebook with one is invalid
+                cell.pop("id", None)
             first_markdown = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
             nb.cells.insert(first_markdown + 1, cell)
         if ours:
@@ -544,9 +551,12 @@ class QuietOverwriteCells(OverwriteCells):
 
 
 class PerDayPenalty(LateSubmissionPlugin):
-    """A late policy: ``percent_per_day`` of the notebook's score off for each day or part of a
-    day late (after the student's extension), at most ``max_percent``; 0 (the default): late
-    submissions are marked late, nothing is taken off."""
+    """A late policy in addition to nbgrader's: ``percent_per_day`` of the notebook's score off for
+    each day or part of a day late (after the student's extension), at most ``max_percent``; 0 (the
+    default): late submissions are marked late, nothing is taken off.
+
+    nbgrader's own ``c.LateSubmissionPlugin.penalty_method`` still holds (``'zero'``: a late
+    notebook scores nothing): the penalty is the larger of the two."""
 
     percent_per_day = Float(0.0, help="percent of the score taken off per started day late").tag(config=True)
     max_percent = Float(100.0, help="at most this percent of the score is taken off").tag(config=True)
@@ -554,10 +564,14 @@ class PerDayPenalty(LateSubmissionPlugin):
     def late_submission_penalty(self, student_id, score, total_seconds_late):
         import math
 
-        if self.percent_per_day <= 0 or total_seconds_late <= 0:
-            return None
-        days = math.ceil(total_seconds_late / 86400)
-        return round(score * min(self.max_percent, days * self.percent_per_day) / 100, 6)
+        penalties = []
+        if self.penalty_method != "none":  # nbgrader's method, as its own plugin applies it
+            penalties.append(super().late_submission_penalty(student_id, score, total_seconds_late))
+        if self.percent_per_day > 0 and total_seconds_late > 0:
+            days = math.ceil(total_seconds_late / 86400)
+            penalties.append(round(score * min(self.max_percent, days * self.percent_per_day) / 100, 6))
+        penalties = [penalty for penalty in penalties if penalty is not None]
+        return max(penalties) if penalties else None
 
 
 class FeedbackExporter(HTMLExporter):

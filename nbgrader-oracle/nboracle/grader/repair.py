@@ -23,7 +23,11 @@ restore missing cells around a duplicated, deleted or foreign one):
 * **reordered cells**: a test or read-only cell that the student moved above a graded cell it
   follows in the release is moved back below it (it would otherwise test code not yet run).
 * **other notebooks** in the submission folder (``two_keys-Copy1.ipynb``): listed, with how many
-  of the assignment's answers each holds; only the notebook named as released is graded.
+  of the assignment's answers each holds; only the notebook named as released is graded (the
+  assignment's own other notebooks are not listed: each is graded in its turn).
+
+A cell's kinds are read as nbgrader reads them (:func:`is_locked`: a test cell is locked whatever
+its ``locked`` flag says, as in ``nbgrader.utils.is_locked``).
 
 Every repair is a note, and every note is a review reason (:class:`RepairNotes` hands them to
 ``ReviewFlags``): the batch report, ``grades.csv`` and the formgrader show them. The handed-in
@@ -60,6 +64,7 @@ class Expected:
     notebook: str
     order: list[str] = field(default_factory=list)
     cells: dict[str, dict] = field(default_factory=dict)  # grade id -> cell_type, source, flags, points
+    siblings: list[str] = field(default_factory=list)  # the assignment's other notebooks (names, no .ipynb)
 
     def solution_ids(self) -> list[str]:
         return [g for g in self.order if self.cells[g]["solution"]]
@@ -75,6 +80,7 @@ def expected_from_gradebook(db_url: str, notebook: str, assignment: str) -> Expe
     out = Expected(assignment, notebook)
     with Gradebook(db_url) as gb:
         nb = gb.find_notebook(notebook, assignment)
+        out.siblings = sorted(other.name for other in nb.assignment.notebooks if other.name != notebook)
         points = {c.name: float(c.max_score) for c in nb.grade_cells}
         solutions = {c.name for c in nb.solution_cells}
         for cell in nb.source_cells:
@@ -93,10 +99,18 @@ def expected_from_notebook(nb, assignment: str = "", notebook: str = "") -> Expe
         if meta and meta["grade_id"] not in out.cells:
             out.order.append(meta["grade_id"])
             out.cells[meta["grade_id"]] = {
-                "cell_type": cell.cell_type, "source": cell.source, "locked": bool(meta.get("locked")),
+                "cell_type": cell.cell_type, "source": cell.source, "locked": is_locked(meta),
                 "checksum": meta.get("checksum"), "grade": bool(meta.get("grade")),
                 "solution": bool(meta.get("solution")), "points": float(meta.get("points", 0) or 0)}
     return out
+
+
+def is_locked(meta: dict) -> bool:
+    """Whether nbgrader treats a cell with this nbgrader metadata as locked (``nbgrader.utils.is_locked``):
+    never a solution cell, always a test cell (whatever its ``locked`` flag says), else its flag."""
+    if meta.get("solution"):
+        return False
+    return bool(meta.get("grade") or meta.get("locked"))
 
 
 def _graded_meta(cell) -> dict | None:
@@ -266,10 +280,14 @@ def _restore_flags(nb, expected: Expected, notes: list[str]) -> None:
         if not meta:
             continue
         spec = expected.cells[meta["grade_id"]]
+        # the kinds as nbgrader reads them: a test cell flagged "locked": false (as nbgrader's own
+        # examples are) is locked all the same, and is left as handed in
         want = {"grade": spec["grade"], "solution": spec["solution"], "locked": spec["locked"]}
-        if any(bool(meta.get(k)) != v for k, v in want.items()) or (spec["grade"] and "points" not in meta):
+        if {"grade": bool(meta.get("grade")), "solution": bool(meta.get("solution")), "locked": is_locked(meta)} != want:
             changed.append(meta["grade_id"])
-        meta.update(want)
+            meta.update(want)
+        elif spec["grade"] and "points" not in meta:
+            changed.append(meta["grade_id"])
         if spec["grade"]:
             meta["points"] = spec["points"]
         else:
@@ -332,9 +350,11 @@ def repair(nb, expected: Expected) -> tuple[NotebookNode, list[str]]:
 
 
 def other_notebooks(folder: Path, graded: str, expected: Expected) -> list[str]:
-    """A note per other notebook in a submission folder, with how many answers it holds."""
+    """A note per other notebook in a submission folder, with how many answers it holds (the
+    assignment's own other notebooks, ``expected.siblings``, are graded in their turn: never listed)."""
     graded_path = Path(folder) / graded
-    others = sorted(p for p in Path(folder).glob("*.ipynb") if p.name != graded)
+    own = {graded, *(name + ".ipynb" for name in expected.siblings)}
+    others = sorted(p for p in Path(folder).glob("*.ipynb") if p.name not in own)
     if not others:
         return []
     total = len(expected.solution_ids())

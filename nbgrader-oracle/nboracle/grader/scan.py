@@ -348,7 +348,7 @@ def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
             continue
         meta = cell.get("metadata", {}).get("nbgrader", {})
         mine = index in students
-        if not mine and not meta.get("locked"):
+        if not mine and not (meta.get("locked") or meta.get("grade")):  # a test cell is locked (nbgrader)
             continue
         try:
             tree = ast.parse(_magics(cell.source)[0])
