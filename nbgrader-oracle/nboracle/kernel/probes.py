@@ -17,6 +17,7 @@ that never does, without reading its code.
 from __future__ import annotations
 
 import math
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -47,7 +48,35 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
     target = args[0]
     if is_remote(target):
         return type(target)._oracle_probe(target, name, *args, **kwargs)
+    if name in GRADIENT_PROBES and refused_here():
+        raise CheckFailed(f"{_GRADIENT_NAMES[name]} computes gradients for the tests, which run in the grader: "
+                          "a grading kernel computes none for a notebook's own code (write the computation "
+                          "the exercise asks for yourself)")
     return PROBES[name](*args, **kwargs)
+
+
+# the probes that compute gradients (a Jacobian, a vector-Jacobian product: what an exercise may ask a
+# student to derive), by the public function that asks for them
+_GRADIENT_NAMES = {"gradients": "parameter_gradients", "input_gradients": "input_gradients",
+                   "parameter_and_input_gradients": "parameter_and_input_gradients"}
+GRADIENT_PROBES = frozenset(_GRADIENT_NAMES)
+_HANDLER = "course_oracle_request"  # nboracle.kernel.server.REQUEST: the oracle's shell handler
+
+
+def refused_here() -> bool:
+    """True in a grading kernel whose tests run in the grader (under the oracle): its oracle handler,
+    installed before any student code (:func:`nboracle.kernel.guard.install`), says so. No test runs in
+    such a kernel, so only a student's own code could ask this package for gradients of its objects
+    (``input_gradients(softmax, x, e_i)``: a Jacobian handed in as theirs): the public gradient
+    functions refuse it. In JupyterLab (no oracle), in the grader (a proxy's probe runs through the
+    server's sealed copy, never through here) and with ``COURSE_ORACLE=off`` they work as documented."""
+    ipython = sys.modules.get("IPython")
+    try:
+        kernel = getattr(ipython.get_ipython(), "kernel", None) if ipython is not None else None
+        handler = kernel.shell_handlers.get(_HANDLER) if kernel is not None else None
+    except Exception:  # no kernel, or IPython as a student left it: nothing says so
+        return False
+    return getattr(handler, "tests_in_grader", False) is True
 
 
 class _GradientsOn:
