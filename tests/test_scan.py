@@ -74,6 +74,7 @@ def test_zoo_answers_use_no_library_substitute(assignment):
     ("import gc\ncollector = gc", "imports gc"),
     ("open('/tmp/../etc/passwd')", "outside the notebook's folder"),
     ("open('/tmpfs/x')", "outside the notebook's folder"),
+    ("born = [p._version for p in self.parameters()]", "uses ._version"),
 ])
 def test_attacks_are_found(code, fragment):
     found = " ".join(scan_source(code))

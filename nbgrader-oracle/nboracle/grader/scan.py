@@ -58,6 +58,9 @@ ATTRS = {
     "cell_contents": MACHINERY, "__code__": MACHINERY, "__globals__": MACHINERY, "__builtins__": MACHINERY,
     "__subclasses__": MACHINERY, "__import__": MACHINERY, "get_referrers": MACHINERY,
     "get_referents": MACHINERY, "get_objects": MACHINERY,
+    # a tensor's count of in-place writes: no exercise needs it, and a module that reads it learns that its
+    # weights were written since it was built (a load, a training step, a test's drawn weights)
+    "_version": MACHINERY,
     "fork": "other processes", "forkpty": "other processes", "system": "other processes",
     "popen": "other processes", "spawnv": "other processes", "spawnl": "other processes",
     "execv": "other processes", "execve": "other processes", "execvp": "other processes", "kill": "other processes",
@@ -738,15 +741,13 @@ _MISSING = object()
 
 
 def _library_object(path: str) -> Any:
-    """What ``path`` names in the grader's environment (``torch.nn.functional.softmin``), or
-    :data:`_MISSING` when it cannot be found (then it counts as a callable)."""
-    import importlib
-
+    """What ``path`` names among the modules the grader has loaded (``torch.nn.functional.softmin``), or
+    :data:`_MISSING` when it cannot be found (then it counts as a callable). Nothing is imported: a
+    student's text never makes the grader import a module."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
-        try:
-            value: Any = importlib.import_module(".".join(parts[:cut]))
-        except Exception:  # not a module (an attribute), or not installed here
+        value: Any = sys.modules.get(".".join(parts[:cut]))
+        if value is None:
             continue
         try:
             for part in parts[cut:]:
@@ -864,6 +865,13 @@ def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST]
     ``substitutes`` names are left to :func:`library_findings`."""
     if not allowed:
         return []
+    import importlib
+
+    for top in sorted({entry.split(".")[0] for entries in allowed.values() for entry in entries if "." in entry[1:]}):
+        try:  # the packages the instructor's table names (numpy, torch, math): what a library path is read in
+            importlib.import_module(top)
+        except ImportError:
+            continue
     cells = []
     for index, _, source in student_cells(nb):
         try:
