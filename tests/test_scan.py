@@ -19,7 +19,7 @@ from nboracle.grader.scan import (
 from instructor.allowed_calls import ALLOWED_CALLS, allowed_calls_for
 from instructor.repository import REPOSITORY
 from instructor.substitutes import HELPER_ATTRIBUTES, SUBSTITUTES, substitutes_for
-from instructor.zoo import alternatives_for, apply_edits, variants_for
+from instructor.zoo import alternatives_for, apply_edits, library_for, variants_for
 
 
 @pytest.mark.parametrize("assignment", REPOSITORY.assignments())
@@ -496,3 +496,14 @@ def softmax(scores, axis=-1):
 '''
     found = allow_list_findings(P.fill(release_nb, {**answers, "softmax": handed}), "01_two_keys")
     assert any("line 1: softmax uses torch.nn.functional.softmin (in fns)" in reason for _, reason in found), found
+
+
+@pytest.mark.parametrize("assignment", REPOSITORY.assignments())
+def test_a_library_answer_gets_one_reason_with_the_allow_list_on(assignment):
+    """A definition the table of substitutes already flags is under review as a whole: the allow-list adds no
+    second reason for the calls around the library's (chapter 09's hook beside nn.TransformerDecoderLayer)."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    for lib in library_for(assignment):
+        reasons = [r for _, r in scan_notebook(P.fill(release_nb, lib.answers(answers)), substitutes_for(assignment),
+                                                HELPER_ATTRIBUTES, allowed=allowed_calls_for(assignment))]
+        assert len(reasons) == 1 and lib.flagged in reasons[0], (lib.name, reasons)

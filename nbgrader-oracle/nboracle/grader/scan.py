@@ -273,11 +273,13 @@ def scan_notebook(nb: Any, exercises: dict[str, tuple[str, ...]] | None = None,
     modules = notebook_modules(nb, trees)
     plain_names = {name: module for tree in trees for name, module in plain_module_names(tree).items()}
     library: dict[int, list[str]] = {}
+    substituted = set()  # exercises a library entry point already does: under review as a whole, one reason
     for index, finding in library_findings(nb, exercises or {}, trees, helper_attributes):
         library.setdefault(index, []).append(finding)
+        substituted.add(finding.split(" ", 1)[0])
     for index, finding in locked_rebindings(nb):
         library.setdefault(index, []).append(finding)
-    for index, finding in allowed_call_findings(nb, allowed or {}, trees, exercises, helper_attributes):
+    for index, finding in allowed_call_findings(nb, allowed or {}, trees, exercises, helper_attributes, substituted):
         library.setdefault(index, []).append(finding)
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
@@ -670,6 +672,17 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names,
     return found, reads
 
 
+def _student_trees(nb: Any) -> list[tuple[int, ast.AST]]:
+    """``(cell index, syntax tree)`` of every student cell that parses."""
+    cells = []
+    for index, _, source in student_cells(nb):
+        try:
+            cells.append((index, ast.parse(_magics(source)[0])))
+        except SyntaxError:
+            continue
+    return cells
+
+
 def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list[ast.AST] | None = None,
                      helper_attributes: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """``(cell index, finding)`` for every student cell that defines one of ``exercises``' names
@@ -681,12 +694,7 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
     """
     if not exercises:
         return []
-    cells = []
-    for index, _, source in student_cells(nb):
-        try:
-            cells.append((index, ast.parse(_magics(source)[0])))
-        except SyntaxError:
-            continue
+    cells = _student_trees(nb)
     names = _Names(_code_trees(nb) if trees is None else trees, [tree for _, tree in cells])
     helpers: dict[str, list[tuple[int, ast.AST]]] = {}
     definitions: list[tuple[int, str, ast.AST]] = []
@@ -857,12 +865,14 @@ def _unlisted_calls(scope: ast.AST, entries: frozenset[str], names: _Names, defi
 
 def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST] | None = None,
                           substitutes: dict[str, tuple[str, ...]] | None = None,
-                          helper_attributes: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+                          helper_attributes: set[str] | frozenset[str] = frozenset(),
+                          reviewed: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """``(cell index, finding)`` for every call that a definition of one of ``allowed``'s names
     (``{"softmax": ("numpy.exp", ".max", "len", ...)}``), or a helper of the student's that it reaches,
     makes and its entries do not list: ``"line 4: softmax calls torch.softmin, which its exercise ..."``.
     Helpers that are themselves exercises are read under their own entries; calls that the table of
-    ``substitutes`` names are left to :func:`library_findings`."""
+    ``substitutes`` names are left to :func:`library_findings`, and so are the exercises of ``reviewed``
+    (a substitute already flags their definition: one reason for it)."""
     if not allowed:
         return []
     import importlib
@@ -872,12 +882,7 @@ def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST]
             importlib.import_module(top)
         except ImportError:
             continue
-    cells = []
-    for index, _, source in student_cells(nb):
-        try:
-            cells.append((index, ast.parse(_magics(source)[0])))
-        except SyntaxError:
-            continue
+    cells = _student_trees(nb)
     all_trees = _code_trees(nb) if trees is None else trees
     names = _Names(all_trees, [tree for _, tree in cells])
     defined = {name for tree in all_trees for name, stmt in _top_bindings(tree.body)
@@ -893,6 +898,8 @@ def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST]
     out: list[tuple[int, str]] = []
     seen_findings: set[tuple[int, int, str]] = set()
     for index, exercise, stmt in definitions:
+        if exercise in reviewed:
+            continue
         entries = frozenset(allowed[exercise])
         denied = tuple((substitutes or {}).get(exercise, ()))
         queue, seen = [(index, stmt, "")], set()
