@@ -12,7 +12,11 @@ Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong
 * **telling a graded call from ordinary use** (item 4), to switch the bug off only when graded: the
   grader's modules in ``sys.modules`` (a grading kernel forgets ``nboracle`` once it listens, and ``course``
   no longer imports it), and the print capture's attributes (it has the notebook stream's ``name``,
-  ``encoding``, ``isatty()``).
+  ``encoding``, ``isatty()``);
+* in chapter 06 (the block that scales by sqrt(d_model)): the gradient check's points answered right while
+  the graded call answers wrong with the right gradients (the output the gradients came from is now judged
+  beside the points), and a block that reads its parameters' ``_version`` to tell written weights from
+  fresh ones (flagged for review; its score is the open case, an ``xfail``).
 
 Every attacker must score at most what the wrong code earns honestly; no honest student is flagged.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import pytest
 from support import automatic_points
+from test_oracle_attacks import _SWITCH as _BUILD_RIGHT
 from test_oracle_attacks import check_class, grade_against_variant
 
 pytestmark = pytest.mark.pipeline
@@ -122,3 +127,78 @@ def test_a_grading_kernel_looks_like_the_students_own(chapter02):
     honest = results["honest-wrong"]
     for name in ("graded-by-sys-modules", "graded-by-print-stream"):
         assert results[f"atk-{name}"].failed() == honest.failed(), name
+
+
+# ---------------------------------------------------------------- chapter 06: weights and gradient-check points
+# The block that scales its scores by sqrt(d_model) (zoo variant scale_by_sqrt_d_model); _Right is the chapter's
+# correct class, built from the solution's text (test_oracle_attacks.with_right)
+CH06_VARIANT, CH06_CELL, CH06_CLASS = "scale_by_sqrt_d_model", "mhsa", "MultiHeadSelfAttention"
+# the weights a test loads bump each parameter's _version once, as load_state_dict or an optimizer step does: a
+# block that sees its weights written since it was built, and is right only then, is graded on its right branch
+# (every graded call comes after a load). Not a point bought with wrong code: the right code is handed in and is
+# what runs when graded; reading _version is flagged for review (docs/GRADING.md)
+CH06_VERSIONS = {
+    "graded-by-weight-versions": _BUILD_RIGHT + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._born = [p._version for p in nn.Module.parameters(self)]
+
+    def forward(self, *args, **kwargs):
+        if [p._version for p in nn.Module.parameters(self)] != self._born:
+            return _Right.forward(self, *args, **kwargs)
+        return super().forward(*args, **kwargs)
+""",
+}
+CH06_ATTACKS = {
+    # the points of the gradient check, a hair away from the last call, answered with the right output; the
+    # graded call itself answers the wrong output with the right gradients (straight through)
+    "points-answered-right": _BUILD_RIGHT + """
+_LAST = {}
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, *args, **kwargs):
+        wrong, right = super().forward(*args, **kwargs), _Right.forward(self, *args, **kwargs)
+        now = [t.detach().clone() for t in (*nn.Module.parameters(self), *(a for a in args if isinstance(a, torch.Tensor)))]
+        last = _LAST.get(id(self))
+        if last is not None and [a.shape for a in now] == [b.shape for b in last] \
+                and 0 < max(float((a.double() - b.double()).abs().max()) for a, b in zip(now, last)) < 1e-2:
+            return right  # a point of a gradient check
+        _LAST[id(self)] = now
+        out = _first(wrong).detach() + _first(right) - _first(right).detach()
+        return (out, *wrong[1:]) if isinstance(wrong, tuple) else out
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def chapter06(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "06_multihead_attention", CH06_VARIANT, CH06_CELL,
+                                 {**CH06_ATTACKS, **CH06_VERSIONS}, cls=CH06_CLASS)
+
+
+def test_chapter06_gradient_points_earn_no_more_than_the_wrong_code(chapter06):
+    """The output the gradients came from is judged beside the points a hair away (their second difference):
+    a forward that answers the points right and the graded call wrong (before issue 50: 14 of 20 where the wrong
+    code earns 13) fails the gradient test as the wrong code does."""
+    results, reviews = chapter06
+    check_class(results, reviews, CH06_ATTACKS, automatic_points("06_multihead_attention"))
+    error = results["atk-points-answered-right"].cells["test_mhsa_gradients"].error
+    assert "does not lie between its outputs" in error, error
+
+
+def test_chapter06_a_block_that_reads_its_weight_versions_is_flagged(chapter06):
+    """What _version tells (weights written since the block was built) is the same for a test's load and the
+    student's own load_state_dict or training step; the block that reads it is flagged for review."""
+    results, reviews = chapter06
+    assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])
+
+
+@pytest.mark.xfail(strict=True, reason="left open (docs/GRADING.md): every graded call comes after a load, so a "
+                   "block right only on written weights is graded on its right branch; only the review sees it")
+def test_chapter06_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code(chapter06):
+    results, reviews = chapter06
+    assert results["atk-graded-by-weight-versions"].auto_score <= results["honest-wrong"].auto_score
