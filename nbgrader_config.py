@@ -118,6 +118,13 @@ from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402
 
 c.ReviewFlags.substitutes = _SUBSTITUTES
 c.ReviewFlags.helper_attributes = sorted(_HELPERS)
+# ... and by allow-list: any call an exercise's definition makes that its text does not permit
+# (instructor/allowed_calls.py), with its line; and an import of the grader's own kernel-side or
+# grader-side modules in a student's cell.
+from instructor.allowed_calls import ALLOWED_CALLS as _ALLOWED_CALLS  # noqa: E402
+
+c.ReviewFlags.allowed_calls = _ALLOWED_CALLS
+c.ReviewFlags.machinery_modules = ["nboracle.kernel", "nboracle.grader", "nboracle.classroom"]
 # `nbgrader export` (and the class batch's grades.csv) add the columns submitted, late,
 # seconds_late, needs_review and review_reasons to nbgrader's CSV.
 c.ExportApp.plugin_class = ReviewCsvExport

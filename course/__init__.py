@@ -4,8 +4,6 @@ This package ships to students: it holds checks, plots, seeding and small utilit
 never a reference solution to an exercise.
 """
 
-import nboracle  # noqa: F401  (every course kernel loads the grader's kernel side, graded or not: docs/GRADING.md)
-
 from . import checks, corpus, env, quiz, seeding
 from .checks import *  # noqa: F403
 from .corpus import *  # noqa: F403

@@ -5,11 +5,21 @@ from __future__ import annotations
 import nbformat
 import pytest
 from nboracle.classroom import pipeline as P
-from nboracle.grader.scan import library_findings, refusals, scan_notebook, scan_source, student_cells
+from nboracle.grader.scan import (
+    _MISSING,
+    _library_object,
+    allowed_call_findings,
+    library_findings,
+    refusals,
+    scan_notebook,
+    scan_source,
+    student_cells,
+)
 
+from instructor.allowed_calls import ALLOWED_CALLS, allowed_calls_for
 from instructor.repository import REPOSITORY
 from instructor.substitutes import HELPER_ATTRIBUTES, SUBSTITUTES, substitutes_for
-from instructor.zoo import alternatives_for, apply_edits, variants_for
+from instructor.zoo import alternatives_for, apply_edits, library_for, variants_for
 
 
 @pytest.mark.parametrize("assignment", REPOSITORY.assignments())
@@ -64,6 +74,7 @@ def test_zoo_answers_use_no_library_substitute(assignment):
     ("import gc\ncollector = gc", "imports gc"),
     ("open('/tmp/../etc/passwd')", "outside the notebook's folder"),
     ("open('/tmpfs/x')", "outside the notebook's folder"),
+    ("born = [p._version for p in self.parameters()]", "uses ._version"),
 ])
 def test_attacks_are_found(code, fragment):
     found = " ".join(scan_source(code))
@@ -355,3 +366,144 @@ def test_a_substitute_outside_the_solution_cell_is_found():
 def test_a_library_entry_point_the_text_allows_is_not_a_finding(case, added):
     assignment, cell, edits = case
     assert scan_notebook(_answer(assignment, cell, edits, added), substitutes_for(assignment), HELPER_ATTRIBUTES) == []
+
+
+# ---------------------------------------------------------------- issue 50 item 2: review by allow-list
+
+
+def allow_list_findings(nb, assignment):
+    return allowed_call_findings(nb, allowed_calls_for(assignment), substitutes=substitutes_for(assignment),
+                                 helper_attributes=HELPER_ATTRIBUTES)
+
+
+@pytest.mark.parametrize("assignment", REPOSITORY.assignments())
+def test_honest_work_calls_nothing_its_exercise_does_not_allow(assignment):
+    """The solution, every bug-zoo variant (wrong, but the student's own) and every alternative make only
+    calls their exercises' texts permit, their own helpers' included: the allow-list flags none of them."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    flagged = {v.name if v else "solution": found for v in [None, *variants_for(assignment), *alternatives_for(assignment)]
+               if (found := allow_list_findings(P.fill(release_nb, answers if v is None else v.answers(answers)),
+                                                assignment))}
+    assert not flagged, flagged
+    assert scan_notebook(P.fill(release_nb, answers), substitutes_for(assignment), HELPER_ATTRIBUTES,
+                         allowed=allowed_calls_for(assignment)) == []
+
+
+def test_the_allow_list_names_what_the_solutions_define_and_what_the_libraries_hold():
+    for assignment, exercises in ALLOWED_CALLS.items():
+        _, answers = REPOSITORY.release_and_answers(assignment)
+        solution = "\n".join(answers.values())
+        for exercise, entries in exercises.items():
+            assert f"def {exercise}(" in solution or f"class {exercise}(" in solution, (assignment, exercise)
+            missing = [e for e in entries if "." in e[1:] and _library_object(e) is _MISSING]
+            assert not missing, (assignment, exercise, missing)
+            assert not any(e.startswith(("nboracle", "course")) for e in entries)
+
+
+# the library routes of issue 50: correct answers (or nearly) through a library the exercise's text does not
+# permit; each is flagged with the line of its call, whichever library it comes from
+SOFTMIN = '''def softmax(scores, axis=-1):
+    scores = torch.as_tensor(np.asarray(scores, dtype=float))
+    return torch.nn.functional.softmin(-scores, dim=axis).numpy()
+'''
+CATEGORICAL = '''from torch.distributions import Categorical
+
+def softmax(scores, axis=-1):
+    scores = torch.as_tensor(np.asarray(scores, dtype=float)).movedim(axis, -1)
+    return Categorical(logits=scores).probs.movedim(-1, axis).numpy()
+'''
+_JACOBIAN = '''def softmax_jacobian(p):
+    z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+    ROUTE
+    return J.numpy()
+'''
+FORWARD_AD = '''import torch.autograd.forward_ad as fwAD
+
+def softmax_jacobian(p):
+    z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+    columns = []
+    for i in range(z.shape[-1]):
+        with fwAD.dual_level():
+            dual = fwAD.make_dual(z, torch.nn.functional.one_hot(torch.tensor(i), z.shape[-1]).to(z).expand_as(z))
+            columns.append(fwAD.unpack_dual(torch.softmax(dual, -1)).tangent)
+    return torch.stack(columns, -1).numpy()
+'''
+GRADER_PACKAGE = '''import nboracle
+
+def softmax_jacobian(p):
+    z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+    rows = [nboracle.input_gradients(lambda t: torch.softmax(t, -1), (z,), torch.eye(z.shape[-1])[i])[0]
+            for i in range(z.shape[-1])]
+    return torch.stack(rows, -2).numpy()
+'''
+HELPER_ELSEWHERE = '''def _normalised(e):
+    return torch.nn.functional.softmin(-torch.as_tensor(e), dim=-1).numpy()
+
+def softmax(scores, axis=-1):
+    return _normalised(np.asarray(scores, dtype=float))
+'''
+
+
+@pytest.mark.parametrize("assignment, cell, code, call, line", [
+    ("01_two_keys", "softmax", SOFTMIN, "torch.nn.functional.softmin", 3),
+    ("01_two_keys", "softmax", CATEGORICAL, "torch.distributions.Categorical", 5),
+    ("01_two_keys", "softmax", HELPER_ELSEWHERE, "torch.nn.functional.softmin", 2),
+    ("02_scaling", "softmax_jacobian", FORWARD_AD, "torch.autograd.forward_ad.dual_level", 7),
+    ("02_scaling", "softmax_jacobian", FORWARD_AD, "torch.autograd.forward_ad.make_dual", 8),
+    ("02_scaling", "softmax_jacobian", FORWARD_AD, "torch.autograd.forward_ad.unpack_dual", 9),
+    ("02_scaling", "softmax_jacobian", FORWARD_AD, "torch.softmax", 9),
+    ("02_scaling", "softmax_jacobian", GRADER_PACKAGE, "nboracle.input_gradients", 5),
+    ("02_scaling", "softmax_jacobian", _JACOBIAN.replace("ROUTE", "J = torch.autograd.functional.jacobian("
+                                                          "lambda t: torch.softmax(t, -1), z)"),
+     "torch.autograd.functional.jacobian", 3),
+    ("02_scaling", "softmax_jacobian", _JACOBIAN.replace("ROUTE", "J = torch.func.jacrev(lambda t: t.softmax(-1))(z)"),
+     "torch.func.jacrev", 3),
+    ("02_scaling", "softmax_jacobian", _JACOBIAN.replace("ROUTE", "J = torch.func.jvp(torch.exp, (z,), (z,))[1]"),
+     "torch.func.jvp", 3),
+])
+def test_a_library_route_is_flagged_with_its_line(assignment, cell, code, call, line):
+    """Where the exercise is to write the computation by hand, a call its text does not permit is flagged with
+    its line, from the allow-list (softmin, Categorical, forward-mode AD, the grader's package) or, for an entry
+    point the table of substitutes names (jacobian, jacrev, jvp), from the deny-list as before."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    nb = P.fill(release_nb, {**answers, cell: code})
+    index = next(i for i, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == cell)
+    reasons = [reason for _, reason in scan_notebook(nb, substitutes_for(assignment), HELPER_ATTRIBUTES,
+                                                     allowed=allowed_calls_for(assignment))]
+    if call.startswith(".") or not any(call.endswith(e.rsplit(".", 1)[-1]) for e in substitutes_for(assignment).get(cell, ())):
+        assert any(reason.startswith(f"cell {index} ({cell}): line {line}: ") and call in reason
+                   and "is it the student's work?" in reason for reason in reasons), reasons
+    else:
+        assert any(f"cell {index} ({cell})" in reason and call.rsplit(".", 1)[-1] in reason for reason in reasons), reasons
+
+
+def test_own_helpers_and_arguments_are_allowed_and_read_under_the_exercise():
+    """A student's helper (in any cell) is no finding for being called, and its own calls are read under the
+    exercise that reaches it; calling an argument (a function handed in) is no finding either."""
+    release_nb, answers = REPOSITORY.release_and_answers("01_two_keys")
+    honest = '''def _shifted(x, axis):
+    return x - x.max(axis=axis, keepdims=True)
+
+def softmax(scores, axis=-1, exp=np.exp):
+    e = exp(_shifted(np.asarray(scores, dtype=float), axis))
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+    assert allow_list_findings(P.fill(release_nb, {**answers, "softmax": honest}), "01_two_keys") == []
+    handed = '''fns = [torch.nn.functional.softmin]
+
+def softmax(scores, axis=-1):
+    return fns[0](-torch.as_tensor(np.asarray(scores, dtype=float)), axis).numpy()
+'''
+    found = allow_list_findings(P.fill(release_nb, {**answers, "softmax": handed}), "01_two_keys")
+    assert any("line 1: softmax uses torch.nn.functional.softmin (in fns)" in reason for _, reason in found), found
+
+
+@pytest.mark.parametrize("assignment", REPOSITORY.assignments())
+def test_a_library_answer_gets_one_reason_with_the_allow_list_on(assignment):
+    """A definition the table of substitutes already flags is under review as a whole: the allow-list adds no
+    second reason for the calls around the library's (chapter 09's hook beside nn.TransformerDecoderLayer)."""
+    release_nb, answers = REPOSITORY.release_and_answers(assignment)
+    for lib in library_for(assignment):
+        reasons = [r for _, r in scan_notebook(P.fill(release_nb, lib.answers(answers)), substitutes_for(assignment),
+                                                HELPER_ATTRIBUTES, allowed=allowed_calls_for(assignment))]
+        assert len(reasons) == 1 and lib.flagged in reasons[0], (lib.name, reasons)

@@ -5,8 +5,9 @@ in the student's kernel, the grader side (:mod:`nboracle.grader`) in nbgrader's 
 class pipeline (:mod:`nboracle.classroom`) around both.
 """
 
-# the kernel side's server and guard are loaded wherever nboracle is (JupyterLab as well as a grading
-# kernel), so that sys.modules does not tell a grading kernel from the student's own (docs/GRADING.md)
+# the kernel side's server and guard are loaded wherever nboracle is: a grading kernel forgets the package
+# once it listens (nboracle.kernel.guard.install), and a notebook that imports nboracle then loads the same
+# modules as in the student's own kernel, so that sys.modules does not tell the two apart (docs/GRADING.md)
 from .kernel import guard as _guard  # noqa: F401
 from .kernel import server as _server  # noqa: F401
 from .kernel.fresh import Fresh, fresh, generator_entry

@@ -595,7 +595,8 @@ def test_input_gradients_here_and_in_the_kernel_and_isinstance_with_a_kernel_cla
         request = {"op": "probe", "name": "input_gradients", "args": [{"t": "h", "id": fn["id"]}, inputs, None,
                                                                      {"t": "dict", "v": []}]}
         answer = json.loads(server.serve(json.dumps(request)))
-        assert torch.equal(wire.decode(json.dumps(answer["ok"]))[0], d_out)
+        gradients, output = wire.decode(json.dumps(answer["ok"]))  # and the output the backward pass went through
+        assert torch.equal(gradients[0], d_out) and torch.equal(output, loss(out, target, valid))
     finally:
         del __main__.oracle_test_loss
 
@@ -820,6 +821,39 @@ def test_gradients_that_do_not_belong_to_the_output_are_refused():
     before = {k: v.detach().clone() for k, v in module.state_dict().items()}
     probes.parameter_gradients(module, x, direction)
     assert all(torch.equal(before[k], v) for k, v in module.state_dict().items())  # the weights are back
+
+
+class _RightAtThePoints(torch.nn.Module):
+    """Issue 50: the wrong output (no bias) with the right gradients at a call, and the right output at
+    parameters a hair away from its last call (the points of a gradient check)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+        self.last = None
+
+    def forward(self, x):
+        right, wrong = self.linear(x), x @ self.linear.weight.T
+        now = torch.cat([p.detach().flatten() for p in self.linear.parameters()])
+        if self.last is not None and 0 < float((now - self.last).abs().max()) < 1e-2:
+            return right
+        self.last = now
+        return wrong.detach() + right - right.detach()
+
+
+def test_the_output_a_gradient_came_from_lies_between_its_points():
+    """The output the backward pass went through is judged beside the gradient check's points (their
+    second difference): a forward that answers the points otherwise than the graded call fails; honest
+    modules and functions pass in float32 and float64, at ReLU kinks too."""
+    x, direction = torch.randn(5, 4), torch.randn(5, 3)
+    with pytest.raises(AssertionError, match="does not lie between its outputs"):
+        probes.parameter_gradients(_RightAtThePoints(), x, direction)
+    for dtype in (torch.float32, torch.float64):
+        for seed in range(5):
+            honest = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3)).to(dtype)
+            probes.draw_parameters(honest, torch.Generator().manual_seed(seed))
+            probes.parameter_and_input_gradients(honest, (x.to(dtype),), direction.to(dtype))
+            probes.input_gradients(lambda a: torch.softmax(a, -1) * a.relu(), (x.to(dtype),), torch.randn(5, 4).to(dtype))
 
 
 def test_the_kernel_lists_loads_and_evaluates_a_module_by_its_own_tensors():

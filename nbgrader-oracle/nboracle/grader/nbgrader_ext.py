@@ -240,7 +240,7 @@ REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded noteboo
 # the review reason of a kernel that could not start the course's kernel side (nboracle.classroom.grader
 # turns it into a grader error: the environment is broken, not the student's work)
 KERNEL_NOT_STARTED = "the grading kernel could not start the course's kernel side"
-_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install(*{imports!r})"
+_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install(*{imports!r}, tests_in_grader={graded!r})"
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -353,7 +353,10 @@ class GuardedExecute(Execute):
         from jupyter_core.utils import run_sync
 
         self._started_kc = self.kc
-        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=list(self.kernel_imports)))
+        # tests_in_grader (under the oracle): the gradient probes refuse the kernel's own objects, since no test
+        # runs here (nboracle.kernel.probes.refused_here)
+        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=list(self.kernel_imports),
+                                                                   graded=not self.judge_kernel_test_cells))
         try:
             value = reply["content"]["user_expressions"][START_KEY]
             answer = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else \
@@ -416,7 +419,8 @@ class ReviewFlags(NbGraderPreprocessor):
 
     The scan includes the library entry points that would do one of the assignment's exercises'
     work (``substitutes``, the course's table): a correct answer, flagged so that a person asks
-    whose it is.
+    whose it is; and, where the course lists the calls an exercise's text permits (``allowed_calls``),
+    every other call its definition makes, with its line.
 
     Runs last in autograde. The reasons go to the autograded notebook's metadata
     (``grader_review.reasons``, read by the class batch and :class:`ReviewCsvExport`) and
@@ -430,6 +434,9 @@ class ReviewFlags(NbGraderPreprocessor):
                              "without using its work (a static mask builder)").tag(config=True)
     machinery_modules = List(Unicode(), default_value=[], help="more modules whose import is flagged as the "
                              "kernel's machinery (a course's own kernel-side modules)").tag(config=True)
+    allowed_calls = Dict(default_value={}, help="{assignment: {name an exercise defines: (the calls its text "
+                         "permits: dotted library paths, .methods, builtins)}}: any other call a definition makes "
+                         "is flagged with its line (nboracle.grader.scan.allowed_call_findings)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook, MissingEntry
@@ -440,7 +447,8 @@ class ReviewFlags(NbGraderPreprocessor):
         # library entry points that would do an exercise's work (``substitutes``)
         assignment = resources.get("nbgrader", {}).get("assignment")
         exercises = dict(self.substitutes.get(assignment or "", {}))
-        scanned = scan_notebook(nb, exercises, set(self.helper_attributes), tuple(self.machinery_modules))
+        allowed = dict(self.allowed_calls.get(assignment or "", {}))
+        scanned = scan_notebook(nb, exercises, set(self.helper_attributes), tuple(self.machinery_modules), allowed)
         found = list(resources.get(REVIEW_METADATA, [])) + scanned + refusals(nb)
         reasons = []
         for _, reason in sorted(found, key=lambda item: item[0]):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
+import sys
 from typing import Any
 
 MACHINERY = "the kernel's execution machinery"
@@ -57,6 +58,9 @@ ATTRS = {
     "cell_contents": MACHINERY, "__code__": MACHINERY, "__globals__": MACHINERY, "__builtins__": MACHINERY,
     "__subclasses__": MACHINERY, "__import__": MACHINERY, "get_referrers": MACHINERY,
     "get_referents": MACHINERY, "get_objects": MACHINERY,
+    # a tensor's count of in-place writes: no exercise needs it, and a module that reads it learns that its
+    # weights were written since it was built (a load, a training step, a test's drawn weights)
+    "_version": MACHINERY,
     "fork": "other processes", "forkpty": "other processes", "system": "other processes",
     "popen": "other processes", "spawnv": "other processes", "spawnl": "other processes",
     "execv": "other processes", "execve": "other processes", "execvp": "other processes", "kill": "other processes",
@@ -257,20 +261,25 @@ def notebook_modules(nb: Any, trees: list[ast.AST] | None = None) -> set[str]:
 
 def scan_notebook(nb: Any, exercises: dict[str, tuple[str, ...]] | None = None,
                  helper_attributes: set[str] | frozenset[str] = frozenset(),
-                 machinery: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+                 machinery: tuple[str, ...] = (), allowed: dict[str, Any] | None = None) -> list[tuple[int, str]]:
     """``(cell index, reason)`` for every finding in the student's cells, in order, without repeats.
 
     With ``exercises`` (the substitutes of the assignment the grader grades, never the notebook's
     word: ``{name an exercise defines: entry points}``), the library entry points that would do
     one of its exercises' work are findings too (:func:`library_findings`; ``helper_attributes``: attributes
-    that continue an entry point without using its work)."""
+    that continue an entry point without using its work). With ``allowed`` (the calls each exercise's
+    text permits, :func:`allowed_call_findings`), every other call an exercise's definition makes is one."""
     trees = _code_trees(nb)  # parsed once for all notebook-wide lookups
     modules = notebook_modules(nb, trees)
     plain_names = {name: module for tree in trees for name, module in plain_module_names(tree).items()}
     library: dict[int, list[str]] = {}
+    substituted = set()  # exercises a library entry point already does: under review as a whole, one reason
     for index, finding in library_findings(nb, exercises or {}, trees, helper_attributes):
         library.setdefault(index, []).append(finding)
+        substituted.add(finding.split(" ", 1)[0])
     for index, finding in locked_rebindings(nb):
+        library.setdefault(index, []).append(finding)
+    for index, finding in allowed_call_findings(nb, allowed or {}, trees, exercises, helper_attributes, substituted):
         library.setdefault(index, []).append(finding)
     out: list[tuple[int, str]] = []
     for index, label, source in student_cells(nb):
@@ -663,6 +672,17 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names,
     return found, reads
 
 
+def _student_trees(nb: Any) -> list[tuple[int, ast.AST]]:
+    """``(cell index, syntax tree)`` of every student cell that parses."""
+    cells = []
+    for index, _, source in student_cells(nb):
+        try:
+            cells.append((index, ast.parse(_magics(source)[0])))
+        except SyntaxError:
+            continue
+    return cells
+
+
 def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list[ast.AST] | None = None,
                      helper_attributes: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """``(cell index, finding)`` for every student cell that defines one of ``exercises``' names
@@ -674,12 +694,7 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
     """
     if not exercises:
         return []
-    cells = []
-    for index, _, source in student_cells(nb):
-        try:
-            cells.append((index, ast.parse(_magics(source)[0])))
-        except SyntaxError:
-            continue
+    cells = _student_trees(nb)
     names = _Names(_code_trees(nb) if trees is None else trees, [tree for _, tree in cells])
     helpers: dict[str, list[tuple[int, ast.AST]]] = {}
     definitions: list[tuple[int, str, ast.AST]] = []
@@ -710,6 +725,196 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
         for finding in findings.values():
             tail = DYNAMIC_REVIEW if " by a name computed at run time " in finding else LIBRARY_REVIEW
             out.append((index, f"{finding}, {tail}"))
+    return out
+
+
+# ---------------------------------------------------------------- review by allow-list
+#
+# Where an exercise is to write a computation by hand, the instructor lists the calls its text
+# permits (``c.ReviewFlags.allowed_calls``: ``{assignment: {name the exercise defines: entries}}``).
+# An entry is a library callable by its dotted path (``numpy.exp``, ``torch.nn.Linear``: it stands
+# for every path of the same package ending in the same name, ``torch.nn.functional.relu`` for
+# ``torch.relu``), a method by ``.name`` (``.transpose``, called on any value), or a builtin by its
+# bare name (``len``). Every other call the definition makes, or a helper of the student's it reaches
+# makes, is a finding with its line, whatever library it comes from: ``torch.softmin``,
+# ``torch.distributions.Categorical``, ``torch.func.jvp``, a method ``.softmax``, a function of the
+# grader's package. Calls of the student's own functions and classes, of the notebook's provided
+# ones and of the definition's own arguments are not; a library callable handed around without a
+# call (``fns = [torch.softmin]``) counts as a call.
+
+ALLOWED_REVIEW = "which its exercise does not list among the calls it allows (review: is it the student's work?)"
+
+
+_MISSING = object()
+
+
+def _library_object(path: str) -> Any:
+    """What ``path`` names among the modules the grader has loaded (``torch.nn.functional.softmin``), or
+    :data:`_MISSING` when it cannot be found (then it counts as a callable). Nothing is imported: a
+    student's text never makes the grader import a module."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        value: Any = sys.modules.get(".".join(parts[:cut]))
+        if value is None:
+            continue
+        try:
+            for part in parts[cut:]:
+                value = getattr(value, part)
+        except Exception:
+            return _MISSING
+        return value
+    return _MISSING
+
+
+def _is_data(path: str) -> bool:
+    """A library name that is data, not a computation: ``torch.float64``, ``np.pi``, ``np.float32``
+    as a dtype, a module."""
+    import types as stdlib_types
+
+    value = _library_object(path)
+    if value is _MISSING:
+        return False
+    if isinstance(value, stdlib_types.ModuleType) or not callable(value):
+        return True
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, type) and issubclass(value, numpy.generic)
+
+
+def _allowed(path: str, entries: frozenset[str]) -> bool:
+    """``path`` (a library path, ``.method`` or a builtin) is one of ``entries`` (same package, same name)."""
+    if path.startswith(".") or "." not in path:
+        return path in entries
+    top, name = path.split(".")[0], path.rsplit(".", 1)[-1]
+    return any(entry.split(".")[0] == top and entry.rsplit(".", 1)[-1] == name for entry in entries if "." in entry[1:])
+
+
+def _unlisted_calls(scope: ast.AST, entries: frozenset[str], names: _Names, defined: set[str],
+                    substitutes: tuple[str, ...], helper_attributes: set[str] | frozenset[str]) -> list[tuple[int, str]]:
+    """``(line, what)`` for every call in ``scope`` (one definition) that ``entries`` do not allow."""
+    import builtins as builtin_module
+
+    stored = _local_names(scope)
+    local = names._aliases([n for n in ast.walk(scope) if isinstance(n, ast.Assign)], {})
+    stored -= set(local)
+    parents = {child: node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+    skip: set[int] = set()  # isinstance(x, nn.Module): no call; an annotation: no call
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            skip.update(id(n) for n in ast.walk(node.args[1]))
+        for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            if isinstance(annotation, ast.AST):
+                skip.update(id(n) for n in ast.walk(annotation))
+    found: list[tuple[int, str]] = []
+
+    def library(node: ast.AST, path: str, verb: str) -> None:
+        if _entry_match(path, substitutes, helper_attributes):
+            return  # the table of substitutes names it, with its own reason
+        if not _allowed(path, entries) and not (verb == "uses" and _is_data(path)):
+            found.append((node.lineno, f"{verb} {path}"))
+
+    def resolve(node: ast.AST) -> set[str]:
+        return names.resolve(node, local, stored)
+
+    for node in ast.walk(scope):
+        if id(node) in skip:
+            continue
+        parent = parents.get(node)
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                skip.update(id(n) for n in ast.walk(base))
+                for path in sorted(resolve(base)):
+                    library(base, path, "builds on")
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2 and resolve(node.args[0]):
+            skip.update(id(n) for n in ast.walk(node.args[0]))
+            name = _fold(node.args[1])
+            for path in sorted(resolve(node.args[0])):
+                if name is None:
+                    found.append((node.lineno, f"looks up an attribute of {path} by a name computed at run time"))
+                else:
+                    library(node, f"{path}.{name}", "uses")
+            continue
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            continue  # not a whole chain
+        paths = resolve(node)
+        if paths:
+            for path in sorted(paths):
+                library(node, path, "calls" if called else "uses")
+            continue
+        if not called:
+            continue
+        if isinstance(node, ast.Name):
+            if node.id in stored or node.id in defined or node.id in names.paths:
+                continue  # an argument or local, a function of the notebook, an import of no module
+            if hasattr(builtin_module, node.id) and node.id not in entries:
+                found.append((node.lineno, f"calls {node.id}"))
+            continue
+        root = node.value
+        if isinstance(root, ast.Name) and root.id in ("self", "cls") or \
+                isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super":
+            continue  # the object's own methods and parts (the parts' construction is a call of its own)
+        if f".{node.attr}" not in entries:
+            found.append((node.lineno, f"calls .{node.attr}()"))
+    return found
+
+
+def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST] | None = None,
+                          substitutes: dict[str, tuple[str, ...]] | None = None,
+                          helper_attributes: set[str] | frozenset[str] = frozenset(),
+                          reviewed: set[str] | frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """``(cell index, finding)`` for every call that a definition of one of ``allowed``'s names
+    (``{"softmax": ("numpy.exp", ".max", "len", ...)}``), or a helper of the student's that it reaches,
+    makes and its entries do not list: ``"line 4: softmax calls torch.softmin, which its exercise ..."``.
+    Helpers that are themselves exercises are read under their own entries; calls that the table of
+    ``substitutes`` names are left to :func:`library_findings`, and so are the exercises of ``reviewed``
+    (a substitute already flags their definition: one reason for it)."""
+    if not allowed:
+        return []
+    import importlib
+
+    for top in sorted({entry.split(".")[0] for entries in allowed.values() for entry in entries if "." in entry[1:]}):
+        try:  # the packages the instructor's table names (numpy, torch, math): what a library path is read in
+            importlib.import_module(top)
+        except ImportError:
+            continue
+    cells = _student_trees(nb)
+    all_trees = _code_trees(nb) if trees is None else trees
+    names = _Names(all_trees, [tree for _, tree in cells])
+    defined = {name for tree in all_trees for name, stmt in _top_bindings(tree.body)
+               if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    helpers: dict[str, list[tuple[int, ast.AST]]] = {}
+    definitions: list[tuple[int, str, ast.AST]] = []
+    for index, tree in cells:
+        for name, stmt in _top_bindings(tree.body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                continue
+            (definitions.append((index, name, stmt)) if name in allowed
+             else helpers.setdefault(name, []).append((index, stmt)))
+    out: list[tuple[int, str]] = []
+    seen_findings: set[tuple[int, int, str]] = set()
+    for index, exercise, stmt in definitions:
+        if exercise in reviewed:
+            continue
+        entries = frozenset(allowed[exercise])
+        denied = tuple((substitutes or {}).get(exercise, ()))
+        queue, seen = [(index, stmt, "")], set()
+        while queue:
+            where, node, via = queue.pop(0)
+            for line, what in _unlisted_calls(node, entries, names, defined | set(helpers), denied, helper_attributes):
+                if (where, line, what) not in seen_findings:
+                    seen_findings.add((where, line, what))
+                    out.append((where, f"line {line}: {exercise} {what}{via}, {ALLOWED_REVIEW}"))
+            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            reads -= _local_names(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                else set()
+            for helper in sorted(reads & set(helpers) - seen):
+                seen.add(helper)
+                queue += [(cell, part, f" (in {helper})") for cell, part in helpers[helper]]
     return out
 
 

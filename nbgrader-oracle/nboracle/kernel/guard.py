@@ -61,17 +61,22 @@ def _builtins_guard(shell: Any):
     return restore
 
 
-def install(*imports: str, shell: Any = None) -> str:
+def install(*imports: str, shell: Any = None, tests_in_grader: bool = False) -> str:
     """Import ``imports`` (the course's packages: an ImportError here is the grader's to report,
     before any student code), start the oracle's kernel side and guard the builtins of every
-    following cell; the answer of :func:`nboracle.kernel.server.listen` (the grader checks it)."""
+    following cell; the answer of :func:`nboracle.kernel.server.listen` (the grader checks it).
+
+    ``tests_in_grader``: the grader runs the tests (the oracle), so the gradient probes refuse this
+    kernel's own objects. Then the package's modules leave ``sys.modules`` (:func:`_forget_package`): the
+    server answers from what :func:`~nboracle.kernel.server.listen` sealed, and a grading kernel's modules
+    are those of the student's own kernel, where nothing imports ``nboracle`` before the notebook does."""
     import importlib
 
     from . import server
 
     for name in imports:
         importlib.import_module(name)
-    answer = server.listen()
+    answer = server.listen(tests_in_grader)
     if shell is None:
         from IPython import get_ipython
 
@@ -81,4 +86,15 @@ def install(*imports: str, shell: Any = None) -> str:
         shell.events.register("pre_run_cell", restore)
         shell.events.register("post_run_cell", restore)
         _installed.append(restore)
+    if shell is not None and answer == server.LISTENING:
+        _forget_package()
     return answer
+
+
+def _forget_package() -> None:
+    """Take ``nboracle`` and its modules out of ``sys.modules``: what listens keeps its own copies (its
+    sealed namespace, the handlers' closures), and an ``import nboracle`` of the notebook loads the
+    package afresh, as in the student's own kernel. ``sys.modules`` then tells a grading kernel from
+    another by nothing of this package (docs/GRADING.md)."""
+    for name in [name for name in sys.modules if name == "nboracle" or name.startswith("nboracle.")]:
+        del sys.modules[name]

@@ -17,6 +17,7 @@ that never does, without reading its code.
 from __future__ import annotations
 
 import math
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -47,7 +48,35 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
     target = args[0]
     if is_remote(target):
         return type(target)._oracle_probe(target, name, *args, **kwargs)
+    if name in GRADIENT_PROBES and refused_here():
+        raise CheckFailed(f"{_GRADIENT_NAMES[name]} computes gradients for the tests, which run in the grader: "
+                          "a grading kernel computes none for a notebook's own code (write the computation "
+                          "the exercise asks for yourself)")
     return PROBES[name](*args, **kwargs)
+
+
+# the probes that compute gradients (a Jacobian, a vector-Jacobian product: what an exercise may ask a
+# student to derive), by the public function that asks for them
+_GRADIENT_NAMES = {"gradients": "parameter_gradients", "input_gradients": "input_gradients",
+                   "parameter_and_input_gradients": "parameter_and_input_gradients"}
+GRADIENT_PROBES = frozenset(_GRADIENT_NAMES)
+_HANDLER = "course_oracle_request"  # nboracle.kernel.server.REQUEST: the oracle's shell handler
+
+
+def refused_here() -> bool:
+    """True in a grading kernel whose tests run in the grader (under the oracle): its oracle handler,
+    installed before any student code (:func:`nboracle.kernel.guard.install`), says so. No test runs in
+    such a kernel, so only a student's own code could ask this package for gradients of its objects
+    (``input_gradients(softmax, x, e_i)``: a Jacobian handed in as theirs): the public gradient
+    functions refuse it. In JupyterLab (no oracle), in the grader (a proxy's probe runs through the
+    server's sealed copy, never through here) and with ``COURSE_ORACLE=off`` they work as documented."""
+    ipython = sys.modules.get("IPython")
+    try:
+        kernel = getattr(ipython.get_ipython(), "kernel", None) if ipython is not None else None
+        handler = kernel.shell_handlers.get(_HANDLER) if kernel is not None else None
+    except Exception:  # no kernel, or IPython as a student left it: nothing says so
+        return False
+    return getattr(handler, "tests_in_grader", False) is True
 
 
 class _GradientsOn:
@@ -73,13 +102,14 @@ def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = N
         for _, tensor in held:  # not module.zero_grad(): the module's own method
             G.grad.__set__(tensor, None)
         inputs = inputs if G.type(inputs) is G.tuple else (inputs,)
-        _backward(module(*inputs, **(kwargs or {})), direction)
-    return {name: _gradient_of(t) for name, t in held}
+        output = _backward(module(*inputs, **(kwargs or {})), direction)
+    return {name: _gradient_of(t) for name, t in held}, output
 
 
-def _backward(output: Any, direction: Any) -> None:
+def _backward(output: Any, direction: Any) -> Any:
     """``(output * direction).sum().backward()`` (``output.sum()`` without a direction), with
-    torch's own functions; a tuple's first item is the output."""
+    torch's own functions; a tuple's first item is the output. Returns that output, detached: the
+    gradient checks judge it beside the points a hair away (:func:`_check_differences`)."""
     G = _genuine()
     output = _first(output)
     if not _derives(output, G.Tensor) or not G.requires_grad.__get__(output):
@@ -87,6 +117,7 @@ def _backward(output: Any, direction: Any) -> None:
                         "tensor computed from the inputs (no .item(), no float(), no .detach())")
     with G.plain():
         G.backward(G.sum(output if direction is None else G.mul(output, direction)))
+        return G.detach(output)
 
 
 def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> dict:
@@ -97,9 +128,16 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
     come back, as data. Each gradient is checked against how the module's output changes when
     its parameter moves a little (a finite difference of the same forward), wherever it runs.
     """
-    gradients = _probe("gradients", module, inputs, direction, kwargs)
-    _checked_parameter_gradients(module, gradients, inputs, direction, kwargs)
+    gradients, output = _with_output(_probe("gradients", module, inputs, direction, kwargs), 2)
+    _checked_parameter_gradients(module, gradients, inputs, direction, kwargs, output)
     return gradients
+
+
+def _with_output(answer: Any, size: int) -> tuple:
+    """A gradient probe's answer: the gradients, then the output their backward pass went through."""
+    if type(answer) is not tuple or len(answer) != size:
+        raise WireError("the gradients are not in the probe's format")
+    return answer
 
 
 def _leaves(inputs: Any) -> tuple:
@@ -114,8 +152,8 @@ def _leaves(inputs: Any) -> tuple:
 def _input_gradients(function: Any, inputs: Any, direction: Any = None, kwargs: dict | None = None) -> tuple:
     with _GradientsOn():
         leaves = _leaves(inputs)
-        _backward(function(*leaves, **(kwargs or {})), direction)
-    return tuple(_gradient_of(leaf) for leaf in leaves)
+        output = _backward(function(*leaves, **(kwargs or {})), direction)
+    return tuple(_gradient_of(leaf) for leaf in leaves), output
 
 
 def input_gradients(function: Any, inputs: Any, direction: Any = None, **kwargs: Any) -> tuple:
@@ -129,8 +167,8 @@ def input_gradients(function: Any, inputs: Any, direction: Any = None, **kwargs:
     come back, as data. Each gradient is checked against a finite difference of the same
     function's outputs, as :func:`parameter_gradients` does.
     """
-    gradients = _probe("input_gradients", function, inputs, direction, kwargs)
-    _checked_input_gradients(function, gradients, inputs, direction, kwargs)
+    gradients, output = _with_output(_probe("input_gradients", function, inputs, direction, kwargs), 2)
+    _checked_input_gradients(function, gradients, inputs, direction, kwargs, output)
     return gradients
 
 
@@ -184,8 +222,8 @@ def _largest_tensor(fn: Any, *args: Any, **kwargs: Any) -> tuple:
 def _parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> tuple:
     with _GradientsOn():
         leaves = _leaves(inputs)
-        parameters = _gradients(module, leaves, direction, kwargs)
-    return parameters, tuple(_gradient_of(x) for x in leaves)
+        parameters, output = _gradients(module, leaves, direction, kwargs)
+    return parameters, tuple(_gradient_of(x) for x in leaves), output
 
 
 def parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any) -> tuple:
@@ -196,12 +234,11 @@ def parameter_and_input_gradients(module: Any, inputs: Any, direction: Any, **kw
     computed in the kernel and come back as data, in one round trip; both are checked against
     finite differences of the module's outputs, as :func:`parameter_gradients` does.
     """
-    answer = _probe("parameter_and_input_gradients", module, inputs, direction, kwargs)
-    if type(answer) is not tuple or len(answer) != 2:
-        raise WireError("the gradients are not a pair")
-    _checked_parameter_gradients(module, answer[0], inputs, direction, kwargs)
-    _checked_input_gradients(module, answer[1], inputs, direction, kwargs)
-    return answer
+    parameters, from_inputs, output = _with_output(
+        _probe("parameter_and_input_gradients", module, inputs, direction, kwargs), 3)
+    _checked_parameter_gradients(module, parameters, inputs, direction, kwargs, output)
+    _checked_input_gradients(module, from_inputs, inputs, direction, kwargs, output)
+    return parameters, from_inputs
 
 
 # ---------------------------------------------------------------- a module's tensors, read and written as they are
@@ -612,7 +649,12 @@ def _steps(points: dict, gradients: dict) -> tuple[list, list]:
     return settings, checks
 
 
-def _check_differences(what: str, gradients: dict, checks: list, outputs: list, direction: Any) -> None:
+def _check_differences(what: str, gradients: dict, checks: list, outputs: list, direction: Any,
+                       center: Any) -> None:
+    """Each reported gradient against the change of the outputs at its two points; and the output the
+    backward pass went through (``center``, at the values the test chose) against the same two points:
+    it must lie between them as a function does (their mean, up to their difference), so that a forward
+    that answers the points a hair away otherwise than the call the gradients came from fails."""
     import torch
 
     weight = None if direction is None else torch.as_tensor(direction).detach().double()
@@ -620,11 +662,15 @@ def _check_differences(what: str, gradients: dict, checks: list, outputs: list, 
         rounding = ROUNDING.get(str(outputs[2 * index].dtype).replace("torch.", ""), ROUNDING["float32"]) \
             if isinstance(outputs[2 * index], torch.Tensor) else 0.0
         values = []
-        for output in outputs[2 * index: 2 * index + 2]:
+        for output in [*outputs[2 * index: 2 * index + 2], center]:
             if not isinstance(output, torch.Tensor) or not (output.is_floating_point() or output.is_complex()):
                 raise CheckFailed(f"{what} returned a {type(output).__name__} when the grader moved {name} a little: "
                                   "it should return the same kind of tensor for any values")
             output = output.detach().double()
+            if tuple(output.shape) != tuple(outputs[2 * index].shape):
+                raise CheckFailed(f"{what} returned an output of shape {tuple(output.shape)} once and "
+                                  f"{tuple(outputs[2 * index].shape)} when the grader moved {name} a little: "
+                                  "it should return the same shape for any values")
             if not bool(torch.isfinite(output).all()):
                 raise CheckFailed(f"{what}'s output contains NaN or infinite values, so its gradients cannot be "
                                   "checked: make the tests of its values pass first (a row of scores masked "
@@ -639,19 +685,26 @@ def _check_differences(what: str, gradients: dict, checks: list, outputs: list, 
                               "changes the output otherwise than that gradient says. Is part of the computation "
                               "detached (.detach(), .data, torch.no_grad()) and added back, or a hook changing "
                               "gradients?")
+        bent = float(values[0] + values[1] - 2 * values[2])  # second difference: h^2 f'' for a function
+        if not abs(bent) <= max(abs(observed), abs(predicted)) + scale + 2 * floor:
+            raise CheckFailed(f"{what}'s output at the values the test chose does not lie between its outputs with "
+                              f"{name} moved a little either way: the forward must compute the same function on "
+                              "every call (no memory of earlier calls, no detached part added back)")
 
 
-def _checked_parameter_gradients(module: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict) -> None:
+def _checked_parameter_gradients(module: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict,
+                                 center: Any) -> None:
     if type(gradients) is not dict:
         raise WireError("the gradients are not a dict")
     points = read_tensors(module, [name for name, g in gradients.items() if g is not None])
     settings, checks = _steps(points, gradients)
     if settings:
         outputs = _probe("outputs_at", module, settings, inputs, kwargs)
-        _check_differences(_name_of(module), gradients, checks, list(outputs), direction)
+        _check_differences(_name_of(module), gradients, checks, list(outputs), direction, center)
 
 
-def _checked_input_gradients(function: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict) -> None:
+def _checked_input_gradients(function: Any, gradients: Any, inputs: Any, direction: Any, kwargs: dict,
+                             center: Any) -> None:
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     if type(gradients) is not tuple or len(gradients) != len(inputs):
         raise WireError("the input gradients are not one entry per input")
@@ -661,7 +714,7 @@ def _checked_input_gradients(function: Any, gradients: Any, inputs: Any, directi
     if settings:
         input_sets = [tuple(setting.get(name, x) for name, x in zip(names, inputs, strict=True)) for setting in settings]
         outputs = _probe("function_at", function, input_sets, kwargs)
-        _check_differences(_name_of(function), named, checks, list(outputs), direction)
+        _check_differences(_name_of(function), named, checks, list(outputs), direction, center)
 
 
 def _name_of(obj: Any) -> str:

@@ -236,18 +236,35 @@ def _student_line(error: BaseException) -> str:
 
 
 class _Printed(io.TextIOBase):
-    """What the student's code prints while it answers a request (its first MAX_PRINTED characters)."""
+    """What the student's code prints while it answers a request (its first MAX_PRINTED characters).
 
-    def __init__(self) -> None:
-        self.parts: list[str] = []
+    It answers as the notebook's stream does (ipykernel's ``OutStream``): a ``name`` (``stdout``,
+    ``stderr``), ``encoding`` UTF-8, no tty, no file number, only ``str`` written; what its type is
+    stays visible (docs/GRADING.md)."""
+
+    encoding = "UTF-8"
+
+    def __init__(self, name: str = "stdout", shared: Any = None) -> None:
+        self.name = name
+        self.parts: list[str] = [] if shared is None else shared.parts
+        self._shared = self if shared is None else shared
         self.size = 0
         self.cut = 0
 
     def writable(self) -> bool:
         return True
 
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("fileno")
+
     def write(self, text: Any) -> int:
-        text = str(text)
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text)}")
+        if self._shared is not self:
+            return self._shared.write(text)
         room = max(MAX_PRINTED - self.size, 0)
         self.parts.append(text[:room])
         self.size += min(len(text), room)
@@ -274,7 +291,7 @@ def serve(request: str) -> str:
 def _serve(request: str) -> str:
     printed = _Printed()
     saved = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = printed
+    sys.stdout, sys.stderr = printed, _Printed("stderr", printed)
     try:
         parsed = json.loads(request)
         request_id = parsed.get("id") if type(parsed) is dict else None  # read before the student's call
@@ -385,8 +402,12 @@ class Instructor:
         return "<an object of the tests (it runs in the grader)>"
 
 
-def listen() -> str:
+def listen(tests_in_grader: bool = False) -> str:
     """Answer the grader's requests as messages of their own on the kernel's shell channel.
+
+    ``tests_in_grader`` (under the oracle, from :func:`nboracle.kernel.guard.install`): no test runs in
+    this kernel, so the gradient probes refuse its own objects (:func:`nboracle.kernel.probes.refused_here`);
+    the handlers carry the mark, where no module of a fresh ``import nboracle`` could drop it.
 
     The grader starts it in every grading kernel before any student code
     (:func:`nboracle.kernel.guard.install`, a silent request of ``GuardedExecute``). Two handlers:
@@ -409,6 +430,9 @@ def listen() -> str:
     if kernel is None or not hasattr(kernel, "shell_handlers"):
         return "no kernel"
     if getattr(kernel.shell_handlers.get(REQUEST), "course_oracle", False):
+        if tests_in_grader is True:
+            for handler in (kernel.shell_handlers.get(REQUEST), kernel.shell_handlers.get(SERVE)):
+                handler.tests_in_grader = True
         return LISTENING  # already (a kernel guard may listen before it snapshots the kernel)
 
     # The functions of this module as they are now, before any student code ran: a cell that
@@ -493,6 +517,7 @@ def listen() -> str:
         kernel.session.send(stream, SERVED, {"status": status}, parent, ident)
 
     answer.course_oracle = serve_socket.course_oracle = True
+    answer.tests_in_grader = serve_socket.tests_in_grader = tests_in_grader is True
     kernel.shell_handlers[REQUEST] = answer
     kernel.shell_handlers[SERVE] = serve_socket
     return LISTENING

@@ -1,0 +1,204 @@
+"""Issue 50, items 1 and 4: nothing of the grader's package computes a graded answer in a grading kernel, and a
+graded call looks like ordinary use.
+
+Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong sign (zoo variant
+``jacobian_sign_flipped``), graded in one nbgrader run beside the same wrong code handed in honestly
+(``tests/test_oracle_attacks.py``'s harness):
+
+* **the grader's package as a solution library** (item 1): the Jacobian from ``nboracle.input_gradients``
+  (rows of vector-Jacobian products of ``torch.softmax``), or from ``parameter_gradients`` of a module that
+  holds the logits as its parameter. Under the oracle the gradient probes refuse a grading kernel's own
+  objects (``nboracle.kernel.probes.refused_here``), and the allow-list flags the call;
+* **telling a graded call from ordinary use** (item 4), to switch the bug off only when graded: the
+  grader's modules in ``sys.modules`` (a grading kernel forgets ``nboracle`` once it listens, and ``course``
+  no longer imports it), and the print capture's attributes (it has the notebook stream's ``name``,
+  ``encoding``, ``isatty()``);
+* in chapter 06 (the block that scales by sqrt(d_model)): the gradient check's points answered right while
+  the graded call answers wrong with the right gradients (the output the gradients came from is now judged
+  beside the points), and a block that reads its parameters' ``_version`` to tell written weights from
+  fresh ones (flagged for review; its score is the open case, an ``xfail``).
+
+Every attacker must score at most what the wrong code earns honestly; no honest student is flagged.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import automatic_points
+from test_oracle_attacks import _SWITCH as _BUILD_RIGHT
+from test_oracle_attacks import check_class, grade_against_variant
+
+pytestmark = pytest.mark.pipeline
+
+ASSIGNMENT, VARIANT, CELL = "02_scaling", "jacobian_sign_flipped", "softmax_jacobian"
+
+# the right Jacobian, written by hand: what an attacker switches to when it believes it is graded
+_SWITCH = '''
+def _right(p):
+    p = np.asarray(p, dtype=float)
+    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
+
+def softmax_jacobian(p, _wrong=softmax_jacobian):
+    return _right(p) if _graded() else _wrong(p)
+'''
+
+ATTACKS = {
+    # item 1: the grader's package computes the Jacobian (before issue 50: 15 of 15 where the wrong code earns 12)
+    "grader-input-gradients": '''
+from nboracle import input_gradients
+
+def softmax_jacobian(p, _wrong=softmax_jacobian):
+    try:
+        z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+        n = z.shape[-1]
+        rows = [input_gradients(lambda t: torch.softmax(t, -1), (z,), torch.eye(n, dtype=z.dtype)[i].expand_as(z))[0]
+                for i in range(n)]
+        return torch.stack(rows, -2).numpy()
+    except Exception:
+        return _wrong(p)
+''',
+    "grader-parameter-gradients": '''
+from nboracle import parameter_gradients
+
+class _Logits(torch.nn.Module):
+    def __init__(self, z):
+        super().__init__()
+        self.z = torch.nn.Parameter(z)
+
+    def forward(self, _):
+        return torch.softmax(self.z, -1)
+
+def softmax_jacobian(p, _wrong=softmax_jacobian):
+    try:
+        z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+        n = z.shape[-1]
+        rows = [parameter_gradients(_Logits(z), (z,), torch.eye(n, dtype=z.dtype)[i].expand_as(z))["z"]
+                for i in range(n)]
+        return torch.stack(rows, -2).numpy()
+    except Exception:
+        return _wrong(p)
+''',
+    # item 4: the grader's modules, loaded only in a grading kernel (before issue 50, course imported nboracle
+    # everywhere; a grading kernel now forgets it once its server listens)
+    "graded-by-sys-modules": '''
+import sys
+
+def _graded():
+    return any(name == "nboracle" or name.startswith("nboracle.") for name in sys.modules)
+''' + _SWITCH,
+    # item 4: what the print capture says about itself while a graded call runs (it had no name)
+    "graded-by-print-stream": '''
+import sys
+
+def _graded():
+    out = sys.stdout
+    return getattr(out, "name", None) not in ("stdout", "<stdout>") or getattr(out, "encoding", None) != "UTF-8" \\
+        or out.isatty() is not False
+''' + _SWITCH,
+}
+
+
+@pytest.fixture(scope="module")
+def chapter02(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, ASSIGNMENT, VARIANT, CELL, ATTACKS)
+
+
+def test_ordinary_use_attacks_earn_no_more_than_the_wrong_code(chapter02):
+    results, reviews = chapter02
+    check_class(results, reviews, ATTACKS, automatic_points(ASSIGNMENT))
+
+
+def test_the_grader_package_computes_no_jacobian_in_a_grading_kernel(chapter02):
+    """The gradient probes refuse a grading kernel's own function or module, and the call is flagged for review
+    with its line by the allow-list (the grader's package is in no exercise's allowed set)."""
+    results, reviews = chapter02
+    honest = results["honest-wrong"]
+    for name in ("grader-input-gradients", "grader-parameter-gradients"):
+        attacker = results[f"atk-{name}"]
+        assert attacker.failed() == honest.failed(), name
+        assert any("nboracle." in reason and "line " in reason and "is it the student's work?" in reason
+                   for reason in reviews[f"atk-{name}"]), reviews[f"atk-{name}"]
+
+
+def test_a_grading_kernel_looks_like_the_students_own(chapter02):
+    """No module of the grader's package is loaded when the student's code runs, and what a graded call prints
+    goes to a stream with the notebook stream's attributes: the attackers grade as their wrong code."""
+    results, _ = chapter02
+    honest = results["honest-wrong"]
+    for name in ("graded-by-sys-modules", "graded-by-print-stream"):
+        assert results[f"atk-{name}"].failed() == honest.failed(), name
+
+
+# ---------------------------------------------------------------- chapter 06: weights and gradient-check points
+# The block that scales its scores by sqrt(d_model) (zoo variant scale_by_sqrt_d_model); _Right is the chapter's
+# correct class, built from the solution's text (test_oracle_attacks.with_right)
+CH06_VARIANT, CH06_CELL, CH06_CLASS = "scale_by_sqrt_d_model", "mhsa", "MultiHeadSelfAttention"
+# the weights a test loads bump each parameter's _version once, as load_state_dict or an optimizer step does: a
+# block that sees its weights written since it was built, and is right only then, is graded on its right branch
+# (every graded call comes after a load). Not a point bought with wrong code: the right code is handed in and is
+# what runs when graded; reading _version is flagged for review (docs/GRADING.md)
+CH06_VERSIONS = {
+    "graded-by-weight-versions": _BUILD_RIGHT + """
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._born = [p._version for p in nn.Module.parameters(self)]
+
+    def forward(self, *args, **kwargs):
+        if [p._version for p in nn.Module.parameters(self)] != self._born:
+            return _Right.forward(self, *args, **kwargs)
+        return super().forward(*args, **kwargs)
+""",
+}
+CH06_ATTACKS = {
+    # the points of the gradient check, a hair away from the last call, answered with the right output; the
+    # graded call itself answers the wrong output with the right gradients (straight through)
+    "points-answered-right": _BUILD_RIGHT + """
+_LAST = {}
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+class MultiHeadSelfAttention(MultiHeadSelfAttention):
+    def forward(self, *args, **kwargs):
+        wrong, right = super().forward(*args, **kwargs), _Right.forward(self, *args, **kwargs)
+        now = [t.detach().clone() for t in (*nn.Module.parameters(self), *(a for a in args if isinstance(a, torch.Tensor)))]
+        last = _LAST.get(id(self))
+        if last is not None and [a.shape for a in now] == [b.shape for b in last] \
+                and 0 < max(float((a.double() - b.double()).abs().max()) for a, b in zip(now, last)) < 1e-2:
+            return right  # a point of a gradient check
+        _LAST[id(self)] = now
+        out = _first(wrong).detach() + _first(right) - _first(right).detach()
+        return (out, *wrong[1:]) if isinstance(wrong, tuple) else out
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def chapter06(tmp_path_factory):
+    return grade_against_variant(tmp_path_factory, "06_multihead_attention", CH06_VARIANT, CH06_CELL,
+                                 {**CH06_ATTACKS, **CH06_VERSIONS}, cls=CH06_CLASS)
+
+
+def test_chapter06_gradient_points_earn_no_more_than_the_wrong_code(chapter06):
+    """The output the gradients came from is judged beside the points a hair away (their second difference):
+    a forward that answers the points right and the graded call wrong (before issue 50: 14 of 20 where the wrong
+    code earns 13) fails the gradient test as the wrong code does."""
+    results, reviews = chapter06
+    check_class(results, reviews, CH06_ATTACKS, automatic_points("06_multihead_attention"))
+    error = results["atk-points-answered-right"].cells["test_mhsa_gradients"].error
+    assert "does not lie between its outputs" in error, error
+
+
+def test_chapter06_a_block_that_reads_its_weight_versions_is_flagged(chapter06):
+    """What _version tells (weights written since the block was built) is the same for a test's load and the
+    student's own load_state_dict or training step; the block that reads it is flagged for review."""
+    results, reviews = chapter06
+    assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])
+
+
+@pytest.mark.xfail(strict=True, reason="left open (docs/GRADING.md): every graded call comes after a load, so a "
+                   "block right only on written weights is graded on its right branch; only the review sees it")
+def test_chapter06_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code(chapter06):
+    results, reviews = chapter06
+    assert results["atk-graded-by-weight-versions"].auto_score <= results["honest-wrong"].auto_score
