@@ -300,18 +300,21 @@ def run(lang: str, check: bool, assignments: list[str] | None, say=print) -> int
         if assignment in EDITIONS[lang] and not state.complete:
             failures.append(f"{assignment} is published in the {lang} edition but "
                             f"{', '.join(state.untranslated + state.fuzzy + state.not_nfc)} "
-                            "need a translation or a review")
-    if not failures and published:
-        if check:
-            import tempfile
+                            "need a translation or a review; its release is not regenerated")
+    ready = [a for a in published if statuses[a].complete]  # the others keep their committed release
+    if ready and check:
+        import tempfile
 
-            with tempfile.TemporaryDirectory() as tmp:
-                fresh = scratch_edition(lang, Path(tmp) / "edition", published)
-                for assignment in published:
-                    failures += release_is_current(lang, assignment, fresh)
-        else:
-            for folder in release(lang, published):
-                say(f"released {folder.relative_to(REPO)}/")
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = scratch_edition(lang, Path(tmp) / "edition", ready)
+            for assignment in ready:
+                failures += [f"{problem}: run `python -m instructor translate --lang {lang}`"
+                             for problem in release_is_current(lang, assignment, fresh)]
+    elif ready:
+        for folder in release(lang, ready):
+            say(f"released {folder.relative_to(REPO)}/")
     for failure in failures:
         say(f"error: {failure}")
+    if check and not failures:
+        say(f"the catalogs and editions/{lang}/release/ are up to date")
     return 1 if failures else 0

@@ -75,6 +75,9 @@ def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, m
     P.write_nb(nb, tmp_path / "source" / GRADED / path.name)
     monkeypatch.setattr(TR, "REPOSITORY", CourseRoot(tmp_path))
     monkeypatch.setattr(TR, "I18N", tmp_path / "i18n")
+    said = []
+    assert TR.run(LANG, check=True, assignments=[GRADED], say=said.append) == 1, "translate --check fails"
+    assert any("out of date" in line for line in said) and any("need a translation" in line for line in said), said
     state = TR.update_catalogs(LANG, [GRADED])[GRADED]
     assert state.fuzzy == [changed.id] and state.untranslated == [new.id]
     catalog = TR.read_catalog(TR.catalog_path(LANG, GRADED))
