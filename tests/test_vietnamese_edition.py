@@ -178,8 +178,10 @@ def test_lab_seat_copies_the_edition_and_check_grades_it_with_the_edition(tmp_pa
     nb.cells[0].source += "\nghi chú của tôi"
     P.write_nb(nb, mine)
     assert W.started(repo, edition=LANG) == [(GRADED, mine)]
-    assert TR.edition_of(nb) == LANG, "make check NB=... tells a Vietnamese notebook by its metadata"
-    assert TR.edition_of(P.read_nb(REPOSITORY.notebook("release", GRADED))) is None
+    from instructor.__main__ import _edition_of
+
+    assert _edition_of(mine) == LANG, "make check NB=... grades a Vietnamese notebook with the edition's tests"
+    assert _edition_of(REPOSITORY.notebook("release", GRADED)) is None and _edition_of(tmp_path / "none") is None
     env = W.lab_env(tmp_path / "state", W.edition_folder(REPO, LANG))
     assert str(REPO / "editions" / LANG) in env["JUPYTER_CONFIG_PATH"].split(":"), "Validate uses the edition's config"
 
