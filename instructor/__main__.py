@@ -133,8 +133,10 @@ def _graded_by(edition: str | None):
 
 
 def check_workspace(mine, root=None) -> int:
-    """Grade every started chapter of the workspace: one line per chapter."""
+    """Grade every started chapter of the workspace: one line per chapter (``root``: an edition's course root)."""
     from nboracle.classroom.selfcheck import grade_copy
+
+    from . import workspace as W
 
     for assignment, notebook in mine:
         # on a terminal, a line naming the running cell (rewritten in place, then cleared)
@@ -147,10 +149,13 @@ def check_workspace(mine, root=None) -> int:
             line = f"{result.auto_score:g}/{result.auto_max:g} points" + (
                 f", failing: {', '.join(failed)}" if failed else ", every test passes")
         print(f"{assignment:<26}{line}", flush=True)
-    print("details of one chapter: make check NB=workspace/<assignment>/<notebook>.ipynb")
+    edition = root is not None and root.path != ROOT.path
+    print(f"details of one chapter: make check NB={W.workspace_dir(Path(), root.path.name if edition else None)}"
+          "/<assignment>/<notebook>.ipynb")
     print("written answers (the parts 'In your own words') are graded by a person; studying on your own, "
           "write yours first, then compare with the model answer and rubric under the question in "
-          "source/<assignment>/<notebook>.py")
+          + (f"{root.path.relative_to(ROOT.path)}/source/<assignment>/<notebook>.ipynb" if edition
+             else "source/<assignment>/<notebook>.py"))
     return 0
 
 
