@@ -46,7 +46,8 @@ EDITIONS_DIR = REPO / "editions"
 EDITIONS: dict[str, list[str]] = {
     # The chapters each edition publishes: every markdown cell translated and reviewed. The suite
     # (tests/test_vietnamese_edition.py) fails for any untranslated or fuzzy cell of these.
-    "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding"],
+    "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
+           "06_multihead_attention"],
 }
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
