@@ -47,7 +47,7 @@ EDITIONS: dict[str, list[str]] = {
     # The chapters each edition publishes: every markdown cell translated and reviewed. The suite
     # (tests/test_vietnamese_edition.py) fails for any untranslated or fuzzy cell of these.
     "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
-           "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost"],
+           "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"],
 }
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
