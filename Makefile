@@ -6,7 +6,13 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # No MPLBACKEND here: Lab passes it to every kernel and Agg would hide every plot. The
 # headless tools (grading, tests, bench) set Agg themselves (nboracle.classroom.pipeline.tool_env).
 
-.PHONY: setup demo test test-slow test-nbgrader test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release autograde feedback export check grade-class bench lint clean
+# A language edition (docs/TRANSLATING.md): `make lab LANG=vi`, `make check LANG=vi` (EDITION=vi
+# too); a locale such as LANG=vi_VN.UTF-8 picks it as well. LANG=vi is no locale: the tools get C.UTF-8.
+EDITION ?= $(if $(filter vi vi_% vi.%,$(LANG)),vi)
+EDITION_ARGS = $(if $(EDITION),--edition $(EDITION))
+LOCALE_FIX = $(if $(filter vi,$(LANG)),LANG=C.UTF-8 )
+
+.PHONY: setup demo test test-slow test-nbgrader test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release translate autograde feedback export check grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -75,8 +81,8 @@ hub-stop:              ## stop make hub: the hub, the proxy, every server, the f
 test-hub: setup hub/node_modules/.installed   ## the term on a real hub in headless Chromium (root; bash .ci/install-browser)
 	COURSE_HUB_TESTS=1 $(PY) -m pytest -n 0 -p no:cacheprovider tests/hub -v -rs
 
-lab: setup             ## your workspace (copies of the released notebooks) in JupyterLab
-	$(PY) -m instructor lab
+lab: setup             ## your workspace (copies of the released notebooks) in JupyterLab; LANG=vi: the Vietnamese edition
+	$(LOCALE_FIX)$(PY) -m instructor lab $(EDITION_ARGS)
 
 formgrader: setup      ## the course root in JupyterLab with nbgrader's formgrader (instructors)
 	$(PY) -m instructor formgrader
@@ -87,6 +93,9 @@ build: setup           ## sync every jupytext pair under source/
 release: setup         ## regenerate release/ from source/
 	$(PY) -m instructor release
 
+translate: setup       ## update the catalogs i18n/<lang>/*.po, release the Vietnamese edition (editions/vi/), say what is left to translate
+	$(LOCALE_FIX)$(PY) -m instructor translate --lang $(or $(EDITION),vi)
+
 autograde: setup       ## autograde everything in submitted/
 	$(PY) -m instructor autograde
 
@@ -96,8 +105,8 @@ feedback: setup        ## feedback HTML for autograded submissions
 export: setup          ## grades to grades.csv
 	$(PY) -m instructor export --to grades.csv
 
-check: setup           ## grade your workspace (one line per started chapter), or one file: make check NB=path/to/two_keys.ipynb
-	$(PY) -m instructor check $(if $(NB),"$(NB)")
+check: setup           ## grade your workspace (one line per started chapter), or one file: make check NB=path/to/two_keys.ipynb; LANG=vi: the Vietnamese workspace
+	$(LOCALE_FIX)$(PY) -m instructor check $(EDITION_ARGS) $(if $(NB),"$(NB)")
 
 grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2 [CLUSTER=tcp://scheduler:8786]
 	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2] [CLUSTER=address|local:N]"; exit 2; }

@@ -81,7 +81,8 @@ def cmd_lab(args) -> int:
     """Open your workspace (your copies of the released notebooks) in JupyterLab."""
     from . import workspace as W
 
-    argv, env, cwd = W.student_seat(ROOT.path, Path(args.folder).resolve() if args.folder else None)
+    argv, env, cwd = W.student_seat(ROOT.path, Path(args.folder).resolve() if args.folder else None,
+                                    edition=args.edition)
     print(f"your workspace: {cwd} (your copies; release/ is never changed)")
     return W.launch(argv, env, cwd, (["--no-browser"] if args.no_browser else []) + args.jupyter_args)
 
@@ -99,24 +100,47 @@ def cmd_check(args) -> int:
     from nboracle.classroom.selfcheck import self_check
 
     if args.notebook:
-        return self_check(Path(args.notebook), args.assignment, ROOT)
+        notebook = Path(args.notebook)
+        return self_check(notebook, args.assignment, _graded_by(args.edition or _edition_of(notebook)))
     from . import workspace as W
 
-    mine = W.started(ROOT.path)
+    mine = W.started(ROOT.path, edition=args.edition)
     if not mine:
-        print(f"no chapter started in {W.workspace_dir(ROOT.path)} yet: `make lab` opens it; "
+        print(f"no chapter started in {W.workspace_dir(ROOT.path, args.edition)} yet: `make lab` opens it; "
               "or check a file: make check NB=path/to/notebook.ipynb")
         return 1
-    return check_workspace(mine)
+    return check_workspace(mine, _graded_by(args.edition))
 
 
-def check_workspace(mine) -> int:
-    """Grade every started chapter of the workspace: one line per chapter."""
+def _edition_of(notebook: Path) -> str | None:
+    """The edition a notebook says it is of (its metadata), else None (English); unreadable: None."""
+    from .translate import edition_of
+
+    try:
+        return edition_of(P.read_nb(notebook))
+    except Exception:  # the self-check says what is wrong with the file
+        return None
+
+
+def _graded_by(edition: str | None):
+    """The course root whose hidden tests grade a notebook of ``edition``: the English one, or the
+    edition's (its source generated now from the English source and the catalogs: the same code)."""
+    if not edition:
+        return ROOT
+    from . import translate
+
+    return translate.build_sources(edition)
+
+
+def check_workspace(mine, root=None) -> int:
+    """Grade every started chapter of the workspace: one line per chapter (``root``: an edition's course root)."""
     from nboracle.classroom.selfcheck import grade_copy
+
+    from . import workspace as W
 
     for assignment, notebook in mine:
         # on a terminal, a line naming the running cell (rewritten in place, then cleared)
-        _, _, report, result = grade_copy(notebook, assignment, ROOT, say=lambda *a, **k: None,
+        _, _, report, result = grade_copy(notebook, assignment, root or ROOT, say=lambda *a, **k: None,
                                           progress=sys.stdout.isatty())
         if result is None:
             line = f"could not grade it: {'; '.join(report.problems)}"
@@ -125,10 +149,13 @@ def check_workspace(mine) -> int:
             line = f"{result.auto_score:g}/{result.auto_max:g} points" + (
                 f", failing: {', '.join(failed)}" if failed else ", every test passes")
         print(f"{assignment:<26}{line}", flush=True)
-    print("details of one chapter: make check NB=workspace/<assignment>/<notebook>.ipynb")
+    edition = root is not None and root.path != ROOT.path
+    print(f"details of one chapter: make check NB={W.workspace_dir(Path(), root.path.name if edition else None)}"
+          "/<assignment>/<notebook>.ipynb")
     print("written answers (the parts 'In your own words') are graded by a person; studying on your own, "
           "write yours first, then compare with the model answer and rubric under the question in "
-          "source/<assignment>/<notebook>.py")
+          + (f"{root.path.relative_to(ROOT.path)}/source/<assignment>/<notebook>.ipynb" if edition
+             else "source/<assignment>/<notebook>.py"))
     return 0
 
 
@@ -169,6 +196,13 @@ def cmd_grade_class(args) -> int:
     if line:
         print(line, file=sys.stderr)
     return status
+
+
+def cmd_translate(args) -> int:
+    """Update the translation catalogs (i18n/<lang>/*.po), generate and release the edition, report what is left."""
+    from . import translate
+
+    return translate.run(args.lang, args.check, args.assignments)
 
 
 def _help(func) -> str:
@@ -219,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help=_help(cmd_lab), description=cmd_lab.__doc__ + JUPYTER_ARGS)
     p.add_argument("--folder", help="workspace folder (default: workspace/ in the course)")
     p.add_argument("--no-browser", action="store_true", help="print the URL instead of opening a browser")
+    p.add_argument("--edition", choices=EDITION_CHOICES, help="a language edition's notebooks (vi: Vietnamese), "
+                   "in workspace-<edition>/")
     p.set_defaults(func=cmd_lab)
     p = sub.add_parser("formgrader", help=_help(cmd_formgrader), description=cmd_formgrader.__doc__ + JUPYTER_ARGS)
     p.add_argument("--root", help="course root (default: this repository)")
@@ -228,7 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("notebook", nargs="?", help="path to your .ipynb (it is copied, never changed); "
                    "default: every chapter you started in workspace/, one line each")
     p.add_argument("--assignment", help="assignment id, if the file name does not tell")
+    p.add_argument("--edition", choices=EDITION_CHOICES, help="a language edition (vi): its workspace, its "
+                   "hidden tests (default: the one the notebook's metadata names, else English)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("translate", help=_help(cmd_translate), description=cmd_translate.__doc__)
+    p.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
+    p.add_argument("--lang", default="vi", choices=EDITION_CHOICES, help="the edition (default vi)")
+    p.add_argument("--check", action="store_true", help="change nothing; fail if a catalog is out of date, a "
+                   "published chapter is not fully translated, or the edition's release is not current")
+    p.set_defaults(func=cmd_translate)
     p = sub.add_parser("grade-class", help=_help(cmd_grade_class), description=cmd_grade_class.__doc__)
     p.add_argument("assignment", help="assignment id, e.g. 01_two_keys")
     p.add_argument("--from", dest="source", help="folder or zip of <student>/<notebook>.ipynb "
@@ -240,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
     p.set_defaults(func=cmd_grade_class)
     for name, command in sub.choices.items():
-        if name not in ("lab", "check"):
+        if name not in ("lab", "check", "translate"):
             command.add_argument("--course-root", default=os.environ.get("COURSE_ROOT") or None,
                                  help="the course root to work on (default: $COURSE_ROOT, else this repository)")
         else:
@@ -253,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EDITION_CHOICES = ["vi"]  # instructor.translate.EDITIONS (not imported here: the CLI starts fast)
 JUPYTER_ARGS = "\n\nOptions of `jupyter lab` (e.g. --ServerApp.port=8899) are passed on."
 
 

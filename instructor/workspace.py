@@ -5,6 +5,9 @@
   released since, never touching a notebook that is already there. Lab opens in that folder,
   so ``release/`` stays exactly what nbgrader generated and ``git pull`` never conflicts with
   a student's answers.
+* ``python -m instructor lab --edition vi`` (``make lab LANG=vi``): the same seat for a language
+  edition (docs/TRANSLATING.md): its released notebooks, ``editions/vi/release/``, copied into
+  ``workspace-vi/``, and its nbgrader configuration (its own course id).
 * ``python -m instructor formgrader`` (``make formgrader``): the instructor seat. Lab opens at
   the course root, where nbgrader's formgrader finds ``source/``, ``release/`` and the
   gradebook.
@@ -33,8 +36,14 @@ EXCHANGE = ".exchange"
 LAB_SETTINGS = Path(__file__).resolve().parent / "lab_settings"
 
 
-def workspace_dir(repo: Path = REPO) -> Path:
-    return repo / WORKSPACE
+def workspace_dir(repo: Path = REPO, edition: str | None = None) -> Path:
+    """``workspace/``, or ``workspace-<edition>/`` for a language edition's notebooks."""
+    return repo / (f"{WORKSPACE}-{edition}" if edition else WORKSPACE)
+
+
+def edition_folder(repo: Path = REPO, edition: str | None = None) -> Path:
+    """The course root whose ``release/`` a seat copies: the repository, or ``editions/<edition>/``."""
+    return repo / "editions" / edition if edition else repo
 
 
 def prepare(repo: Path = REPO, dest: Path | None = None) -> list[Path]:
@@ -75,19 +84,31 @@ def _trust(notebooks: list[Path]) -> None:
             continue
 
 
-def started(repo: Path = REPO, dest: Path | None = None) -> list[tuple[str, Path]]:
+def started(repo: Path = REPO, dest: Path | None = None, edition: str | None = None) -> list[tuple[str, Path]]:
     """``(assignment, notebook)`` for every workspace notebook that differs from its release."""
-    dest = dest or workspace_dir(repo)
-    root = CourseRoot(repo)
+    dest = dest or workspace_dir(repo, edition)
+    out = []
+    for assignment, released in _released(repo, edition):
+        mine = dest / assignment / released.name
+        if mine.is_file() and (not released.is_file() or _answers(mine) != _answers(released)):
+            out.append((assignment, mine))
+    return out
+
+
+def _released(repo: Path, edition: str | None) -> list[tuple[str, Path]]:
+    """``(assignment, released notebook)`` of the course's chapters (the notebook may not be released yet).
+
+    The course's chapters are those of ``source/``; an edition's, those of its ``release/`` (its
+    ``source/`` is generated on demand, git-ignored)."""
+    root = CourseRoot(edition_folder(repo, edition))
+    if edition:
+        return [(p.parent.name, p) for p in sorted((root.path / "release").glob("*/*.ipynb"))]
     out = []
     for assignment in root.assignments():
         try:
-            mine = dest / assignment / (root.notebook_name(assignment) + ".ipynb")
+            out.append((assignment, root.notebook("release", assignment)))
         except P.PipelineError:
             continue
-        released = root.notebook("release", assignment)
-        if mine.is_file() and (not released.is_file() or _answers(mine) != _answers(released)):
-            out.append((assignment, mine))
     return out
 
 
@@ -164,16 +185,17 @@ def ensure_exchange(repo: Path = REPO) -> Path:
     return exchange
 
 
-def student_seat(repo: Path = REPO, dest: Path | None = None) -> tuple[list[str], dict[str, str], Path]:
+def student_seat(repo: Path = REPO, dest: Path | None = None,
+                 edition: str | None = None) -> tuple[list[str], dict[str, str], Path]:
     """Prepare the workspace; return the Lab command line, its environment and its folder."""
-    dest = dest or workspace_dir(repo)
+    dest = dest or workspace_dir(repo, edition)
     dest.mkdir(parents=True, exist_ok=True)
-    added = prepare(repo, dest)
+    added = prepare(edition_folder(repo, edition), dest)
     for path in added:
         print(f"new in your workspace: {path.relative_to(dest.parent)}")
-    ensure_exchange(repo)
+    ensure_exchange(repo)  # an edition's config is the course's: the same local exchange, its own course id
     state = dest / ".lab"
-    return lab_argv(dest, kernel_sockets=_sockets(state)), lab_env(state, repo), dest
+    return lab_argv(dest, kernel_sockets=_sockets(state)), lab_env(state, edition_folder(repo, edition)), dest
 
 
 def instructor_seat(root: Path = REPO) -> tuple[list[str], dict[str, str], Path]:

@@ -1,0 +1,321 @@
+"""``python -m instructor translate``: the course's other language editions, from one English source.
+
+English stays the one source: ``source/<chapter>/<nb>.py`` (and its ``.ipynb``) hold the code,
+the tests and the points. A translation holds prose only, in gettext catalogs beside the source,
+``i18n/<lang>/<chapter>.po``: one message per markdown cell, its ``msgctxt`` the cell's id, its
+``msgid`` the English cell, its ``msgstr`` the translation. Translators open them with any PO
+editor (Poedit, Lokalize, Weblate).
+
+An edition is an nbgrader course of its own, ``editions/<lang>/`` (docs/TRANSLATING.md)::
+
+    editions/<lang>/nbgrader_config.py          the English course's config, with its own course id
+    editions/<lang>/source/<chapter>/<nb>.ipynb  generated here, git-ignored: solutions and hidden tests
+    editions/<lang>/release/<chapter>/<nb>.ipynb what its students get (nbgrader, committed)
+
+The generated source is the English notebook, cell for cell (same ids, metadata, code, grade ids,
+points), with each markdown cell's text replaced by its translation. Only the chapters of
+:data:`EDITIONS` are published; the catalogs of every other chapter are kept up to date so that
+translators can start on them.
+
+``translate`` (a) brings every catalog up to date with the English source: a changed English cell
+keeps its translation marked fuzzy (the old English is kept as ``#| msgid``), a new cell is
+untranslated, a removed cell's message becomes obsolete (``#~``, never deleted); (b) generates the
+published chapters' source and releases them with nbgrader; (c) reports untranslated and fuzzy
+messages per chapter. ``translate --check`` changes nothing and fails when a catalog is stale, a
+published chapter has an untranslated or fuzzy message, or the generated release is not current.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import polib
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
+
+from instructor.repository import REPO, REPOSITORY
+
+I18N = REPO / "i18n"
+EDITIONS_DIR = REPO / "editions"
+EDITIONS: dict[str, list[str]] = {
+    # The chapters each edition publishes: every markdown cell translated and reviewed. The suite
+    # (tests/test_vietnamese_edition.py) fails for any untranslated or fuzzy cell of these.
+    "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
+           "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"],
+}
+METADATA_KEY = "course_edition"
+"""Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
+LANGUAGE_NAMES = {"vi": "Vietnamese"}
+
+
+HEADER = """\
+{lang} translation of the course's chapter {assignment}: its markdown cells.
+One message per markdown cell of source/{assignment}/; msgctxt is the cell's id, msgid its English
+text. `python -m instructor translate` updates this file from the English source (a changed cell
+becomes fuzzy, its old English kept as #| msgid) and says what is left (docs/TRANSLATING.md)."""
+
+
+def edition_root(lang: str) -> CourseRoot:
+    """The edition's course root, ``editions/<lang>/``."""
+    if lang not in EDITIONS:
+        raise P.PipelineError(f"no edition {lang!r}; known: {', '.join(EDITIONS)}")
+    return CourseRoot(EDITIONS_DIR / lang, release_command=f"python -m instructor translate --lang {lang}")
+
+
+def catalog_path(lang: str, assignment: str) -> Path:
+    return I18N / lang / f"{assignment}.po"
+
+
+# ---------------------------------------------------------------- catalogs
+
+
+def markdown_cells(nb) -> list:
+    return [cell for cell in nb.cells if cell.cell_type == "markdown"]
+
+
+def read_catalog(path: Path) -> polib.POFile | None:
+    if not path.is_file():
+        return None
+    try:
+        return polib.pofile(str(path), wrapwidth=0, encoding="utf-8")
+    except (OSError, ValueError) as err:
+        raise P.PipelineError(f"{path} is not a readable PO file: {err}") from None
+
+
+def render_catalog(catalog: polib.POFile) -> bytes:
+    # no wrapping: a markdown cell's lines stay lines, one per "..." string
+    return (str(catalog) + "\n").encode("utf-8")
+
+
+def updated_catalog(lang: str, assignment: str) -> polib.POFile:
+    """The catalog of ``assignment`` brought up to date with the English source (nothing written)."""
+    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
+    old = read_catalog(catalog_path(lang, assignment))
+    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete} if old else {}
+    catalog = polib.POFile(wrapwidth=0, encoding="utf-8")
+    catalog.header = HEADER.format(lang=LANGUAGE_NAMES.get(lang, lang), assignment=assignment)
+    catalog.metadata = dict(old.metadata) if old else {
+        "Project-Id-Version": f"attention-transformers {assignment}",
+        "Language": lang,
+        "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding": "8bit",
+    }
+    for cell in markdown_cells(nb):
+        if not cell.get("id"):
+            raise P.PipelineError(f"{assignment}: a markdown cell has no id (nbformat 4.5 cell ids are needed)")
+        english = cell.source
+        entry = polib.POEntry(msgctxt=cell.id, msgid=english, msgstr="",
+                              comment=f"{assignment}: markdown cell {cell.id}")
+        was = by_cell.pop(cell.id, None)
+        if was is not None:
+            entry.msgstr, entry.flags = was.msgstr, list(was.flags)
+            entry.previous_msgid = was.previous_msgid
+            entry.tcomment = was.tcomment  # the translator's own notes
+            if was.msgid != english:  # the English cell changed: its translation needs a review
+                if "fuzzy" not in entry.flags:
+                    entry.flags.append("fuzzy")
+                entry.previous_msgid = entry.previous_msgid or was.msgid
+        if "fuzzy" not in entry.flags:
+            entry.previous_msgid = None
+        catalog.append(entry)
+    kept = {e.msgctxt for e in catalog}
+    for entry in [*(e for e in old if e.obsolete and e.msgctxt not in kept), *by_cell.values()] if old else []:
+        entry.obsolete = True  # cells gone from the English source: obsolete, never deleted
+        catalog.append(entry)
+    return catalog
+
+
+def messages(catalog: polib.POFile) -> list[polib.POEntry]:
+    return [e for e in catalog if not e.obsolete]
+
+
+@dataclass
+class Status:
+    assignment: str
+    total: int
+    untranslated: list[str]
+    fuzzy: list[str]
+    not_nfc: list[str]
+    stale: bool  # the catalog file differs from what the English source makes of it
+
+    @property
+    def complete(self) -> bool:
+        return not (self.untranslated or self.fuzzy or self.not_nfc)
+
+    def line(self) -> str:
+        done = self.total - len(self.untranslated) - len(self.fuzzy)
+        parts = [f"{done}/{self.total} translated"]
+        if self.fuzzy:
+            parts.append(f"{len(self.fuzzy)} fuzzy (the English changed: review them)")
+        if self.untranslated:
+            parts.append(f"{len(self.untranslated)} untranslated")
+        if self.not_nfc:
+            parts.append(f"{len(self.not_nfc)} not in Unicode NFC")
+        if self.stale:
+            parts.append("catalog out of date with the English source")
+        return ", ".join(parts)
+
+
+def status(lang: str, assignment: str, catalog: polib.POFile | None = None) -> Status:
+    fresh = catalog if catalog is not None else updated_catalog(lang, assignment)
+    path = catalog_path(lang, assignment)
+    stale = not path.is_file() or path.read_bytes() != render_catalog(fresh)
+    current = messages(fresh)
+    return Status(assignment, len(current),
+                  untranslated=[e.msgctxt for e in current if not e.msgstr],
+                  fuzzy=[e.msgctxt for e in current if e.msgstr and e.fuzzy],
+                  not_nfc=[e.msgctxt for e in current if not unicodedata.is_normalized("NFC", e.msgstr)],
+                  stale=stale)
+
+
+def update_catalogs(lang: str, assignments: list[str]) -> dict[str, Status]:
+    """Write every catalog that the English source changed; return each chapter's status."""
+    out = {}
+    for assignment in assignments:
+        catalog = updated_catalog(lang, assignment)
+        path = catalog_path(lang, assignment)
+        data = render_catalog(catalog)
+        if not path.is_file() or path.read_bytes() != data:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        out[assignment] = status(lang, assignment, catalog)
+    return out
+
+
+# ---------------------------------------------------------------- the edition's notebooks
+
+
+def translated_notebook(lang: str, assignment: str) -> nbformat.NotebookNode:
+    """The English source notebook with every markdown cell in ``lang`` (raises if one is missing)."""
+    nb = copy.deepcopy(P.read_nb(REPOSITORY.notebook("source", assignment)))
+    by_cell = {e.msgctxt: e for e in messages(updated_catalog(lang, assignment))}
+    missing = []
+    for cell in markdown_cells(nb):
+        entry = by_cell.get(cell.id)
+        if entry is None or not entry.msgstr or entry.fuzzy:
+            missing.append(cell.id)
+            continue
+        cell.source = unicodedata.normalize("NFC", entry.msgstr)
+    if missing:
+        raise P.PipelineError(f"{assignment}: {len(missing)} markdown cell(s) not translated to {lang} "
+                              f"or fuzzy in i18n/{lang}/{assignment}.po: "
+                              f"{', '.join(missing)}")
+    nb.metadata.pop("jupytext", None)  # generated, never paired: nobody edits it
+    nb.metadata[METADATA_KEY] = lang
+    return nb
+
+
+def notebook_bytes(nb) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def write_source(lang: str, dest: CourseRoot, assignment: str) -> Path:
+    """Write the edition's source notebook of ``assignment`` under ``dest/source`` (only if it changed)."""
+    name = REPOSITORY.notebook_name(assignment)
+    path = dest.folder("source", assignment) / f"{name}.ipynb"
+    text = notebook_bytes(translated_notebook(lang, assignment))
+    if not path.is_file() or path.read_text() != text:
+        if path.parent.is_dir():  # one notebook per chapter folder, nothing left from an older layout
+            shutil.rmtree(path.parent)
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    return path
+
+
+def build_sources(lang: str, dest: CourseRoot | None = None, assignments: list[str] | None = None) -> CourseRoot:
+    """Generate the edition's source notebooks (default: in ``editions/<lang>/``); return that root."""
+    dest = dest or edition_root(lang)
+    for assignment in assignments or EDITIONS[lang]:
+        write_source(lang, dest, assignment)
+    return dest
+
+
+def scratch_edition(lang: str, dest: Path, assignments: list[str]) -> CourseRoot:
+    """A released scratch course root of the edition at ``dest``: its config, generated source, release."""
+    root = edition_root(lang)
+    copy_root = CourseRoot(dest, root.release_command)
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(root.config, copy_root.config)
+    with open(copy_root.config, "a") as config:
+        config.write(f"\n# a scratch course never writes into a class's gradebook\n"
+                     f"c.CourseDirectory.db_url = {copy_root.sqlite_url!r}\n")
+    build_sources(lang, copy_root, assignments)
+    for assignment in assignments:
+        copy_root.release(assignment)
+    return copy_root
+
+
+def release(lang: str, assignments: list[str] | None = None) -> list[Path]:
+    """Generate the edition's source and ``nbgrader generate_assignment`` it into ``editions/<lang>/release``."""
+    root = build_sources(lang, assignments=assignments)
+    return [root.release(assignment) for assignment in assignments or EDITIONS[lang]]
+
+
+def release_is_current(lang: str, assignment: str, fresh: CourseRoot) -> list[str]:
+    """What differs between the committed ``editions/<lang>/release/<assignment>`` and ``fresh``'s."""
+    new, committed = fresh.folder("release", assignment), edition_root(lang).folder("release", assignment)
+    if not committed.is_dir():
+        return [f"editions/{lang}/release/{assignment} is missing"]
+    files = {p.relative_to(new) for p in new.rglob("*") if p.is_file()}
+    have = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()}
+    problems = [f"editions/{lang}/release/{assignment}/{p}: missing" for p in sorted(files - have)]
+    problems += [f"editions/{lang}/release/{assignment}/{p}: not generated" for p in sorted(have - files)]
+    for rel in sorted(files & have):
+        if rel.suffix == ".ipynb" and json.loads((new / rel).read_text()) != json.loads((committed / rel).read_text()):
+            problems.append(f"editions/{lang}/release/{assignment}/{rel}: stale")
+    return problems
+
+
+def edition_of(nb) -> str | None:
+    """The edition a notebook says it belongs to (``None``: the English one)."""
+    lang = nb.get("metadata", {}).get(METADATA_KEY)
+    return lang if lang in EDITIONS else None
+
+
+# ---------------------------------------------------------------- the command
+
+
+def run(lang: str, check: bool, assignments: list[str] | None, say=print) -> int:
+    if lang not in EDITIONS:
+        raise P.PipelineError(f"no edition {lang!r}; known: {', '.join(EDITIONS)}")
+    # default: the published chapters and those with a catalog; naming a chapter starts its catalog
+    chapters = ([REPOSITORY.check_assignment(a) for a in assignments] if assignments else
+                [a for a in REPOSITORY.assignments() if a in EDITIONS[lang] or catalog_path(lang, a).is_file()])
+    statuses = ({a: status(lang, a) for a in chapters} if check else update_catalogs(lang, chapters))
+    published = [a for a in chapters if a in EDITIONS[lang]]
+    failures = []
+    say(f"{LANGUAGE_NAMES.get(lang, lang)} edition (i18n/{lang}/*.po):")
+    for assignment, state in statuses.items():
+        tag = "published" if assignment in EDITIONS[lang] else "not published"
+        say(f"  {assignment:<26}{state.line()}  [{tag}]")
+        if check and state.stale:
+            failures.append(f"{assignment}: i18n/{lang}/{assignment}.po is out of date: run "
+                            f"`python -m instructor translate --lang {lang}`")
+        if assignment in EDITIONS[lang] and not state.complete:
+            failures.append(f"{assignment} is published in the {lang} edition but "
+                            f"{', '.join(state.untranslated + state.fuzzy + state.not_nfc)} "
+                            "need a translation or a review; its release is not regenerated")
+    ready = [a for a in published if statuses[a].complete]  # the others keep their committed release
+    if ready and check:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = scratch_edition(lang, Path(tmp) / "edition", ready)
+            for assignment in ready:
+                failures += [f"{problem}: run `python -m instructor translate --lang {lang}`"
+                             for problem in release_is_current(lang, assignment, fresh)]
+    elif ready:
+        for folder in release(lang, ready):
+            say(f"released {folder.relative_to(REPO)}/")
+    for failure in failures:
+        say(f"error: {failure}")
+    if check and not failures:
+        say(f"the catalogs and editions/{lang}/release/ are up to date")
+    return 1 if failures else 0

@@ -1,0 +1,203 @@
+"""The Vietnamese edition (docs/TRANSLATING.md): one English source, two nbgrader courses.
+
+For every chapter the edition publishes (``instructor.translate.EDITIONS["vi"]``): every markdown
+cell is translated, reviewed (no fuzzy message) and in Unicode NFC; the code of every cell, the
+grade ids, points and cell metadata are the English edition's; the committed
+``editions/vi/release`` is what nbgrader generates now; and chapter 01 graded through the real
+pipeline scores the solution full marks and the untouched release zero, as the English one does.
+A chapter not in the list is not checked here: docs/TRANSLATING.md says which remain.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import unicodedata
+
+import nbformat
+import pytest
+from nboracle.classroom import pipeline as P
+from nboracle.classroom.course_root import CourseRoot
+from support import SOLUTION, STUB, automatic_points, hidden_lines, solution_lines, source_nb, trusted_kernels
+
+from instructor import translate as TR
+from instructor import workspace as W
+from instructor.repository import REPO, REPOSITORY
+
+LANG = "vi"
+CHAPTERS = TR.EDITIONS[LANG]
+GRADED = "01_two_keys"
+
+
+def _ids(assignment):  # "vi-01_two_keys": not an assignment scope, the whole file runs on one worker
+    return f"{LANG}-{assignment}"
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory) -> CourseRoot:
+    """The edition generated now from source/ and i18n/vi/, released by nbgrader, in a scratch root."""
+    return TR.scratch_edition(LANG, tmp_path_factory.mktemp("edition") / "vi", CHAPTERS)
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+# ---------------------------------------------------------------- the catalogs
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
+def test_every_markdown_cell_is_translated_in_nfc(assignment):
+    state = TR.status(LANG, assignment)
+    where = f"i18n/{LANG}/{assignment}.po"
+    assert not state.stale, f"{where} is out of date with source/{assignment}: run `make translate`"
+    assert not state.untranslated, f"{where}: untranslated markdown cells {state.untranslated}"
+    assert not state.fuzzy, f"{where}: the English of cells {state.fuzzy} changed: review their translation"
+    assert not state.not_nfc, f"{where}: cells {state.not_nfc} are not in Unicode NFC"
+    english = {cell.id for cell in source_nb(assignment).cells if cell.cell_type == "markdown"}
+    assert state.total == len(english), "one message per markdown cell"
+
+
+def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, monkeypatch):
+    """The catalog follows the English source: changed cell -> fuzzy (old English kept), new -> untranslated,
+    removed -> obsolete (kept)."""
+    shutil.copytree(REPO / "source" / GRADED, tmp_path / "source" / GRADED)
+    shutil.copytree(REPO / "i18n", tmp_path / "i18n")
+    path = REPOSITORY.notebook("source", GRADED)
+    nb = P.read_nb(path)
+    markdown = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+    changed, removed = markdown[1], markdown[2]
+    before = changed.source
+    changed.source += "\nOne more English sentence."
+    nb.cells.remove(removed)
+    new = nbformat.v4.new_markdown_cell("A new English cell.")
+    nb.cells.append(new)
+    P.write_nb(nb, tmp_path / "source" / GRADED / path.name)
+    monkeypatch.setattr(TR, "REPOSITORY", CourseRoot(tmp_path))
+    monkeypatch.setattr(TR, "I18N", tmp_path / "i18n")
+    said = []
+    assert TR.run(LANG, check=True, assignments=[GRADED], say=said.append) == 1, "translate --check fails"
+    assert any("out of date" in line for line in said) and any("need a translation" in line for line in said), said
+    state = TR.update_catalogs(LANG, [GRADED])[GRADED]
+    assert state.fuzzy == [changed.id] and state.untranslated == [new.id]
+    catalog = TR.read_catalog(TR.catalog_path(LANG, GRADED))
+    entry = next(e for e in TR.messages(catalog) if e.msgctxt == changed.id)
+    assert entry.msgid == changed.source and entry.fuzzy and entry.msgstr and entry.previous_msgid == before
+    assert [(e.msgctxt, bool(e.msgstr)) for e in catalog.obsolete_entries()] == [(removed.id, True)], \
+        "a removed cell's translation is kept"
+    with pytest.raises(P.PipelineError, match="not translated"):
+        TR.translated_notebook(LANG, GRADED)
+
+
+# ---------------------------------------------------------------- same code, same grades
+
+
+def _cells(nb):
+    return [(cell.cell_type, cell.get("id"), cell.metadata, cell.source if cell.cell_type == "code" else None)
+            for cell in nb.cells]
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
+def test_same_code_grade_ids_points_and_metadata_as_english(assignment, edition):
+    english, vietnamese = source_nb(assignment), P.read_nb(edition.notebook("source", assignment))
+    assert _cells(vietnamese) == _cells(english), "only the text of markdown cells may differ"
+    assert vietnamese.metadata[TR.METADATA_KEY] == LANG and "jupytext" not in vietnamese.metadata
+    translated = [c for c in vietnamese.cells if c.cell_type == "markdown"]
+    assert all(unicodedata.is_normalized("NFC", c.source) for c in translated)
+    assert [c.source for c in translated] != [c.source for c in english.cells if c.cell_type == "markdown"]
+
+    def graded(nb):  # the released cells as nbgrader grades them (a markdown cell's checksum is of its text)
+        return [(c.cell_type, c.get("id"), c.source if c.cell_type == "code" else None,
+                 {k: v for k, v in _nbgrader(c).items() if not (k == "checksum" and c.cell_type == "markdown")})
+                for c in nb.cells]
+
+    released = P.read_nb(TR.edition_root(LANG).notebook("release", assignment))
+    assert graded(released) == graded(P.read_nb(REPOSITORY.notebook("release", assignment)))
+
+
+def test_edition_config_is_the_course_config_with_its_own_course_id():
+    english, vietnamese = REPOSITORY.settings(), TR.edition_root(LANG).settings()
+    assert english.CourseDirectory.course_id != vietnamese.CourseDirectory.course_id
+    for section, name in [("Autograde", "autograde_preprocessors"), ("OracleExecute", "oracle_chapters"),
+                          ("OracleExecute", "test_modules"), ("Execute", "timeout"), ("CourseDirectory", "ignore"),
+                          ("GenerateAssignment", "preprocessors")]:
+        def named(value):  # a preprocessor class is made anew at each load (the sandbox's subclass): its name
+            return [getattr(v, "__qualname__", v) for v in value] if isinstance(value, list) else value
+
+        assert named(vietnamese[section][name]) == named(english[section][name]), f"{section}.{name} differs"
+
+
+# ---------------------------------------------------------------- the release
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
+def test_release_is_current(assignment, edition):
+    problems = TR.release_is_current(LANG, assignment, edition)
+    assert not problems, f"{problems}: run `make translate`"
+
+
+@pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
+def test_release_leaks_nothing(assignment):
+    folder = TR.edition_root(LANG).folder("release", assignment)
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert files and all(p.suffix == ".ipynb" for p in files), f"only notebooks in {folder}: {files}"
+    secret = solution_lines(source_nb(assignment)) + hidden_lines(source_nb(assignment))
+    translated = TR.translated_notebook(LANG, assignment)  # the Vietnamese model answers too
+    model_answers = [line.strip() for c in translated.cells
+                     if c.cell_type == "markdown" and _nbgrader(c).get("solution")
+                     for line in c.source.splitlines() if len(line.strip()) >= 20]
+    for path in files:
+        text = path.read_text()
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN", "HIDDEN TESTS"):
+            assert marker not in text, f"{path} contains {marker!r}"
+        nb = json.loads(text)
+        body = {line.strip() for c in nb["cells"] for line in "".join(c["source"]).splitlines()}
+        assert not [line for line in secret if line in body], f"{path} holds solution or hidden lines"
+        assert model_answers and not [line for line in model_answers if line in body], \
+            f"{path} holds a Vietnamese model answer"
+
+
+def test_generated_source_is_never_committed_nor_paired():
+    ignored = P.run(["git", "check-ignore", f"editions/{LANG}/source/{GRADED}/x.ipynb", f"workspace-{LANG}/x.ipynb"],
+                    cwd=REPO, check=False).stdout.split()
+    assert ignored == [f"editions/{LANG}/source/{GRADED}/x.ipynb", f"workspace-{LANG}/x.ipynb"]
+    assert 'formats = "ipynb"' in (REPO / "editions" / "jupytext.toml").read_text(), "Lab would pair it with a .py"
+
+
+# ---------------------------------------------------------------- the student's seat
+
+
+def test_lab_seat_copies_the_edition_and_check_grades_it_with_the_edition(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "editions" / LANG / "release" / GRADED, repo / "editions" / LANG / "release" / GRADED)
+    dest = W.workspace_dir(repo, LANG)
+    assert W.prepare(W.edition_folder(repo, LANG), dest) == [dest / GRADED / "two_keys.ipynb"]
+    mine = dest / GRADED / "two_keys.ipynb"
+    assert W.started(repo, edition=LANG) == []
+    nb = P.read_nb(mine)
+    nb.cells[0].source += "\nghi chú của tôi"
+    P.write_nb(nb, mine)
+    assert W.started(repo, edition=LANG) == [(GRADED, mine)]
+    from instructor.__main__ import _edition_of
+
+    assert _edition_of(mine) == LANG, "make check NB=... grades a Vietnamese notebook with the edition's tests"
+    assert _edition_of(REPOSITORY.notebook("release", GRADED)) is None and _edition_of(tmp_path / "none") is None
+    env = W.lab_env(tmp_path / "state", W.edition_folder(REPO, LANG))
+    assert str(REPO / "editions" / LANG) in env["JUPYTER_CONFIG_PATH"].split(":"), "Validate uses the edition's config"
+
+
+# ---------------------------------------------------------------- graded through the real pipeline
+
+
+@pytest.mark.pipeline
+def test_chapter_01_in_vietnamese_grades_as_in_english(edition):
+    release_nb, answers = edition.release_and_answers(GRADED)
+    edition.submit(GRADED, SOLUTION, P.fill(release_nb, answers))
+    edition.submit(GRADED, STUB, release_nb)
+    with trusted_kernels():
+        edition.autograde(GRADED)
+    results = edition.results(GRADED)
+    full = automatic_points(GRADED)
+    assert results[SOLUTION].auto_max == full, "the same points as the English edition"
+    assert results[SOLUTION].auto_score == full, f"the solution fails {results[SOLUTION].failed()}"
+    assert results[STUB].auto_score == 0, f"the untouched release scores {results[STUB].auto_score}"
