@@ -101,7 +101,12 @@ c.OracleExecute.calling_helpers = ["course.checks:attempt"]
 c.OracleExecute.test_modules = ["course.scaling_checks", "course.masks_checks", "course.encoder_block_checks",
                                 "course.positional_encoding_checks", "course.multihead_attention_checks",
                                 "course.seq2seq_checks", "course.attention_cost_checks", "course.decoder_checks",
-                                "course.tiny_gpt_checks"]
+                                "course.tiny_gpt_checks",
+                                # the references the hidden tests compare with: the grader's side only (never in
+                                # course/, never bound into a kernel; docs/AUTHORING.md, "References")
+                                "instructor.references.decoder", "instructor.references.tiny_gpt",
+                                "instructor.references.seq2seq_beam_search", "instructor.references.encoder_block",
+                                "instructor.references.multihead_attention", "instructor.references.scaling"]
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

@@ -1,10 +1,11 @@
 """The checks of chapter 09 (the decoder), which its graded test cells call.
 
 Each check is handed what it tests (your `cross_attention`, your `DecoderBlock` class, a block or a
-model built from the test's parameters) and compares what it returns with PyTorch's own layers
-holding the same parameters: `nn.MultiheadAttention`, `nn.TransformerDecoderLayer`,
-`nn.Transformer`. A failed check names the call and says where to look. Nothing here is a solution
-to an exercise: the references are PyTorch's.
+model built from the test's parameters) and checks what the exercise promises of it: shapes, the
+causal mask, the memory seen in full, PAD changing nothing, each submodule what the exercise names,
+gradients reaching every parameter. A failed check names the call and says where to look. Nothing
+here computes a block's or a model's answer: the graded tests compare your outputs with
+`nn.TransformerDecoderLayer` and `nn.Transformer` holding the same parameters on the grader's side.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ BLOCK_HINT = ("in DecoderBlock the self-attention takes (h, h, h) and the causal
               "takes its queries from the decoder stream and its keys and values from memory, with the memory "
               "padding mask (B, S) and no causal mask")
 MODEL_HINT = "the model runs your DecoderBlock and cross_attention: make the tests of Parts A and B pass first"
-LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
-              "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
 PARTS = ("self_attention", "cross_attention", "norm1", "norm2", "norm3", "ffn")
 
 
@@ -64,28 +63,6 @@ def block_state(width, hidden, seed, attentions=("self_attention", "cross_attent
     state["ffn.linear2.weight"] = scale * torch.randn(width, hidden, generator=gen)
     state["ffn.linear2.bias"] = scale * torch.randn(width, generator=gen)
     return state
-
-
-def decoder_layer(state, width, heads, hidden, norm_first=False):
-    """nn.TransformerDecoderLayer holding the parameters `state` (by the names of the exercise)."""
-    layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=norm_first)
-    renamed = {}
-    for key, value in state.items():
-        for ours, theirs in (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", "")):
-            key = theirs + key[len(ours):] if key.startswith(ours) else key
-        renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
-
-
-def layer_cross_weights(layer, x, memory, causal_mask=None, memory_padding_mask=None):
-    """The per-head cross-attention weights of `layer`: queries from the stream after its self-attention step."""
-    h = layer.norm1(x) if layer.norm_first else x
-    stream = x + layer.self_attn(h, h, h, attn_mask=causal_mask, need_weights=False)[0]
-    query = layer.norm2(stream) if layer.norm_first else layer.norm1(stream)
-    return layer.multihead_attn(query, memory, memory, key_padding_mask=memory_padding_mask, need_weights=True,
-                                average_attn_weights=False)[1]
 
 
 def check_cross_weights_shape(call, weights, expected):
@@ -155,6 +132,14 @@ def check_memory_padding(cross_attention, attention, heads, x, memory, lengths):
 
 # ---------------------------------------------------------------- Part B: DecoderBlock
 
+def library_attention(state, name, width, heads):
+    """nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True), the module the exercise names, holding the
+    test's parameters `state[name + ".*"]`: what one submodule of the block must compute, not the block."""
+    attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
+    attention.load_state_dict({key[len(name) + 1:]: value for key, value in state.items() if key.startswith(f"{name}.")})
+    return attention
+
+
 def check_attention_part(call, mine, theirs, x, kv, causes, hint):
     check_true(isinstance(mine, tuple) and len(mine) == 2, f"{call} must return a pair (out, weights), as "
                "nn.MultiheadAttention does")
@@ -183,14 +168,14 @@ def check_decoder_modules(DecoderBlock, width, heads, hidden, norm_first, seed):
         check_true(len(owners) < 2, f"{what}: {' and '.join(owners)} are the same module; they need their own weights")
     state = block_state(width, hidden, seed)
     load_state(what, block, state)
-    layer = decoder_layer(state, width, heads, hidden)
+    attentions = {name: library_attention(state, name, width, heads) for name in ("self_attention", "cross_attention")}
     gen = torch.Generator().manual_seed(seed)
     x, kv = 1.0 + torch.randn(3, 5, width, generator=gen), torch.randn(3, 5, width, generator=gen)  # (B, T, D), B != T
     build = f"build it as nn.MultiheadAttention({width}, {heads}, dropout=0.0, batch_first=True)"
     with torch.no_grad():
         for mode in ("eval", "train"):  # dropout acts in train mode only
             set_training(block, mode == "train")  # the test sets the mode, as nn.Module's train() and eval() do
-            for name, theirs in (("self_attention", layer.self_attn), ("cross_attention", layer.multihead_attn)):
+            for name, theirs in attentions.items():
                 call = f"{what}.{name}(x, kv, kv) in {mode} mode"
                 mine = attempt(call, getattr(block, name), x, kv, kv, need_weights=False, hint=build)
                 check_attention_part(call, mine, theirs, x, kv, attention_causes(theirs, heads, x, kv) if mode == "eval"
@@ -220,14 +205,18 @@ def check_decoder_shapes(block, batch, heads, width, length, source_length, norm
     check_cross_weights_shape(call, weights, (batch, heads, length, source_length))
 
 
-def check_decoder_causal(block, layer, x, memory):
-    """With the causal mask, a later decoder token moves no earlier output; `layer` holds the block's parameters."""
-    future = drop_future(x.shape[1])
+def causal_runs(x, memory):
+    """The three calls of the causal test: {call: (x, memory)}, the last decoder token and the memory changed."""
     changed = x.clone()
     changed[:, -1] += torch.linspace(-3.0, 5.0, x.shape[-1])  # not a constant shift: LayerNorm removes those
     other_memory = memory.flip(0) + torch.linspace(-2.0, 2.0, memory.shape[-1])
-    runs = {"DecoderBlock with a causal mask": (x, memory), "DecoderBlock on a changed x": (changed, memory),
+    return {"DecoderBlock with a causal mask": (x, memory), "DecoderBlock on a changed x": (changed, memory),
             "DecoderBlock on another memory": (x, other_memory)}
+
+
+def check_decoder_causal_outputs(block, x, memory):
+    """With the causal mask, a later decoder token moves no earlier output; returns the outputs of causal_runs."""
+    future, runs = drop_future(x.shape[1]), causal_runs(x, memory)
     with torch.no_grad():
         before, after, elsewhere = (attempt(call, block, *inputs, causal_mask=future, hint=BLOCK_HINT)[0]
                                     for call, inputs in runs.items())
@@ -239,19 +228,22 @@ def check_decoder_causal(block, layer, x, memory):
     leak = "pass causal_mask to the self-attention as attn_mask (True = forbidden pair)"
     past_moved = not torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)  # message only: names the leak
     check_true(not past_moved, f"changing the last decoder token moved the outputs of earlier positions: {leak}")
-    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the layer decides below
+    same_last = torch.allclose(before[:, -1], after[:, -1], atol=1e-5)  # message only: the graded test compares every output
     check_true(not same_last, "changing the last decoder token did not change its own output: does the block use x?")
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        for (call, inputs), mine in zip(runs.items(), (before, after, elsewhere), strict=True):
-            check_close(f"out of {call}", mine, layer(*inputs, tgt_mask=future), atol=1e-4, hint=LAYER_HINT,
-                        likely_causes={f"the self-attention has no causal mask: {leak}": layer(*inputs)})
+    return before, after, elsewhere
 
 
-def check_sees_all_memory(block, layer, heads, x, memory):
-    """The cross-attention takes no causal mask: the first decoder position sees the last memory position."""
-    future = drop_future(x.shape[1])
+def last_memory_moved(memory):
+    """memory with its last position changed (only that one)."""
     moved = memory.clone()
-    moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])  # change the last memory position only
+    moved[:, -1] += torch.linspace(2.0, -4.0, memory.shape[-1])
+    return moved
+
+
+def check_sees_all_memory_outputs(block, heads, x, memory):
+    """The cross-attention takes no causal mask: the first decoder position sees the last memory position;
+    returns (weights, out, out on last_memory_moved(memory))."""
+    future, moved = drop_future(x.shape[1]), last_memory_moved(memory)
     with torch.no_grad():
         before, weights = attempt("DecoderBlock with a causal mask", block, x, memory, causal_mask=future,
                                   hint=BLOCK_HINT)
@@ -260,21 +252,18 @@ def check_sees_all_memory(block, layer, heads, x, memory):
     check_true(weights[:, :, 0, 1:].sum() > 0, "the first decoder position puts no weight on memory positions 1 and "
                "later: is the causal mask also applied to the cross-attention? The source is known in full; only the "
                "self-attention is causal")
-    unmoved = torch.allclose(before[:, 0], after[:, 0], atol=1e-5)  # message only: the layer decides below
+    unmoved = torch.allclose(before[:, 0], after[:, 0], atol=1e-5)  # message only: the graded test compares every output
     check_true(not unmoved, "changing the last memory position did not move the first decoder output: the cross-attention must "
                "see the whole memory, with no causal mask")
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        check_close("cross_weights with a causal mask", weights, layer_cross_weights(layer, x, memory, future),
-                    atol=1e-5, hint="every decoder position weighs the whole memory (no causal mask there); " + LAYER_HINT)
-        for call, mine, source in (("out", before, memory), ("out on a changed memory", after, moved)):
-            check_close(f"{call} with a causal mask", mine, layer(x, source, tgt_mask=future), atol=1e-4,
-                        hint=LAYER_HINT)
+    return weights, before, after
 
 
-def check_decoder_padding(block, layer, heads, x, memory, lengths):
-    """PAD memory positions get cross weight 0 and change no output; the decoder positions are not masked by it."""
-    future, pad = drop_future(x.shape[1]), torch.arange(memory.shape[1]) >= lengths[:, None]  # (B, S), True = PAD
-    noisy = memory + 50.0 * pad[..., None]  # change PAD positions only
+def check_decoder_padding_outputs(block, heads, x, memory, lengths):
+    """PAD memory positions get cross weight 0 and change no output; the decoder positions are not masked by it.
+
+    Returns (weights, out, out with only the PAD positions changed: pad_changed) for the graded test."""
+    future, pad = drop_future(x.shape[1]), memory_pad(memory, lengths)
+    noisy = pad_changed(memory, pad)
     call = "DecoderBlock with memory_padding_mask"
     with torch.no_grad():
         out, weights = attempt(call, block, x, memory, causal_mask=future, memory_padding_mask=pad,
@@ -290,14 +279,18 @@ def check_decoder_padding(block, layer, heads, x, memory, lengths):
     check_rows_sum_to_one(f"cross_weights of {call}", weights)
     masked = "PAD memory positions must not influence the decoder: mask them in the cross-attention"
     check_close("out after changing only the PAD memory positions", out_noisy, out, atol=1e-4,
-                hint=masked)  # message only: each of the two is compared with the layer below
-    with torch.no_grad():  # each output, with the layer holding the same parameters
-        check_close(f"cross_weights of {call}", weights, layer_cross_weights(layer, x, memory, future, pad),
-                    atol=1e-5, hint=LAYER_HINT)
-        for what, mine, source in (("out", out, memory), ("out with the PAD positions changed", out_noisy, noisy)):
-            check_close(f"{what} of {call}", mine, layer(x, source, tgt_mask=future, memory_key_padding_mask=pad),
-                        atol=1e-4, hint=LAYER_HINT,
-                        likely_causes={f"the padding mask is ignored: {masked}": layer(x, source, tgt_mask=future)})
+                hint=masked)  # message only: the graded test compares each
+    return weights, out, out_noisy
+
+
+def memory_pad(memory, lengths):
+    """(B, S) bool, True at the PAD positions of each sequence (from its length)."""
+    return torch.arange(memory.shape[1]) >= lengths[:, None]
+
+
+def pad_changed(memory, pad):
+    """memory with only its PAD positions changed."""
+    return memory + 50.0 * pad[..., None]
 
 
 def check_post_norm_ends_with_a_norm(DecoderBlock):  # noqa: N803 (the class under test)
@@ -332,21 +325,20 @@ def check_clean_residual(DecoderBlock, width, heads, hidden, x, memory, seed):  
                      "and every sublayer (the cross-attention too) adds to x")
 
 
-def check_decoder_gradients(block, layer, x, memory):
+def check_decoder_gradients(block, x, memory, seed=0):
     """Every parameter of the block, and the memory, get a finite gradient; returns (direction, memory's gradient)."""
     set_training(block, True)
     future = drop_future(x.shape[1])
     attempt("DecoderBlock", block, x, memory, causal_mask=future, hint=BLOCK_HINT)  # an error reads as a message
-    out = layer(x, memory, tgt_mask=future).detach().requires_grad_()  # the layer's output with the same parameters
-    out.square().mean().backward()  # the test's loss there; its gradient on out is the direction of the backward pass
-    gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), out.grad, causal_mask=future)
+    direction = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed))  # the test's, on out (B, T, D)
+    gradients, (_, memory_grad) = parameter_and_input_gradients(block, (x, memory), direction, causal_mask=future)
     for name, grad in gradients.items():
         check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
         check_finite(f"the gradient of {name}", grad)
     check_true(memory_grad is not None and memory_grad.abs().max() > 0,
                "no gradient reaches the memory: the cross-attention must read its keys and values from memory, "
                "without detaching it")
-    return out.grad, memory_grad  # the direction of the test's loss, and the gradient that reached the memory
+    return direction, memory_grad  # the direction of the test's loss, and the gradient that reached the memory
 
 
 # ---------------------------------------------------------------- Part C: EncoderDecoder
@@ -414,56 +406,18 @@ def check_model_masks(model, twin, source_length, n, vocab):
                              "decode runs every block with the causal mask and the memory; " + MODEL_HINT)
 
 
-class RecordedTwin:
-    """A pytorch_twin split into encode and decode; its decoder layers record their per-head cross weights."""
-
-    def __init__(self, twin):
-        self.twin, self.recorded = twin, []
-        for layer in self.twin.transformer.decoder.layers:
-            layer.multihead_attn.forward = self.recording(layer.multihead_attn.forward)
-
-    def recording(self, forward):
-        def forward_and_record(*args, **kwargs):  # PyTorch's layer asks for no weights: ask for every head's
-            out, weights = forward(*args, **{**kwargs, "need_weights": True, "average_attn_weights": False})
-            self.recorded.append(weights)
-            return out, weights
-        return forward_and_record
-
-    def embed(self, tokens):
-        return self.twin.token_embedding(tokens) + self.twin.position_embedding(torch.arange(tokens.size(1)))
-
-    def encode(self, src):
-        return self.twin.transformer.encoder(self.embed(src))  # ends with encoder.norm
-
-    def decode(self, dec_in, memory):
-        self.recorded = []
-        hidden = self.twin.transformer.decoder(self.embed(dec_in), memory, tgt_mask=drop_future(dec_in.size(1)))
-        return hidden, self.recorded
-
-
-def check_weights_per_block(model, reference, src, dec_in):
-    """decode returns the cross weights of every block, first block first; `reference` encodes and decodes
-    (RecordedTwin) with the model's parameters."""
-    held = {row["name"]: row["dtype"] for row in module_tensors(model)}  # a model kept in float64 gets float64
-    dtype = getattr(torch, str(held.get("head.weight")), None)
+def check_weights_per_block_outputs(model, src, dec_in, layers):
+    """decode returns one cross weight map per decoder block, (B, H, n, S) each; returns (memory, the maps)."""
     with torch.no_grad():
-        memory = reference.encode(src)  # the reference memory: only decode is under test here
-        given = memory.to(dtype) if isinstance(dtype, torch.dtype) and dtype.is_floating_point else memory
-        result = attempt("decode(dec_in, memory)", model.decode, dec_in, given, hint=MODEL_HINT)
-        wanted = reference.decode(dec_in, memory)[1]
+        memory = attempt("encode(src)", model.encode, src, hint="encode: embed, every encoder block, encoder_norm")
+        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory, hint=MODEL_HINT)
     check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
     weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
-    check_true(len(weights) == len(wanted), f"decode must return {len(wanted)} cross weight maps, one per decoder "
-               "block, first block first")
-    for index, (mine, want) in enumerate(zip(weights, wanted, strict=True)):
-        others = {f"decode returns decoder block {other}'s weights in place of block {index}'s (append each "
-                  "block's weights as you go, first block first)": wanted[other]
-                  for other in range(len(wanted)) if other != index}
-        check_close(f"cross weights of decoder block {index}", mine, want, atol=1e-5, likely_causes=others,
-                    hint="they are not the weights nn.TransformerDecoderLayer computes with the same parameters, from "
-                         "any block: look at how your DecoderBlock makes the cross-attention's queries (the stream "
-                         "after the self-attention step, normalised by norm2 in pre-norm; the memory as it is), and "
-                         "at the tests of Part B")
+    check_true(len(weights) == layers, f"decode must return {layers} cross weight maps, one per decoder block, first "
+               "block first")
+    for index, block_weights in enumerate(weights):
+        check_rows_sum_to_one(f"cross weights of decoder block {index}", block_weights)
+    return memory, weights
 
 
 def check_encoder_learns(model, twin, src, dec_in, dec_out):
@@ -499,3 +453,23 @@ def check_anti_diagonal(weights_per_block, batch, length):
                "in the trained model, decoder position i does not look mostly at source position S - 1 - i (from 0): "
                "the cross weights should form the anti-diagonal; are they the cross-attention's, queries from the "
                "decoder and keys from the memory?")
+
+
+def check_decoder_causal(block, x, memory):
+    """check_decoder_causal_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_decoder_causal_outputs(block, x, memory)
+
+
+def check_sees_all_memory(block, heads, x, memory):
+    """check_sees_all_memory_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_sees_all_memory_outputs(block, heads, x, memory)
+
+
+def check_decoder_padding(block, heads, x, memory, lengths):
+    """check_decoder_padding_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_decoder_padding_outputs(block, heads, x, memory, lengths)
+
+
+def check_weights_per_block(model, src, dec_in, layers):
+    """check_weights_per_block_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_weights_per_block_outputs(model, src, dec_in, layers)

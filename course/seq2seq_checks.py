@@ -1,8 +1,8 @@
 """The checks of chapter 07 (sequence to sequence, beam search), which its graded test cells call.
 
 The tables here are the tests' small language models for your `beam_search`; `searched` runs
-your search on one of them, and the score the tests expect uses the length penalty exactly as the
-chapter writes it. For the model, the tests choose its weights and batch (`choose_weights`,
+your search on one of them. The scores the visible tests expect on the lesson's toy table are
+numbers (`TOY_SCORES`), worked out once from the table and the chapter's formula. For the model, the tests choose its weights and batch (`choose_weights`,
 `masks_setup`) and compare its logits with `nn.Transformer` holding the same weights. A failed
 check names the call and says where to look. Nothing here is a solution to an exercise.
 """
@@ -14,10 +14,13 @@ from nboracle import draw_parameters, load_tensors
 
 from .checks import attempt
 
-
-def wu_penalty(n, alpha):
-    """The length penalty the tests expect for n tokens (<eos> included), by the chapter's formula."""
-    return ((5 + n) / 6) ** alpha
+# The score of the lesson's answer on the toy table for (width, alpha): ln p / lp(|y|), <eos> counted in |y|
+# ("con mèo" for width 1, "đàn chim" for width 2 at alpha 0, "đàn chim bay" at alpha 0.6), and the same with
+# <eos> left out of |y| (a mistake the messages name).
+TOY_SCORES = {(1, 0.0): -1.7719568419318752, (2, 0.0): -1.6755777149386453, (2, 0.6): -1.376498900366726}
+TOY_SCORES_WITHOUT_EOS = {(1, 0.0): -1.7719568419318752, (2, 0.0): -1.6755777149386453, (2, 0.6): -1.4772955249501265}
+# lp(7) at alpha 0.6: ((5 + 7) / 6) ** 0.6, the penalty of chapter 07's seven-token answer (<EOS> counted)
+LP_SEVEN_AT_0_6 = 1.515716566510398
 
 
 def next_probs_of(table):

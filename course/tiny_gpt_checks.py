@@ -3,18 +3,17 @@
 The tests choose every parameter: `block_state` and `gpt_state` draw the parameters of a block or
 a model by the names the exercises give, and `load_state` loads them into yours, so no result
 depends on how or in which order you create the submodules. What your code computes with them is
-compared with PyTorch's own layers holding the same parameters: `reference_block` is an
-`nn.TransformerEncoderLayer(norm_first=True)` with a causal mask, and `ReferenceGPT` is built from
-it, `nn.Embedding`, `nn.LayerNorm` and `nn.Linear`. Each check is handed what it tests (your
-`lm_batch`, `Block`, `GPT`, `cached_step`). Nothing here is a solution to an exercise.
+checked here for what the exercise promises (shapes, the causal mask, the pair (logits, loss), the caches
+growing along the positions axis); the graded tests also compare it with PyTorch's own layers holding
+the same parameters, on the grader's side. Each check is handed what it tests (your `lm_batch`,
+`Block`, `GPT`, `cached_step`). Nothing here computes a block's, a model's or a step's answer.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from .checks import attempt, check_close, check_shape, check_true
+from .checks import attempt, check_shape, check_true
 from .module_state import load_state
 
 
@@ -49,42 +48,6 @@ def gpt_state(vocab, width, layers, max_len, seed, scale=0.3):
     state.update({"norm.weight": 1 + draw(width), "norm.bias": draw(width),
                   "head.weight": draw(vocab, width), "head.bias": draw(vocab)})
     return state
-
-
-def reference_block(state, width, heads):
-    """nn.TransformerEncoderLayer, pre-norm, ReLU FFN of 4 * width, holding a Block's parameters `state`."""
-    layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, activation="relu", batch_first=True,
-                                       norm_first=True)
-    renames = (("attention.qkv.weight", "self_attn.in_proj_weight"), ("attention.qkv.bias", "self_attn.in_proj_bias"),
-               ("attention.proj.", "self_attn.out_proj."), ("ffn.", ""))
-    renamed = {}
-    for key, value in state.items():
-        for ours, theirs in renames:
-            key = theirs + key[len(ours):] if key.startswith(ours) else key
-        renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
-
-
-class ReferenceGPT(nn.Module):
-    """PyTorch's own layers holding a GPT's parameters: embeddings + positions, causal pre-norm layers, norm, head."""
-
-    def __init__(self, state, vocab, width, heads, layers, max_len):
-        super().__init__()
-        self.token_embedding, self.position_embedding = nn.Embedding(vocab, width), nn.Embedding(max_len, width)
-        self.layers = nn.ModuleList(
-            reference_block({k[len(f"blocks.{i}."):]: v for k, v in state.items() if k.startswith(f"blocks.{i}.")},
-                            width, heads) for i in range(layers))
-        self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab)
-        ours = {k: v for k, v in state.items() if not k.startswith("blocks.")}
-        self.load_state_dict({**ours, **{k: v for k, v in self.state_dict().items() if k.startswith("layers.")}})
-
-    def forward(self, idx, positions=None):  # (B, T) -> (B, T, vocab)
-        positions = torch.arange(idx.shape[1]) if positions is None else positions
-        x = self.token_embedding(idx) + self.position_embedding(positions)  # (B, T, D)
-        for layer in self.layers:
-            x = layer(x, src_mask=future_mask(idx.shape[1]))
-        return self.head(self.norm(x))
 
 
 def check_targets(lm_batch, length, batch_size, block_size, seed):
@@ -128,107 +91,101 @@ def check_parts(Block, width, heads, max_len, T):  # noqa: N803 (the class under
     check_shape(f"{what}(x)", out, (2, T, width), hint="a block keeps the shape of its input")
 
 
-def compare_block(Block, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
-    """Block computes nn.TransformerEncoderLayer(norm_first=True) with a causal mask, holding the same weights."""
+def check_block_outputs(Block, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
+    """Block(width, heads, length + 2) holding the test's parameters keeps the shape and is causal; returns the
+    block and its output on the test's x."""
     what = f"Block({width}, {heads}, {length + 2})"
-    state = block_state(width, seed)
-    block = load_state(what, attempt(what, Block, width, heads, length + 2), state)
-    layer = reference_block(state, width, heads)
+    block = load_state(what, attempt(what, Block, width, heads, length + 2), block_state(width, seed))
     x = torch.randn(batch, length, width, generator=torch.Generator().manual_seed(seed))
     out = attempt(f"{what}(x)", block, x, hint="forward: x + attention(norm1(x)), then + ffn(norm2(...))")
-    mask = future_mask(length)
-    with torch.no_grad():
-        expected = layer(x, src_mask=mask)
-
-        def attend(h):
-            return layer.self_attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-
-        post = layer.norm1(x + attend(x))
-        post_norm = layer.norm2(post + layer.linear2(torch.relu(layer.linear1(post))))
-        h = x + attend(layer.norm1(x))
-        no_residual = layer.linear2(torch.relu(layer.linear1(layer.norm2(h))))
-        ffn_reads_x = h + layer.linear2(torch.relu(layer.linear1(layer.norm2(x))))
-    check_close(f"{what}(x)", out, expected, atol=1e-4, likely_causes={
-        "the norms come after the sublayers (post-norm, norm(x + sublayer(x))); this block is pre-norm, "
-        "x + sublayer(norm(x))": post_norm,
-        "the FFN's output replaces the stream instead of being added to it (a residual is missing)": no_residual,
-        "the FFN reads norm2(x) of the block's input instead of the stream after the attention": ffn_reads_x,
-    }, hint="h = x + attention(norm1(x)), then out = h + ffn(norm2(h))")
+    check_shape(f"{what}(x)", out, (batch, length, width), hint="a block keeps the shape of its input")
+    if length > 1:
+        later = x.clone()
+        later[:, -1] += torch.linspace(-2.0, 3.0, width)
+        moved = attempt(f"{what}(x with its last position changed)", block, later)
+        leak = not torch.allclose(moved[:, :-1], out[:, :-1], atol=1e-5)  # precondition: the attention is causal
+        check_true(not leak, f"changing the last position of x moved the outputs of earlier positions of {what}: "
+                   "the attention must keep its causal mask")
+    return block, x, out
 
 
-def compare_logits(GPT, vocab, width, heads, layers, max_len, batch, length, seed):  # noqa: N803
-    """GPT's logits equal ReferenceGPT's, holding the same parameters."""
+def check_model_outputs(GPT, vocab, width, heads, layers, max_len, batch, length, seed):  # noqa: N803 (the class under test)
+    """GPT(...) holding the test's parameters returns (logits (B, T, vocab), None) without targets; returns the
+    logits and the test's idx."""
     what = f"GPT({vocab}, {width}, {heads}, {layers}, {max_len})"
-    state = gpt_state(vocab, width, layers, max_len, seed)
-    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len), state)
-    reference = ReferenceGPT(state, vocab, width, heads, layers, max_len)
+    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len),
+                       gpt_state(vocab, width, layers, max_len, seed))
     idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
     out = attempt(f"{what}(idx)", model, idx, hint="forward returns (logits, loss), loss None without targets")
     check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx) must return the pair (logits, loss)")
-    with torch.no_grad():
-        expected = reference(idx)
-        x = reference.token_embedding(idx) + reference.position_embedding(torch.arange(length))
-        for layer in reference.layers:
-            x = layer(x, src_mask=future_mask(length))
-        no_final_norm = reference.head(x)
-        reference.position_embedding.weight.zero_()
-        no_positions = reference(idx)
-    check_close(f"the logits of {what}", out[0], expected, atol=1e-4, likely_causes={
-        "the position embeddings are not added": no_positions,
-        "the final norm is missing (the head must read norm(x))": no_final_norm,
-    }, hint="token_embedding(idx) + position_embedding(0..T-1), every block in order, norm, then head")
+    check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
+    return out[0], idx
 
 
-def compare_loss(GPT, vocab, width, layers, batch, length, seed):  # noqa: N803 (the class under test)
-    """With targets the loss is the mean cross-entropy over every position; without them it is None."""
+def check_loss_outputs(GPT, vocab, width, layers, batch, length, seed):  # noqa: N803 (the class under test)
+    """With targets GPT returns a loss of one number; without them the loss is None. Returns the loss, idx, targets."""
     what = f"GPT({vocab}, {width}, 2, {layers}, {length})"
-    state = gpt_state(vocab, width, layers, length, seed, scale=0.2)
-    model = load_state(what, attempt(what, GPT, vocab, width, 2, layers, length), state)
+    model = load_state(what, attempt(what, GPT, vocab, width, 2, layers, length),
+                       gpt_state(vocab, width, layers, length, seed, scale=0.2))
     gen = torch.Generator().manual_seed(seed)
     idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)
     out = attempt(f"{what}(idx, targets)", model, idx, targets, hint="the loss is F.cross_entropy over all B * T positions")
     check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
-    with torch.no_grad():
-        logits = ReferenceGPT(state, vocab, width, 2, layers, length)(idx)  # (B, T, vocab)
-        picked = logits.log_softmax(-1).gather(-1, targets[..., None])[..., 0]  # (B, T): log p(target)
-    check_close(f"the loss of {what}", out[1], -picked.mean(), atol=1e-4, likely_causes={
-        "the loss is summed over the positions instead of averaged": -picked.sum(),
-        "the loss scores each position against its input instead of its target":
-            -logits.log_softmax(-1).gather(-1, idx[..., None]).mean(),
-    }, hint="F.cross_entropy(logits.reshape(B * T, vocab), targets.reshape(B * T)), the mean over all positions")
+    check_shape(f"the loss of {what}", out[1], (), hint="the loss is one number: the mean over every position")
     check_true(attempt(f"{what}(idx)", model, idx)[1] is None, f"{what}(idx) without targets must return loss None")
+    return out[1], idx, targets
 
 
-def check_cached_step(GPT, cached_step, vocab, width, heads, layers, batch, length, seed):  # noqa: N803
-    """Step by step through the caches the logits equal the full forward pass; each (K, V) grows along dim 2."""
+CACHE_HINT = ("one (K, V) per block, each (B, H, characters so far, d_head): append the new key and value along dim 2, "
+              "the positions axis")
+
+
+def check_cache_shapes(caches, layers, batch, heads, count, d_head):
+    """`caches` is one (K, V) per block, each (B, H, count, d_head)."""
+    check_true(isinstance(caches, (list, tuple)) and len(caches) == layers,
+               f"cached_step must return one (K, V) per block, {layers} here")
+    for index, pair in enumerate(caches):
+        check_true(isinstance(pair, (list, tuple)) and len(pair) == 2, f"block {index}'s cache must be a pair (K, V)")
+        for name, tensor in zip(("K", "V"), pair, strict=True):
+            check_shape(f"block {index}'s cached {name} after {count} characters", tensor, (batch, heads, count, d_head),
+                        hint=CACHE_HINT)
+
+
+def check_cached_steps_outputs(GPT, cached_step, vocab, width, heads, layers, batch, length, seed):  # noqa: N803
+    """Step by step from no cache, each step returns (logits (B, vocab), caches) and each (K, V) grows along dim 2;
+    returns the model, idx, the logits of every step and the caches after each step."""
     what = f"GPT({vocab}, {width}, {heads}, {layers}, {length})"
-    state = gpt_state(vocab, width, layers, length, seed, scale=0.2)
-    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, length), state)
-    reference = ReferenceGPT(state, vocab, width, heads, layers, length)
+    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, length),
+                       gpt_state(vocab, width, layers, length, seed, scale=0.2))
     idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        expected = reference(idx)  # (B, T, vocab)
-        from_zero = torch.stack([reference(idx[:, :t + 1], torch.zeros(t + 1, dtype=torch.long))[:, -1]
-                                 for t in range(length)], dim=1)
-    own = attempt(f"{what}(idx)", model, idx)[0]
-    check_close(f"{what}(idx)", own, expected, atol=1e-4,
-                hint="the model of Part C is not right yet: make the tests of Part C pass first")
-    caches, steps = None, []
+    caches, steps, kept = None, [], []
     for t in range(length):
-        logits, caches = attempt(f"cached_step at character {t}", cached_step, model, idx[:, t:t + 1], caches,
-                                 hint="one (K, V) per block, each (B, H, characters so far, d_head): append the new "
-                                      "key and value along dim 2")
-        check_true(isinstance(caches, (list, tuple)) and len(caches) == layers,
-                   f"cached_step must return one (K, V) per block, {layers} here")
-        for index, (keys, values) in enumerate(caches):
-            for name, tensor in (("K", keys), ("V", values)):
-                check_shape(f"block {index}'s cached {name} after {t + 1} characters", tensor,
-                            (batch, heads, t + 1, width // heads), hint="(B, H, characters so far, d_head): append "
-                            "the new key and value along dim 2, the positions axis")
+        result = attempt(f"cached_step at character {t}", cached_step, model, idx[:, t:t + 1], caches, hint=CACHE_HINT)
+        check_true(isinstance(result, (list, tuple)) and len(result) == 2, "cached_step must return (logits, caches)")
+        logits, caches = result
+        check_shape(f"the logits of cached_step at character {t}", logits, (batch, vocab),
+                    hint="the logits of the next character only, (B, vocab)")
+        check_cache_shapes(caches, layers, batch, heads, t + 1, width // heads)
         steps.append(logits)
-    check_close(f"the logits of cached_step, step by step ({length} characters)", torch.stack(steps, dim=1), expected,
-                atol=1e-4, likely_causes={
-                    "every new character is embedded at position 0 (its position is the number of characters "
-                    "already cached)": from_zero,
-                }, hint="norm1, qkv, append K and V, attend over the whole cache, proj and residual, then the FFN "
-                        "sublayer, in every block; then norm and head")
+        kept.append(caches)
+    return model, idx, steps, kept
+
+
+def check_block(Block, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
+    """check_block_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_block_outputs(Block, batch, length, width, heads, seed)
+
+
+def check_model(GPT, vocab, width, heads, layers, max_len, batch, length, seed):  # noqa: N803 (the class under test)
+    """check_model_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_model_outputs(GPT, vocab, width, heads, layers, max_len, batch, length, seed)
+
+
+def check_loss(GPT, vocab, width, layers, batch, length, seed):  # noqa: N803 (the class under test)
+    """check_loss_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_loss_outputs(GPT, vocab, width, layers, batch, length, seed)
+
+
+def check_cached_steps(GPT, cached_step, vocab, width, heads, layers, batch, length, seed):  # noqa: N803
+    """check_cached_steps_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_cached_steps_outputs(GPT, cached_step, vocab, width, heads, layers, batch, length, seed)

@@ -40,6 +40,7 @@ NOTEBOOK_SECONDS = {"01_two_keys": 3, "02_scaling": 4, "03_masks": 6, "04_encode
                     "05_positional_encoding": 4, "06_multihead_attention": 5, "07_seq2seq_beam_search": 16,
                     "08_attention_cost": 7, "09_decoder": 8, "10_tiny_gpt": 8}
 FILE_SECONDS = {"tests/test_oracle_attacks.py": 400, "tests/test_class_batch.py": 300, "tests/test_sandbox.py": 150,
+                "tests/test_attacks_references.py": 200,
                 "tests/test_collect.py": 120, "tests/test_repair.py": 120, "tests/test_course_root_copy.py": 100, "tests/test_example_course.py": 150,
                 "tests/test_selfcheck.py": 80, "tests/test_vietnamese_edition.py": 70, "tests/test_grader.py": 60, "tests/test_grader_memory.py": 40, "tests/test_exchange.py": 40,
                 "nbgrader-oracle/tests/test_forkserver.py": 20, "nbgrader-oracle/tests/test_channel.py": 30}

@@ -509,6 +509,9 @@ class Analysis:
             for node in ast.parse(text).body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     names[node.name] = Function(node, None, names, lines)
+                elif isinstance(node, ast.ImportFrom) and (node.module in TEST_MODULES or node.module in self.module_texts):
+                    other = self.module(node.module)  # a test module's own: the grader's references call the checks
+                    names.update({alias.asname or alias.name: other.get(alias.name, CLEAN) for alias in node.names})
                 elif isinstance(node, (ast.Import, ast.ImportFrom)):
                     names.update(dict.fromkeys(((a.asname or a.name).split(".")[0] for a in node.names), CLEAN))
                 elif isinstance(node, ast.ClassDef):
@@ -637,15 +640,14 @@ def test_own_parts_are_checked():
                          for node in ast.walk(ast.parse(text))
                          if isinstance(node, ast.FunctionDef) and node.name == helper), None)
             assert body is not None, f"{assignment}: no graded cell or imported test module defines {helper}"
-            for text in imported:  # the module's functions and classes the helper names, and those they name
-                defined = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
-                           if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-                named, grown = {helper}, True
-                while grown:
-                    found = {name for name in defined if re.search(rf"\b{name}\b", body)} - named
-                    grown = bool(found)
-                    named |= found
-                    body += "".join("\n" + defined[name] for name in sorted(found))
+            defined = {node.name: ast.get_source_segment(text, node) for text in imported  # the modules' functions
+                       for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+            named, grown = {helper}, True  # those the helper names, and those they name, in any module imported
+            while grown:
+                found = {name for name in defined if re.search(rf"\b{name}\b", body)} - named
+                grown = bool(found)
+                named |= found
+                body += "".join("\n" + defined[name] for name in sorted(found))
             assert "attempt(" in body and "make the test of" in body, body
             assert "same" in body or "does more than rearrange" in body, body
 

@@ -129,6 +129,20 @@ VARIANTS = [
         expect={"test_cached_step": "along dim 2"},
     ),
     Variant(
+        "cache_holds_token_ids",
+        "cached_step keeps the token ids in K (V unused) and runs the whole model on the text it reads back: the "
+        "logits of a step from its own caches are right, but its caches hold no keys and values and it cannot "
+        "continue a cache it did not make",
+        replace={"cached_step": '''def cached_step(model, token, caches=None):
+    B, H, d = token.shape[0], model.blocks[0].attention.n_heads, model.blocks[0].attention.d_head
+    text = token if caches is None else torch.cat([caches[0][0][:, 0, :, 0].round().long(), token], dim=1)
+    stored = text[:, None, :, None].expand(B, H, text.shape[1], d).to(model.head.weight.dtype)
+    logits = model(text)[0][:, -1]  # the full forward on the text read back from K
+    return logits, [(stored, torch.zeros_like(stored)) for _ in model.blocks]
+'''},
+        expect={"test_cached_step": "cached K after 1 characters"},
+    ),
+    Variant(
         "quiz_wrong",
         "both quiz answers are wrong",
         edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = "c", "a"'),)},

@@ -526,7 +526,7 @@ check_close("softmax_jacobian([0.5, 0.5])", J, [[0.25, -0.25], [-0.25, 0.25]], a
                            "p^T p, a single number, is subtracted instead of the outer product p p^T":
                                [[0.0, -0.5], [-0.5, 0.0]]})
 ### BEGIN HIDDEN TESTS
-from course.scaling_checks import softmax_last  # torch.softmax over the last axis
+from instructor.references.scaling import softmax_last  # torch.softmax over the last axis; the grader's side only
 
 rng = np.random.default_rng(31)
 for trial in range(5):
@@ -547,11 +547,14 @@ for trial in range(5):
 """softmax_jacobian of a batch (..., n) returns one Jacobian per row, shape (..., n, n)."""
 from course.scaling_checks import check_batched  # the checks of this chapter: course/scaling_checks.py
 
-check_batched(softmax_jacobian, torch.from_numpy(np.random.default_rng(32).normal(size=(2, 3, 4))))
+check_batched(softmax_jacobian, np.random.default_rng(32).dirichlet(np.ones(4), size=(2, 3)))  # p of shape (2, 3, 4)
 ### BEGIN HIDDEN TESTS
+from instructor.references.scaling import batched_agrees  # the grader's side only
+
+batched_agrees(softmax_jacobian, np.random.default_rng(32).dirichlet(np.ones(4), size=(2, 3)))
 rng = np.random.default_rng(33)
 for batch in [(int(rng.integers(1, 6)),), (int(rng.integers(1, 4)), int(rng.integers(1, 4))), (2, 1, 3)]:
-    check_batched(softmax_jacobian, torch.from_numpy(rng.normal(scale=2.0, size=batch + (int(rng.integers(2, 7)),))))
+    batched_agrees(softmax_jacobian, rng.dirichlet(np.full(int(rng.integers(2, 7)), 0.8), size=batch))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_jacobian_saturation", "locked": true, "points": 1, "schema_version": 3, "solution": false}

@@ -489,8 +489,12 @@ from course.encoder_block_checks import check_padding
 torch.manual_seed(3)
 block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
-check_padding(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2, hidden=8, norm_first=False)
+check_padding(block, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2)
 ### BEGIN HIDDEN TESTS
+from instructor.references.encoder_block import padding_agrees  # the grader's side only
+
+torch.manual_seed(3)  # the example above, against nn.TransformerEncoderLayer holding the same parameters
+padding_agrees(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2, hidden=8, norm_first=False)
 gen = torch.Generator().manual_seed(16)
 for trial in range(4):
     heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
@@ -499,8 +503,8 @@ for trial in range(4):
     lengths[0] = min(int(lengths[0]), length - 1)  # sequence 0 always has PAD
     block = EncoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
     params = draw_parameters(block, gen)
-    check_padding(block, params, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths, heads, 5,
-                  bool(trial % 2))
+    padding_agrees(block, params, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths, heads, 5,
+                   bool(trial % 2))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_causal_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -510,15 +514,19 @@ from course.encoder_block_checks import check_causal
 torch.manual_seed(4)
 block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(4))
-check_causal(block, params, torch.randn(1, 3, 4), heads=2, hidden=8, norm_first=False)
+check_causal(block, torch.randn(1, 3, 4), heads=2)
 ### BEGIN HIDDEN TESTS
+from instructor.references.encoder_block import causal_agrees  # the grader's side only
+
+torch.manual_seed(4)  # the example above, against nn.TransformerEncoderLayer holding the same parameters
+causal_agrees(block, params, torch.randn(1, 3, 4), heads=2, hidden=8, norm_first=False)
 gen = torch.Generator().manual_seed(17)
 for trial in range(4):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
     length = int(torch.randint(2, 8, (1,), generator=gen))
     block = EncoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
     params = draw_parameters(block, gen)
-    check_causal(block, params, torch.randn(2, length, heads * d_head, generator=gen), heads, 7, bool(trial % 2))
+    causal_agrees(block, params, torch.randn(2, length, heads * d_head, generator=gen), heads, 7, bool(trial % 2))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -536,7 +544,8 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
 ### BEGIN HIDDEN TESTS
-from course.encoder_block_checks import call_block, own_ffn, reference_layer, weights_hint
+from course.encoder_block_checks import call_block, own_ffn, weights_hint
+from instructor.references.encoder_block import reference_layer  # the grader's side only
 
 
 def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, swap=False, res_norm=False):
@@ -738,8 +747,9 @@ draw_parameters(block, torch.Generator().manual_seed(8))
 gradient_report = check_gradients(masked_token_loss, block, torch.randn(2, 3, 4),
                                   torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
-from course.encoder_block_checks import PYTORCH_NAMES
 from nboracle import probed_points
+
+from instructor.references.encoder_block import PYTORCH_NAMES  # the grader's side only
 
 gen = torch.Generator().manual_seed(22)
 for trial in range(3):

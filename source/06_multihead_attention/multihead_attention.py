@@ -586,11 +586,15 @@ torch.manual_seed(34)
 check_causal(MultiHeadSelfAttention, heads, B=2, T=6, D=8, H=2)
 ### BEGIN HIDDEN TESTS
 from course.multihead_attention_checks import run_block
+from instructor.references.multihead_attention import causal_agrees  # the grader's side only
+
+torch.manual_seed(34)  # the example above, against nn.MultiheadAttention holding the same weights
+causal_agrees(MultiHeadSelfAttention, heads, B=2, T=6, D=8, H=2)
 
 gen = torch.Generator().manual_seed(34)
 for trial in range(4):
     B, T, H, d_head = (int(n) for n in torch.randint(2, 6, (4,), generator=gen))
-    check_causal(MultiHeadSelfAttention, heads, B, T, H * d_head, H)
+    causal_agrees(MultiHeadSelfAttention, heads, B, T, H * d_head, H)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T, causal=False)
     draw_parameters(block, gen)
     _, weights = run_block("block(x, return_weights=True) with causal=False", block,
@@ -668,11 +672,14 @@ check_close("a one-head block(x)", out, expected,
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_matches_multihead", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """With its weights copied into nn.MultiheadAttention, both give the same outputs and per-head weights."""
-from course.multihead_attention_checks import compare_with_multihead
+from course.multihead_attention_checks import check_runs
 
 heads = (split_heads, merge_heads)  # your Part A, which the block runs
-compare_with_multihead(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=3, seed=36)
+check_runs(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=3, seed=36)
 ### BEGIN HIDDEN TESTS
+from instructor.references.multihead_attention import compare_with_multihead  # the grader's side only
+
+compare_with_multihead(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=3, seed=36)
 gen = torch.Generator().manual_seed(36)
 for trial in range(6):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 7, (4,), generator=gen))
@@ -686,7 +693,7 @@ from course.multihead_attention_checks import float64_run
 heads = (split_heads, merge_heads)  # your Part A, which the block runs
 float64_result = float64_run(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=4, seed=37)  # (parameters, x, out)
 ### BEGIN HIDDEN TESTS
-from course.multihead_attention_checks import multihead_reference
+from instructor.references.multihead_attention import multihead_reference  # the grader's side only
 
 gen = torch.Generator().manual_seed(37)
 for trial in range(4):
@@ -721,8 +728,9 @@ for name, grad in gradients.items():
     check_finite(f"the gradient of {name}", grad)
     check_true(grad.abs().max() > 0, f"the gradient of {name} is all zeros: does the output depend on it?")
 ### BEGIN HIDDEN TESTS
-from course.multihead_attention_checks import multihead_reference
 from nboracle import probed_points
+
+from instructor.references.multihead_attention import multihead_reference  # the grader's side only
 
 gen = torch.Generator().manual_seed(38)
 for trial in range(3):

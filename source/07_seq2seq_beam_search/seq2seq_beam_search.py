@@ -305,7 +305,7 @@ assert round(log_p_long / lp_long, 3) == -1.376
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_toy", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_search finds the lesson's answers on the toy table and respects the start, eos and max_len arguments."""
-from course.seq2seq_checks import searched, wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
+from course.seq2seq_checks import TOY_SCORES, TOY_SCORES_WITHOUT_EOS, searched  # this chapter's checks: course/seq2seq_checks.py
 
 ### BEGIN HIDDEN TESTS
 import zlib
@@ -352,9 +352,8 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
                "lesson finds; keep `width` candidates by raw summed log-probability at every step")
     check_close(f"exp(log_prob) for width={width}, alpha={alpha}", math.exp(log_prob), probability, atol=6e-4,
                 hint="log_prob is the sum of math.log(p) over the chosen tokens, <eos> included")
-    check_close(f"score for width={width}, alpha={alpha}", score, log_prob / wu_penalty(len(tokens) + 1, alpha),
-                atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
-                                          log_prob / wu_penalty(len(tokens), alpha)})
+    check_close(f"score for width={width}, alpha={alpha}", score, TOY_SCORES[width, alpha], atol=1e-6,
+                likely_causes={"|y| leaves out <eos> (count it in the length)": TOY_SCORES_WITHOUT_EOS[width, alpha]})
 ### BEGIN HIDDEN TESTS
 renamed = {"<s>": "BEGIN", "<eos>": "END"}
 renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
@@ -429,7 +428,7 @@ for seed in range(400):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_length_penalty_final", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """log_prob is the raw ln p of the answer, score = log_prob / lp(|y|) with <eos> in |y|."""
-from course.seq2seq_checks import searched, wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
+from course.seq2seq_checks import TOY_SCORES, TOY_SCORES_WITHOUT_EOS, searched  # this chapter's checks: course/seq2seq_checks.py
 
 tokens, log_prob, score = searched(beam_search, fresh(toy_next_probs), 2, alpha=0.6)
 walk, prefix = 0.0, ("<s>",)
@@ -438,10 +437,11 @@ for token in list(tokens) + ["<eos>"]:
 check_close("log_prob of the toy answer for width 2, alpha 0.6", log_prob, walk, atol=1e-6,
             hint="log_prob must be the raw sum of ln p over the returned tokens and <eos>: prune and store the "
                  "raw summed log-probability, and divide by lp only for the final choice")
-check_close("score of the toy answer for width 2, alpha 0.6", score, walk / wu_penalty(len(tokens) + 1, 0.6),
-            atol=1e-6, likely_causes={"|y| leaves out <eos> (count it in the length)":
-                                      walk / wu_penalty(len(tokens), 0.6)})
+check_close("score of the toy answer for width 2, alpha 0.6", score, TOY_SCORES[2, 0.6], atol=1e-6,
+            likely_causes={"|y| leaves out <eos> (count it in the length)": TOY_SCORES_WITHOUT_EOS[2, 0.6]})
 ### BEGIN HIDDEN TESTS
+from instructor.references.seq2seq_beam_search import wu_penalty  # the grader's side only
+
 # _table is defined in the hidden part of test_beam_toy
 for seed in range(12):
     table = _table(1000 + seed, words=("u", "v", "w", "x"))
@@ -1291,7 +1291,7 @@ for seed in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_beam_decode_model", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """beam_decode finds the answer of a confident model and the best hypothesis of small random models."""
-from course.seq2seq_checks import wu_penalty  # the checks of this chapter: course/seq2seq_checks.py
+from course.seq2seq_checks import LP_SEVEN_AT_0_6  # the checks of this chapter: course/seq2seq_checks.py
 
 answer = [9, 4, 11, 7, 7, 2, EOS]
 tokens, log_prob, score = attempt("beam_decode(answer model, [2, 7, 7, 11, 4, 9], 2, 0.6)", beam_decode,
@@ -1304,7 +1304,7 @@ check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answ
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
            "the sum of the logs of softmax probabilities")
-check_close("score with alpha 0.6", score, log_prob / wu_penalty(7, 0.6), atol=1e-6,
+check_close("score with alpha 0.6", score, log_prob / LP_SEVEN_AT_0_6, atol=1e-6,
             hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
 # defined in the hidden parts of earlier cells: _reference_beam (test_beam_toy), _TinySeq2Seq

@@ -141,14 +141,15 @@ class EncoderBlock(nn.Module):
 # The graded tests choose every parameter: `new_block` builds your `DecoderBlock` and loads
 # parameters the test drew, by the names the exercise gives (`load_state`), so no result
 # depends on the order in which you create the submodules or on their random initial values.
-# What your block computes with them is compared with `nn.TransformerDecoderLayer` holding the
-# same parameters (`decoder_layer`), the computation Part B describes. The checks themselves
-# live in `course/decoder_checks.py`; each test cell imports the one it runs, and you can read
-# it there. They call your code through `attempt`, which turns an exception into a failed
+# The checks of what the exercise promises (shapes, the causal mask, the memory seen in full, PAD
+# changing nothing) live in `course/decoder_checks.py`; each test cell imports the one it runs, and
+# you can read it there. The graded tests also compare what your block computes with
+# `nn.TransformerDecoderLayer` holding the same parameters, the computation Part B describes; that
+# comparison runs on the grader's side. They call your code through `attempt`, which turns an exception into a failed
 # check that names the call and says where to look.
 
 # %% nbgrader={"grade": false, "grade_id": "test_tools", "locked": true, "schema_version": 3, "solution": false}
-from course.decoder_checks import BLOCK_HINT, MODEL_HINT, block_state, decoder_layer, layer_cross_weights, load_state
+from course.decoder_checks import BLOCK_HINT, MODEL_HINT, block_state, load_state
 
 
 def future_mask(n):
@@ -195,13 +196,11 @@ def new_model(seed, width=64, heads=4, hidden=128, layers=2, norm_first=False, n
 
 
 def new_block(width, heads, hidden, norm_first=False, seed=0):
-    """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed`, in eval mode, and
-    nn.TransformerDecoderLayer holding the same parameters: (block, layer)."""
+    """DecoderBlock(width, heads, hidden, norm_first) holding parameters drawn from `seed` (block_state), in eval mode."""
     what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
     block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
-    state = block_state(width, hidden, seed)
-    set_training(load_state(what, block, state), False)  # eval mode, set as nn.Module.eval() does
-    return block, decoder_layer(state, width, heads, hidden, norm_first)
+    set_training(load_state(what, block, block_state(width, hidden, seed)), False)  # eval mode, as nn.Module.eval() does
+    return block
 
 # %% [markdown]
 # ## Part A · Cross-attention (3 points)
@@ -501,14 +500,14 @@ for trial in range(4):
 from course.decoder_checks import check_decoder_shapes
 
 torch.manual_seed(4)
-check_decoder_shapes(new_block(8, 2, 16, seed=43)[0], batch=2, heads=2, width=8, length=3, source_length=5,
+check_decoder_shapes(new_block(8, 2, 16, seed=43), batch=2, heads=2, width=8, length=3, source_length=5,
                      norm_first=False)
 ### BEGIN HIDDEN TESTS
 gen = np.random.default_rng(95)
 for trial in range(4):
     length = int(gen.integers(1, 6))
     batch, heads, d_head = int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4))
-    block, _ = new_block(heads * d_head, heads, 2 * heads * d_head, norm_first=bool(trial % 2), seed=40 + length)
+    block = new_block(heads * d_head, heads, 2 * heads * d_head, norm_first=bool(trial % 2), seed=40 + length)
     check_decoder_shapes(block, batch, heads, heads * d_head, length, length + int(gen.integers(1, 4)), bool(trial % 2))
 ### END HIDDEN TESTS
 
@@ -517,15 +516,18 @@ for trial in range(4):
 from course.decoder_checks import check_decoder_causal
 
 torch.manual_seed(5)
-block, layer = new_block(8, 2, 16, seed=5)  # your block and nn.TransformerDecoderLayer, with the same parameters
-check_decoder_causal(block, layer, torch.randn(2, 4, 8), torch.randn(2, 6, 8))
+check_decoder_causal(new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 ### BEGIN HIDDEN TESTS
+from instructor.references.decoder import causal_agrees, same_layer  # the grader's side only
+
+torch.manual_seed(5)  # the example above, every output compared with nn.TransformerDecoderLayer
+causal_agrees(new_block(8, 2, 16, seed=5), same_layer(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 gen = torch.Generator().manual_seed(96)
 for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can only output two values
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length, source_length = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(1, 8, (1,), generator=gen))
-    block, layer = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
-    check_decoder_causal(block, layer, torch.randn(2, length, heads * d_head, generator=gen),
+    block = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
+    causal_agrees(block, same_layer(heads * d_head, heads, 7, bool(trial % 2), 960 + trial), torch.randn(2, length, heads * d_head, generator=gen),
                          torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
@@ -534,16 +536,20 @@ for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can on
 from course.decoder_checks import check_sees_all_memory
 
 torch.manual_seed(6)
-block, layer = new_block(8, 2, 16, seed=6)
-check_sees_all_memory(block, layer, 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
+check_sees_all_memory(new_block(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
 ### BEGIN HIDDEN TESTS
+from instructor.references.decoder import same_layer, sees_all_memory_agrees  # the grader's side only
+
+torch.manual_seed(6)  # the example above, compared with nn.TransformerDecoderLayer
+sees_all_memory_agrees(new_block(8, 2, 16, seed=6), same_layer(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8),
+                       torch.randn(2, 4, 8))
 gen = torch.Generator().manual_seed(97)
 for trial in range(4):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     length = int(torch.randint(2, 7, (1,), generator=gen))
     source_length = length if trial < 2 else length + 1
-    block, layer = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
-    check_sees_all_memory(block, layer, heads, torch.randn(2, length, heads * d_head, generator=gen),
+    block = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
+    sees_all_memory_agrees(block, same_layer(heads * d_head, heads, 6, bool(trial % 2), 970 + trial), heads, torch.randn(2, length, heads * d_head, generator=gen),
                           torch.randn(2, source_length, heads * d_head, generator=gen))
 ### END HIDDEN TESTS
 
@@ -552,9 +558,13 @@ for trial in range(4):
 from course.decoder_checks import check_decoder_padding
 
 torch.manual_seed(7)
-block, layer = new_block(8, 2, 16, seed=7)
-check_decoder_padding(block, layer, 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), lengths=torch.tensor([3, 5]))
+check_decoder_padding(new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), lengths=torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
+from instructor.references.decoder import padding_agrees, same_layer  # the grader's side only
+
+torch.manual_seed(7)  # the example above, compared with nn.TransformerDecoderLayer
+padding_agrees(new_block(8, 2, 16, seed=7), same_layer(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8),
+               lengths=torch.tensor([3, 5]))
 gen = torch.Generator().manual_seed(98)
 for trial in range(4):
     heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
@@ -564,8 +574,8 @@ for trial in range(4):
         source_length = length = max(length, 2)  # T = S: a mask put on the wrong attention runs without an error
     lengths = torch.randint(1, source_length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), source_length - 1)
-    block, layer = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
-    check_decoder_padding(block, layer, heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
+    block = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
+    padding_agrees(block, same_layer(heads * d_head, heads, 5, bool(trial % 2), 980 + trial), heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
                           torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
 ### END HIDDEN TESTS
 
@@ -583,7 +593,9 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm and agrees with nn.TransformerDecoderLayer(norm_first=False)."""
 ### BEGIN HIDDEN TESTS
-# decoder_layer(state, ...) and layer_cross_weights(layer, ...) come from the test tools cell
+from instructor.references.decoder import decoder_layer, layer_cross_weights  # the grader's side only
+
+
 def _by_hand(layer, x, memory, future, pad, pre, mistake=None):
     """The decoder block computed from the reference layer's parts, with one named mistake switched on."""
     n1, n2, n3 = layer.norm1, layer.norm2, layer.norm3
@@ -688,18 +700,19 @@ _compare_with_pytorch(norm_first=True, seed=100)
 from course.decoder_checks import check_decoder_gradients
 
 torch.manual_seed(10)
-block, layer = new_block(8, 2, 16, seed=10)
-direction, memory_grad = check_decoder_gradients(block, layer, torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10), torch.randn(2, 3, 8), torch.randn(2, 5, 8))
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
+
+from instructor.references.decoder import same_layer  # the grader's side only
 
 gen = torch.Generator().manual_seed(101)
 for trial in range(2):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     width, norm_first = heads * d_head, bool(trial)
-    block, layer = new_block(width, heads, 9, norm_first=norm_first, seed=1010 + trial)
+    block, layer = new_block(width, heads, 9, norm_first, 1010 + trial), same_layer(width, heads, 9, norm_first, 1010 + trial)
     x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
-    direction, memory_grad = check_decoder_gradients(block, layer, x, memory)
+    direction, memory_grad = check_decoder_gradients(block, x, memory, seed=1010 + trial)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
     leaf = memory.clone()
     (layer(x, leaf.requires_grad_(), tgt_mask=future_mask(4)) * direction).sum().backward()
@@ -931,6 +944,7 @@ for seed in range(2):
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """With the same weights, the model computes what nn.Transformer computes, in both norm placements."""
 ### BEGIN HIDDEN TESTS
+
 _TWIN_NAMES = (("encoder_blocks.", "encoder.layers."), ("decoder_blocks.", "decoder.layers."),
                (".attention.", ".self_attn."), (".self_attention.", ".self_attn."),
                (".cross_attention.", ".multihead_attn."), (".ffn.", "."), ("encoder_norm.", "encoder.norm."),
@@ -1019,13 +1033,17 @@ with torch.no_grad():
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_block_weights", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """decode returns the cross weights of every decoder block, first block first, as nn.Transformer computes them."""
-from course.decoder_checks import RecordedTwin, check_weights_per_block
+from course.decoder_checks import check_weights_per_block
 
 model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
 set_training(model_, False)
-check_weights_per_block(model_, RecordedTwin(pytorch_twin(state, heads=2)), torch.randint(2, VOCAB, (2, 5)),
-                        torch.randint(0, VOCAB, (2, 6)))
+check_weights_per_block(model_, torch.randint(2, VOCAB, (2, 5)), torch.randint(0, VOCAB, (2, 6)), layers=2)
 ### BEGIN HIDDEN TESTS
+from instructor.references.decoder import RecordedTwin, weights_per_block_agree  # the grader's side only
+
+gen = torch.Generator().manual_seed(15)  # the model above, each block's weights as nn.Transformer computes them
+weights_per_block_agree(model_, RecordedTwin(pytorch_twin(state, heads=2)), torch.randint(2, VOCAB, (2, 5), generator=gen),
+                        torch.randint(0, VOCAB, (2, 6), generator=gen))
 gen = torch.Generator().manual_seed(107)
 for trial in range(3):
     heads, layers = int(torch.randint(1, 4, (1,), generator=gen)), 2 + trial % 2
@@ -1033,7 +1051,7 @@ for trial in range(3):
                            norm_first=bool(trial % 2), noise=0.3)
     source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
     set_training(net, False)
-    check_weights_per_block(net, _Reference(state, heads, bool(trial % 2)),
+    weights_per_block_agree(net, _Reference(state, heads, bool(trial % 2)),
                             torch.randint(2, VOCAB, (2, source_length), generator=gen),
                             torch.randint(0, VOCAB, (2, n), generator=gen))
 ### END HIDDEN TESTS

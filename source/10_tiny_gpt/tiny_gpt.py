@@ -172,10 +172,11 @@ for seed in range(8, 11):
 #
 # The graded tests choose every parameter: they draw the parameters of a block or a model by
 # the names the exercises give and load them into yours, so no result depends on how or in
-# which order you create the submodules, and they compare what your code computes with
-# PyTorch's own layers holding the same parameters (`nn.TransformerEncoderLayer` with
-# `norm_first=True` and a causal mask, `nn.Embedding`, `nn.LayerNorm`, `nn.Linear`). The checks
-# live in `course/tiny_gpt_checks.py`; each test cell imports the one it runs.
+# which order you create the submodules. The checks of what the exercises promise (shapes, the
+# causal mask, the caches growing) live in `course/tiny_gpt_checks.py`; each test cell imports the
+# one it runs. The graded tests also compare what your code computes with PyTorch's own layers
+# holding the same parameters (`nn.TransformerEncoderLayer` with `norm_first=True` and a causal
+# mask, `nn.Embedding`, `nn.LayerNorm`, `nn.Linear`), on the grader's side.
 
 # %% nbgrader={"grade": false, "grade_id": "provided_parts", "locked": true, "schema_version": 3, "solution": false}
 class MultiHeadSelfAttention(nn.Module):
@@ -280,10 +281,13 @@ check_parts(Block, width=10, heads=5, max_len=4, T=1)
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Block computes what nn.TransformerEncoderLayer(norm_first=True) with a causal mask computes with the same weights."""
-from course.tiny_gpt_checks import compare_block
+from course.tiny_gpt_checks import check_block
+
+check_block(Block, batch=2, length=5, width=8, heads=2, seed=3)
+### BEGIN HIDDEN TESTS
+from instructor.references.tiny_gpt import compare_block  # the grader's side only
 
 compare_block(Block, batch=2, length=5, width=8, heads=2, seed=3)
-### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(31)
 for trial in range(3):
     heads, d_head, batch, length = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
@@ -393,10 +397,13 @@ assert abs(loss.item() - math.log(VOCAB)) < 0.5
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_logits", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """GPT's logits equal those of PyTorch's layers holding the same parameters: embeddings + positions, blocks, norm, head."""
-from course.tiny_gpt_checks import compare_logits
+from course.tiny_gpt_checks import check_model
+
+check_model(GPT, vocab=11, width=8, heads=2, layers=2, max_len=6, batch=2, length=6, seed=1)
+### BEGIN HIDDEN TESTS
+from instructor.references.tiny_gpt import compare_logits  # the grader's side only
 
 compare_logits(GPT, vocab=11, width=8, heads=2, layers=2, max_len=6, batch=2, length=6, seed=1)
-### BEGIN HIDDEN TESTS
 compare_logits(GPT, vocab=13, width=12, heads=3, layers=2, max_len=9, batch=3, length=7, seed=5)
 compare_logits(GPT, vocab=20, width=16, heads=4, layers=3, max_len=10, batch=3, length=4, seed=6)
 compare_logits(GPT, vocab=7, width=6, heads=1, layers=1, max_len=5, batch=1, length=5, seed=7)
@@ -404,10 +411,13 @@ compare_logits(GPT, vocab=7, width=6, heads=1, layers=1, max_len=5, batch=1, len
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_loss", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With targets, the loss is the mean cross-entropy of the logits over every position; without them it is None."""
-from course.tiny_gpt_checks import compare_loss
+from course.tiny_gpt_checks import check_loss
+
+check_loss(GPT, vocab=9, width=8, layers=1, batch=2, length=5, seed=2)
+### BEGIN HIDDEN TESTS
+from instructor.references.tiny_gpt import compare_loss  # the grader's side only
 
 compare_loss(GPT, vocab=9, width=8, layers=1, batch=2, length=5, seed=2)
-### BEGIN HIDDEN TESTS
 compare_loss(GPT, vocab=15, width=12, layers=2, batch=3, length=7, seed=8)
 ### END HIDDEN TESTS
 
@@ -813,7 +823,9 @@ for temperature in (0.5, 0.8, 1.2):
 #   and `head`;
 # * return `(logits, caches)`: the logits of the next character `(B, vocab)` and the new list.
 #
-# The test compares the logits of every step with PyTorch's layers run on the whole text so far.
+# The test compares the logits of every step with PyTorch's layers run on the whole text so far,
+# and the keys and values in every cache with theirs; it also hands your step caches it did not
+# make (of another text), which it must continue as they are.
 
 # %% nbgrader={"grade": false, "grade_id": "cached_step", "locked": false, "schema_version": 3, "solution": true}
 def cached_step(model, token, caches=None):
@@ -852,13 +864,16 @@ print(repr(decode(full[0])), "\n", repr(decode(cached[0])))
 assert torch.equal(full, cached)
 
 # %% nbgrader={"grade": true, "grade_id": "test_cached_step", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-"""Step by step through the cache, the logits equal the full forward pass, and each block's (K, V) grows along dim 2."""
-from course.tiny_gpt_checks import check_cached_step
+"""Step by step the logits equal the full forward pass, each (K, V) grows along dim 2 and holds the text's keys and values."""
+from course.tiny_gpt_checks import check_cached_steps
 
-check_cached_step(GPT, cached_step, vocab=10, width=8, heads=2, layers=2, batch=2, length=5, seed=1)
+check_cached_steps(GPT, cached_step, vocab=10, width=8, heads=2, layers=2, batch=2, length=5, seed=1)
 ### BEGIN HIDDEN TESTS
-check_cached_step(GPT, cached_step, vocab=17, width=12, heads=3, layers=3, batch=3, length=8, seed=2)
-check_cached_step(GPT, cached_step, vocab=6, width=4, heads=1, layers=1, batch=1, length=6, seed=3)
+from instructor.references.tiny_gpt import cached_step_agrees  # the grader's side only
+
+cached_step_agrees(GPT, cached_step, vocab=10, width=8, heads=2, layers=2, batch=2, length=5, seed=1)
+cached_step_agrees(GPT, cached_step, vocab=17, width=12, heads=3, layers=3, batch=3, length=8, seed=2)
+cached_step_agrees(GPT, cached_step, vocab=6, width=4, heads=1, layers=1, batch=1, length=6, seed=3)
 ### END HIDDEN TESTS
 
 # %% [markdown]

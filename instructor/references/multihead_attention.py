@@ -1,0 +1,90 @@
+"""Chapter 06's references (the grader's side only): nn.MultiheadAttention holding the weights the test loaded
+into a block, its heads split and merged by the student's own split_heads and merge_heads where those differ
+from Part A's, and the hidden tests' comparisons of the block with it (after the visible property checks)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from course.checks import check_close, check_true
+from course.multihead_attention_checks import (
+    PART_A_FIRST,
+    as_gather,
+    check_causal_outputs,
+    check_params,
+    check_runs_outputs,
+    last_changed,
+    standard_layout,
+)
+
+
+class HeadsAsYouSplitThem(nn.MultiheadAttention):
+    """nn.MultiheadAttention whose heads are split and merged by your split_heads and merge_heads: where those
+    differ from Part A's, the block is judged around them (Part A's tests judge them)."""
+
+    def __init__(self, D, H, heads, **kwargs):  # noqa: N803 (the text's names)
+        super().__init__(D, H, **kwargs)
+        self.heads = heads  # your (split_heads, merge_heads)
+
+    def forward(self, query, key, value, attn_mask=None, need_weights=True, average_attn_weights=True):
+        B, T, D = query.shape
+        split_heads, merge_heads = self.heads
+        if standard_layout(split_heads, merge_heads, B, T, D, self.num_heads):
+            return super().forward(query, key, value, attn_mask=attn_mask, need_weights=need_weights,
+                                   average_attn_weights=average_attn_weights)
+        split = as_gather("split_heads", split_heads, (B, T, D), self.num_heads)
+        try:
+            q, k, v = (t.flatten()[split] for t in F.linear(query, self.in_proj_weight, self.in_proj_bias).split(D, -1))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T) as your split makes them
+            if attn_mask is not None:
+                scores = scores.masked_fill(attn_mask, float("-inf"))
+            weights = scores.softmax(dim=-1)
+            mixed = weights @ v
+        except RuntimeError:
+            mixed = None
+        check_true(mixed is not None, PART_A_FIRST)
+        out = self.out_proj(mixed.flatten()[as_gather("merge_heads", merge_heads, tuple(mixed.shape))])
+        return out, (None if not need_weights else weights.mean(dim=1) if average_attn_weights else weights)
+
+
+def multihead_reference(params, D, H, heads, dtype=None):  # noqa: N803 (the text's names)
+    """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj)."""
+    check_params(params)
+    has_bias = "qkv.bias" in params
+    reference = HeadsAsYouSplitThem(D, H, heads, batch_first=True, bias=has_bias, dtype=dtype)
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(params["qkv.weight"])
+        reference.out_proj.weight.copy_(params["proj.weight"])
+        if has_bias:
+            reference.in_proj_bias.copy_(params["qkv.bias"])
+            reference.out_proj.bias.copy_(params["proj.bias"])
+    return reference
+
+
+def causal_agrees(MultiHeadSelfAttention, heads, B, T, D, H):  # noqa: N803 (the class under test)
+    """check_causal_outputs, then both outputs compared with the reference holding the same weights, causal mask on."""
+    params, x, out, out_changed = check_causal_outputs(MultiHeadSelfAttention, heads, B, T, D, H)
+    reference = multihead_reference(params, D, H, heads)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    with torch.no_grad():  # attn_mask=future: True = may NOT attend
+        expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, last_changed(x)))
+    hint = "scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj"
+    check_close("block(x) with causal=True", out, expected, atol=1e-5, hint=hint)
+    check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
+
+
+def compare_with_multihead(MultiHeadSelfAttention, heads, B, T, H, d_head, seed):  # noqa: N803
+    """check_runs_outputs, then the outputs and per-head weights compared with nn.MultiheadAttention holding the weights."""
+    params, x, out, weights = check_runs_outputs(MultiHeadSelfAttention, heads, B, T, H, d_head, seed)
+    D = H * d_head
+    reference = multihead_reference(params, D, H, heads)
+    forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
+    expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
+    check_close(f"the per-head weights for B={B}, T={T}, D={D}, H={H}", weights, expected_weights, atol=1e-5,
+                hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head")
+    check_close(f"block(x) for B={B}, T={T}, D={D}, H={H}", out, expected_out, atol=1e-5,
+                hint="the weights agree, so look after the softmax: weights @ v, merge_heads, then self.proj")
