@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import grp
 import io
 import json
 import math
@@ -312,12 +313,35 @@ def _revoke_traverse(layout: Layout) -> None:
     record.unlink()
 
 
-def _hide_source() -> None:
-    """The clone every account runs the course from must not show ``source/`` (solutions and
-    hidden tests) to students: o-rwx on it (git keeps no folder modes)."""
-    source = REPO / "source"
-    if source.is_dir():
-        os.chmod(source, source.stat().st_mode & ~0o007)
+# What the clone every account runs the course from must not show students: solutions and hidden
+# tests (source/), what the hidden tests compare with (instructor/references/), and every exercise's
+# wrong and correct versions (instructor/zoo/). The courses' service accounts read them (a formgrader
+# imports the references), through this group.
+GRADERS_ONLY = ("source", "instructor/references", "instructor/zoo")
+GRADERS_GROUP = "course-graders"
+
+
+def _exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _hide_from_students(layout: Layout, repo: Path = REPO) -> None:
+    """``GRADERS_ONLY`` of ``repo``: group :data:`GRADERS_GROUP`, which every course's service account
+    joins, and nothing for others (git keeps no folder modes, so each start sets them again)."""
+    subprocess.run(["groupadd", "--force", "--system", GRADERS_GROUP], check=True, capture_output=True)
+    for grader in layout.graders():
+        if _exists(grader):
+            subprocess.run(["usermod", "--append", "--groups", GRADERS_GROUP, grader], check=True, capture_output=True)
+    gid = grp.getgrnam(GRADERS_GROUP).gr_gid
+    for part in GRADERS_ONLY:
+        folder = repo / part
+        if folder.is_dir():
+            os.chown(folder, -1, gid)
+            os.chmod(folder, (folder.stat().st_mode & ~0o077) | 0o050)
 
 
 def _state_folders(layout: Layout) -> None:
@@ -346,7 +370,7 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     if new:
         print(f"{len(new)} new account(s) with a random first password each: {layout.passwords} (root only)")
     _grant_traverse(layout)
-    _hide_source()
+    _hide_from_students(layout)
     layout.exchange.mkdir(parents=True, exist_ok=True)
     os.chmod(layout.exchange, 0o1777)  # everyone writes; nobody removes what another made (the arrival record)
     for folder in (layout.common, layout.student_etc / "labconfig"):
@@ -852,6 +876,7 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     # its accounts, course root and gradebook students now; the hub's and everyone's configs with the
     # next start (a running hub's servers keep theirs until then)
     new = _accounts(layout, layout.everyone())
+    _hide_from_students(layout)  # its service account reads the references too
     _course_root(course)
     _seed_lab(layout, [p.id for p in people])
     _import_students(layout, R.students(people), course)

@@ -5,10 +5,13 @@ submission, the late policy."""
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
+import sys
 import unicodedata
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from nboracle.classroom import pipeline as P
@@ -287,3 +290,40 @@ def test_an_extension_must_be_one(tmp_path):
             H.extend(layout, "01_two_keys", "amara", hours)
     with pytest.raises(SystemExit, match="no student on the roster"):
         H.extend(layout, "01_two_keys", "prof-ines", 2)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="folder owners and groups: root sets them")
+def test_on_the_hub_only_graders_read_the_references_and_the_zoo(tmp_path):
+    """The clone every hub account runs the course from: a student's process can import nothing of
+    source/, instructor/references/ or instructor/zoo/ (what grades, and every exercise's correct
+    versions); a process of the graders' group (each course's formgrader) reads them."""
+    import grp
+    import tempfile
+
+    from instructor import hub as H
+
+    repo = Path(tempfile.mkdtemp(dir="/tmp", prefix="clone-"))
+    try:
+        os.chmod(repo, 0o755)
+        for part in H.GRADERS_ONLY:
+            (repo / part).mkdir(parents=True)
+            (repo / part / "answer.py").write_text("ANSWER = 42\n")
+        (repo / "instructor" / "__init__.py").write_text("")
+        (repo / "instructor" / "roster.py").write_text("OPEN = 1\n")
+        (tmp_path / "roster.csv").write_text(ROSTER)
+        H._hide_from_students(H.Layout(tmp_path), repo)
+        gid = grp.getgrnam(H.GRADERS_GROUP).gr_gid
+
+        def read_as(groups: str, module: str) -> subprocess.CompletedProcess:
+            return subprocess.run(["setpriv", "--reuid=64123", "--regid=64123", groups, sys.executable, "-c",
+                                   f"import {module}"], cwd="/", capture_output=True, text=True,
+                                  env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+
+        assert read_as("--clear-groups", "instructor.roster").returncode == 0  # the rest of the clone stays open
+        for module in ("instructor.references.answer", "instructor.zoo.answer"):
+            student = read_as("--clear-groups", module)
+            assert student.returncode != 0 and ("PermissionError" in student.stderr
+                                                or "ModuleNotFoundError" in student.stderr), (module, student.stderr)
+            assert read_as(f"--groups={gid}", module).returncode == 0, module
+    finally:
+        shutil.rmtree(repo)
