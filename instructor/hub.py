@@ -314,10 +314,10 @@ def _revoke_traverse(layout: Layout) -> None:
 
 
 # What the clone every account runs the course from must not show students: solutions and hidden
-# tests (source/), what the hidden tests compare with (instructor/references/), and every exercise's
-# wrong and correct versions (instructor/zoo/). The courses' service accounts read them (a formgrader
+# tests (source/, and a language edition's generated editions/<lang>/source/), what the hidden tests
+# compare with (instructor/references/), and every exercise's wrong and correct versions (instructor/zoo/). The courses' service accounts read them (a formgrader
 # imports the references), through this group.
-GRADERS_ONLY = ("source", "instructor/references", "instructor/zoo")
+GRADERS_ONLY = ("source", "instructor/references", "instructor/zoo", "editions/*/source")
 GRADERS_GROUP = "course-graders"
 
 
@@ -337,8 +337,7 @@ def _hide_from_students(layout: Layout, repo: Path = REPO) -> None:
         if _exists(grader):
             subprocess.run(["usermod", "--append", "--groups", GRADERS_GROUP, grader], check=True, capture_output=True)
     gid = grp.getgrnam(GRADERS_GROUP).gr_gid
-    for part in GRADERS_ONLY:
-        folder = repo / part
+    for folder in (found for part in GRADERS_ONLY for found in repo.glob(part)):
         if folder.is_dir():
             os.chown(folder, -1, gid)
             os.chmod(folder, (folder.stat().st_mode & ~0o077) | 0o050)

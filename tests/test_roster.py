@@ -306,8 +306,8 @@ def test_on_the_hub_only_graders_read_the_references_and_the_zoo(tmp_path):
     try:
         os.chmod(repo, 0o755)
         for part in H.GRADERS_ONLY:
-            (repo / part).mkdir(parents=True)
-            (repo / part / "answer.py").write_text("ANSWER = 42\n")
+            (repo / part.replace("*", "vi")).mkdir(parents=True)
+            (repo / part.replace("*", "vi") / "answer.py").write_text("ANSWER = 42\n")
         (repo / "instructor" / "__init__.py").write_text("")
         (repo / "instructor" / "roster.py").write_text("OPEN = 1\n")
         (tmp_path / "roster.csv").write_text(ROSTER)
@@ -320,6 +320,7 @@ def test_on_the_hub_only_graders_read_the_references_and_the_zoo(tmp_path):
                                   env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
 
         assert read_as("--clear-groups", "instructor.roster").returncode == 0  # the rest of the clone stays open
+        assert not os.stat(repo / "editions" / "vi" / "source").st_mode & 0o007  # the edition's solutions
         for module in ("instructor.references.answer", "instructor.zoo.answer"):
             student = read_as("--clear-groups", module)
             assert student.returncode != 0 and ("PermissionError" in student.stderr
