@@ -22,7 +22,8 @@ COURSE_ONLY = {
     ("CourseDirectory", "course_id"), ("CourseDirectory", "ignore"), ("Exchange", "root"),
     ("ClearSolutions", "code_stub"), ("ClearSolutions", "text_stub"),
     ("GuardedExecute", "kernel_imports"), ("OracleExecute", "calling_helpers"), ("OracleExecute", "test_modules"),
-    ("ReviewFlags", "substitutes"), ("ReviewFlags", "helper_attributes"), ("RepairSubmission", "release_roots"),
+    ("ReviewFlags", "substitutes"), ("ReviewFlags", "helper_attributes"), ("ReviewFlags", "allowed_calls"),
+    ("RepairSubmission", "release_roots"),
     ("ClassReport", "catalogue"), ("CourseDirectory", "db_url"),
 }
 DIFFERENT = {("OracleExecute", "oracle_chapters")}  # the course's chapters; none in nbgrader's tests

@@ -48,6 +48,8 @@ _steps = [OracleExecute if step is Execute else step for step in Autograde.autog
 _at = _steps.index(LimitOutput) + 1
 c.Autograde.autograde_preprocessors = [RepairNotes, *sandboxed_steps([*_steps[:_at], ext.LimitOutputSize, *_steps[_at:],
                                                                        ext.ReviewFlags])]
+# the review: an import of the grader's own kernel-side or grading modules in a student's cell is flagged
+c.ReviewFlags.machinery_modules = ["nboracle.kernel", "nboracle.grader", "nboracle.classroom"]
 c.Autograde.sanitize_preprocessors = [RepairSubmission, *(ext.QuietOverwriteCells if step is OverwriteCells else step
                                                           for step in Autograde.sanitize_preprocessors.default())]
 
