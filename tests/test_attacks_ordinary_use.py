@@ -3,7 +3,7 @@ graded call looks like ordinary use.
 
 Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong sign (zoo variant
 ``jacobian_sign_flipped``), graded in one nbgrader run beside the same wrong code handed in honestly
-(``tests/test_oracle_attacks.py``'s harness):
+(``tests/support.py``'s harness):
 
 * **the grader's package as a solution library** (item 1): the Jacobian from ``nboracle.input_gradients``
   (rows of vector-Jacobian products of ``torch.softmax``), or from ``parameter_gradients`` of a module that
@@ -24,9 +24,8 @@ Every attacker must score at most what the wrong code earns honestly; no honest 
 from __future__ import annotations
 
 import pytest
-from support import automatic_points
-from test_oracle_attacks import _SWITCH as _BUILD_RIGHT
-from test_oracle_attacks import check_class, grade_against_variant
+from support import BUILD_RIGHT as _BUILD_RIGHT
+from support import automatic_points, check_class, grade_against_variant
 
 pytestmark = pytest.mark.pipeline
 
@@ -131,7 +130,7 @@ def test_a_grading_kernel_looks_like_the_students_own(chapter02):
 
 # ---------------------------------------------------------------- chapter 06: weights and gradient-check points
 # The block that scales its scores by sqrt(d_model) (zoo variant scale_by_sqrt_d_model); _Right is the chapter's
-# correct class, built from the solution's text (test_oracle_attacks.with_right)
+# correct class, built from the solution's text (support.with_right)
 CH06_VARIANT, CH06_CELL, CH06_CLASS = "scale_by_sqrt_d_model", "mhsa", "MultiHeadSelfAttention"
 # the weights a test loads bump each parameter's _version once, as load_state_dict or an optimizer step does: a
 # block that sees its weights written since it was built, and is right only then, is graded on its right branch

@@ -16,14 +16,13 @@ variant) plus lines that try to answer with a reference instead:
   penalty earned 23), and one that answers from the numbers the visible tests hold.
 
 Each attacker must earn **at most** what the same wrong code earns honestly in the same nbgrader run, the
-solution full marks and the stub zero (`check_class` of `tests/test_oracle_attacks.py`).
+solution full marks and the stub zero (`check_class` of `tests/support.py`).
 """
 
 from __future__ import annotations
 
 import pytest
-from support import automatic_points
-from test_oracle_attacks import check_class, grade
+from support import automatic_points, check_class, grade
 
 from instructor.repository import REPOSITORY
 from instructor.zoo import variants_for
@@ -203,7 +202,7 @@ def length_penalty(n, alpha, _wrong=length_penalty):
 
 
 def graded(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str]):
-    """test_oracle_attacks.grade with the zoo variant's cell as the honest wrong code, and 60 s a cell: on a loaded
+    """support.grade with the zoo variant's cell as the honest wrong code, and 60 s a cell: on a loaded
     machine chapter 09's gradient tests took more than the 20 s that grade() gives them."""
     return grade(tmp_path_factory, assignment, cell, _zoo_cell(assignment, variant, cell), attacks, timeout=60)
 

@@ -27,12 +27,8 @@ code earns honestly, graded in the same nbgrader run, and no honest student is f
 from __future__ import annotations
 
 import pytest
-from nboracle.classroom import pipeline as P
-from nboracle.grader.nbgrader_ext import review_reasons
-from support import PATCH_CHECKS, automatic_points
-
-from instructor.repository import REPOSITORY
-from instructor.zoo import variants_for
+from support import BUILD_RIGHT as _SWITCH
+from support import PATCH_CHECKS, automatic_points, check_class, grade, grade_against_variant
 
 pytestmark = pytest.mark.pipeline
 
@@ -1137,22 +1133,6 @@ CH01_SCAN_EVASIONS = {
 # ======================================================================================================
 
 # ---------------------------------------------------------------- issue 43 items 1 and 2: the module's slots and its mode
-# A module that learns it is being graded turns its bug off. It learns it if the grader reads its
-# state through anything of the student's class: a class-defined __dict__, an instance dict of a
-# dict subclass whose get the grader calls, tables of a dict subclass, a class-level `training` the
-# grader writes around. <<RIGHT>> becomes the chapter's correct class, built in a namespace of its
-# own as _Right (so no helper of the wrong code is replaced): what the attacker switches to when graded.
-_SWITCH = """
-import sys as _sys
-_right_namespace = dict(globals())
-exec(_RIGHT_SOURCE, _right_namespace)
-_Right = _right_namespace[_CLASS]
-_graded = []  # set when something other than torch's own code reads the module's dict
-
-def _asked_by_the_grader(depth=2):
-    return "/torch/" not in _sys._getframe(depth).f_code.co_filename
-"""
-
 SLOT_DICT_SUBCLASS = _SWITCH + """
 class _Telling(dict):
     def get(self, key, default=None):  # torch reads its tables with [], the grader used .get
@@ -1238,10 +1218,6 @@ def slot_attacks(cls: str, tables: bool = True, training: bool = False) -> dict[
     return {name: code.replace("<<CLASS>>", cls) for name, code in attacks.items()}
 
 
-def with_right(attacks: dict[str, str], answers: dict, cell: str, cls: str) -> dict[str, str]:
-    """Each attack preceded by the chapter's correct cell as text, for _SWITCH to build."""
-    head = f"_RIGHT_SOURCE = {answers[cell]!r}\n_CLASS = {cls!r}\n"
-    return {name: head + code if "_RIGHT_SOURCE" in code else code for name, code in attacks.items()}
 
 
 # issue 43 item 4 in chapters 04, 05, 06 and 09: the wrong forward with the right gradients (straight through),
@@ -1315,50 +1291,11 @@ SLOT_07 = {"slot-mode-dependent-private-weights": SLOT_07_MODE_DEPENDENT,
            "slot-training-property-private-weights": SLOT_07_TRAINING_PROPERTY}
 
 
-def grade(tmp_path_factory, assignment: str, cell: str, wrong: str, attacks: dict[str, str], timeout: int = 20):
-    root = REPOSITORY.scratch_copy(tmp_path_factory.mktemp(assignment), [assignment])
-    with open(root.config, "a") as config:  # an endless call is interrupted quickly in the test
-        config.write(f"\nc.Execute.timeout = {timeout}\n")
-    release, answers = root.release_and_answers(assignment)
-    students = {"solution": answers, "stub": None, "honest-wrong": {**answers, cell: wrong}}
-    students.update({f"atk-{name}": {**answers, cell: wrong + "\n" + code} for name, code in attacks.items()})
-    for student, cells in students.items():
-        root.submit(assignment, student, release if cells is None else P.fill(release, cells))
-    root.autograde(assignment)
-    results = root.results(assignment)
-    reviews = {s: review_reasons(P.read_nb(root.notebook("autograded", assignment, s))) for s in students}
-    return results, reviews
-
-
-def check_class(results, reviews, attacks, full: float):
-    assert results["solution"].auto_score == results["solution"].auto_max == full
-    assert results["stub"].auto_score == 0
-    honest = results["honest-wrong"].auto_score
-    for student, result in results.items():  # shown with pytest -rP: what each student earned and lost
-        print(f"{student:40s} {result.auto_score:5.1f} / {result.auto_max:g}  failed: {sorted(result.failed())}")
-    assert 0 < honest < full
-    gained = {name: (results[f"atk-{name}"].auto_score, honest) for name in attacks
-              if results[f"atk-{name}"].auto_score > honest}
-    assert not gained, f"attacks earned more than the wrong code they hide (score, honest): {gained}"
-    flagged = {s: reviews[s] for s in ("solution", "stub", "honest-wrong") if reviews[s]}
-    assert not flagged, flagged
-
-
 @pytest.fixture(scope="module")
 def chapter01(tmp_path_factory):
     # 01's cells take milliseconds: 8 s still leaves a loaded machine room, and the endless
     # call's five tests wait 8 s each instead of 20
     return grade(tmp_path_factory, "01_two_keys", "attention", UNIFORM, {**CH01_ATTACKS, **CH01_SCAN_EVASIONS}, timeout=8)
-
-
-def grade_against_variant(tmp_path_factory, assignment: str, variant: str, cell: str, attacks: dict[str, str],
-                          cls: str | None = None):
-    """The class of :func:`grade` whose wrong code is the bug-zoo variant ``variant``'s ``cell`` (``cls``: the
-    class the cell defines, for the attacks that switch to the correct one, :func:`with_right`)."""
-    wrong = next(v for v in variants_for(assignment) if v.name == variant)
-    _, answers = REPOSITORY.release_and_answers(assignment)
-    attacks = with_right(attacks, answers, cell, cls) if cls else attacks
-    return grade(tmp_path_factory, assignment, cell, wrong.answers(answers)[cell], attacks)
 
 
 @pytest.fixture(scope="module")
