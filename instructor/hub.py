@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nboracle.classroom import pipeline as P
+from nboracle.grader.exchange import inbound_parts
 
 from instructor import roster as R
 from instructor.repository import REPO
@@ -622,11 +623,7 @@ def _cleanup(layout: Layout) -> None:
 def _lock_accounts(layout: Layout) -> None:
     """The passwords work only while the hub runs: stopping it locks the accounts (the next
     start sets them again from hub/passwords.csv)."""
-    for name in _names(layout):
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
+    for name in filter(_exists, _names(layout)):
         subprocess.run(["usermod", "--lock", name], check=False, capture_output=True)
 
 
@@ -958,7 +955,7 @@ def _uncollected(layout: Layout, course: Course) -> frozenset[tuple[str, str]]:
         names = [entry.name for entry in inbound.iterdir()]
     except OSError:
         return frozenset()
-    return frozenset(tuple(name.split("+")[:2]) for name in names if name.count("+") >= 3)
+    return frozenset(parts for parts in map(inbound_parts, names) if parts is not None)
 
 
 MAX_EXTENSION_HOURS = 24 * 366  # a year: longer is a typo, not an extension
@@ -1065,11 +1062,7 @@ def backup(layout: Layout, to: Path | None = None) -> Path:
 
 def _busy(name: str) -> bool:
     """``name`` is an account that runs processes now (``pgrep -u``)."""
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 0
+    return _exists(name) and subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 0
 
 
 def _accounts_in_use(people: list[R.Person]) -> list[str]:

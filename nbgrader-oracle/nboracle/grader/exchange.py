@@ -39,6 +39,13 @@ REFUSED = "refused"  # in the course root: a copy of each refused submission, fo
 RESUBMITTED = "resubmitted"  # in the course root: later submissions kept beside graded ones
 
 
+def inbound_parts(name: str) -> tuple[str, str] | None:
+    """(student, assignment) an inbound folder's name ``<student>+<assignment>+<time>+<random>`` says;
+    None for another name. nbgrader refuses a '+' in an id; the time may hold one (a time zone)."""
+    parts = name.split("+", 2)
+    return (parts[0], parts[1]) if len(parts) == 3 else None
+
+
 def account_of(uid: int) -> str | None:
     """The login of the account ``uid`` (the hub's user name for the hub's system accounts)."""
     import pwd
@@ -157,8 +164,7 @@ class TrustedExchangeCollect(ExchangeCollect):
         by_student = defaultdict(list)
         for path in sorted(glob.glob(pattern)):
             name = os.path.basename(path)
-            # nbgrader refuses a '+' in a student id; the time after the assignment may hold one (a time zone)
-            student = name.split("+", 1)[0]
+            student, _ = inbound_parts(name)  # the glob's pattern: never None
             problem = owner_problem(path, student)
             if problem:
                 self.refused.append((name, student, problem, self._keep_refused(path, name)))
