@@ -155,9 +155,12 @@ class CourseRoot:
         return sorted(self.folder("source", assignment).glob("*.py"))
 
     def notebook_name(self, assignment: str) -> str:
-        """The (single) notebook stem of an assignment, e.g. ``two_keys``."""
+        """The (single) notebook stem of an assignment, e.g. ``two_keys``: from ``source/``, else (a root
+        whose source is generated on demand, such as a language edition's) from ``release/``."""
         folder = self.path / "source" / assignment
         names = sorted({p.stem for p in [*folder.glob("*.py"), *folder.glob("*.ipynb")]})
+        if not names:
+            names = sorted(p.stem for p in (self.path / "release" / assignment).glob("*.ipynb"))
         if len(names) != 1:
             raise P.PipelineError(f"{assignment}: expected one notebook, found {names}")
         return names[0]
