@@ -16,6 +16,7 @@ from nboracle.grader.nbgrader_ext import (
     ReviewCsvExport,
     ReviewFlags,
     StripJupytextMetadata,
+    TranslateMessages,
 )
 from nboracle.grader.oracle import OracleExecute
 
@@ -116,7 +117,13 @@ c.Autograde.autograde_preprocessors = (
     # last: mark the submission for review (dropped kernel messages, static scan of the student's
     # cells, sandbox refusals): notebook metadata grader_review + nbgrader's needs_manual_grade
     + [ReviewFlags]
+    # then every message the student reads in the course root's language (MessageCatalog, below)
+    + [TranslateMessages]
 )
+# Feedback in the student's language (nbgrader-oracle/nboracle/grader/messages.py): the course's
+# catalogs, i18n/<language>/messages.po, looked up on the grader's side. A course root chooses its
+# language (editions/vi/nbgrader_config.py: "vi"); this English one has none, so nothing is translated.
+c.MessageCatalog.catalog = "instructor.messages:translator"
 # The review scan: library entry points that would do an exercise's work (instructor/substitutes.py).
 from instructor.substitutes import HELPER_ATTRIBUTES as _HELPERS  # noqa: E402
 from instructor.substitutes import SUBSTITUTES as _SUBSTITUTES  # noqa: E402

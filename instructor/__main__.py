@@ -7,6 +7,7 @@ Every command works on this repository's course root, or on the one ``--course-r
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import sys
 from pathlib import Path
@@ -135,8 +136,14 @@ def _graded_by(edition: str | None):
 def check_workspace(mine, root=None) -> int:
     """Grade every started chapter of the workspace: one line per chapter (``root``: an edition's course root)."""
     from nboracle.classroom.selfcheck import grade_copy
+    from nboracle.grader.messages import translator
 
     from . import workspace as W
+
+    translate = translator((root or ROOT).settings())  # an edition's summary in its language
+
+    def print(line: str, **kwargs) -> None:
+        builtins.print(translate(line), **kwargs)
 
     for assignment, notebook in mine:
         # on a terminal, a line naming the running cell (rewritten in place, then cleared)
@@ -148,7 +155,7 @@ def check_workspace(mine, root=None) -> int:
             failed = result.failed()
             line = f"{result.auto_score:g}/{result.auto_max:g} points" + (
                 f", failing: {', '.join(failed)}" if failed else ", every test passes")
-        print(f"{assignment:<26}{line}", flush=True)
+        builtins.print(f"{assignment:<26}{translate(line)}", flush=True)
     edition = root is not None and root.path != ROOT.path
     print(f"details of one chapter: make check NB={W.workspace_dir(Path(), root.path.name if edition else None)}"
           "/<assignment>/<notebook>.ipynb")
@@ -202,7 +209,7 @@ def cmd_translate(args) -> int:
     """Update the translation catalogs (i18n/<lang>/*.po), generate and release the edition, report what is left."""
     from . import translate
 
-    return translate.run(args.lang, args.check, args.assignments)
+    return translate.run(args.lang, args.check, args.assignments, untranslated=args.untranslated)
 
 
 def _help(func) -> str:
@@ -272,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", default="vi", choices=EDITION_CHOICES, help="the edition (default vi)")
     p.add_argument("--check", action="store_true", help="change nothing; fail if a catalog is out of date, a "
                    "published chapter is not fully translated, or the edition's release is not current")
+    p.add_argument("--untranslated", action="store_true", help="list every feedback message (i18n/<lang>/messages.po) "
+                   "left to translate, with the file and line it comes from (of the chapters named, default all)")
     p.set_defaults(func=cmd_translate)
     p = sub.add_parser("grade-class", help=_help(cmd_grade_class), description=cmd_grade_class.__doc__)
     p.add_argument("assignment", help="assignment id, e.g. 01_two_keys")

@@ -49,6 +49,12 @@ EDITIONS: dict[str, list[str]] = {
     "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
            "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost", "09_decoder"],
 }
+FEEDBACK: dict[str, list[str]] = {
+    # The chapters whose every feedback message (their tests', the checks they use, the grader's) is
+    # translated in i18n/<lang>/messages.po: the suite fails for any of theirs left untranslated. A
+    # published chapter not listed here shows its untranslated messages in English.
+    "vi": ["01_two_keys", "02_scaling", "03_masks"],
+}
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
 LANGUAGE_NAMES = {"vi": "Vietnamese"}
@@ -282,7 +288,39 @@ def edition_of(nb) -> str | None:
 # ---------------------------------------------------------------- the command
 
 
-def run(lang: str, check: bool, assignments: list[str] | None, say=print) -> int:
+def messages_left(lang: str, assignments: list[str], state) -> list[str]:
+    """The lines of ``state`` (a messages status) that concern ``assignments``: their untranslated messages
+    (each with its places), and every translation with wrong placeholders."""
+    from . import messages as M
+
+    needed = {m.msgid for m in M.extract(assignments)}
+    return [line for entry, line in zip(state.untranslated + state.fuzzy, state.listing(), strict=False)
+            if entry.msgid in needed] + state.bad
+
+
+def run_messages(lang: str, check: bool, chapters: list[str], list_all: bool, say) -> list[str]:
+    """Update (or check) i18n/<lang>/messages.po from the code; say what is left; return the errors."""
+    from . import messages as M
+
+    state = (M.status if check else M.update)(lang, EDITIONS[lang], LANGUAGE_NAMES)
+    path = M.shown(M.catalog_path(lang))
+    say(f"  {'feedback (' + M.CATALOG_NAME + ')':<26}{state.line()}")
+    failures = []
+    if check and state.stale:
+        failures.append(f"{path} is out of date with the code's messages: run `python -m instructor translate --lang {lang}`")
+    complete = FEEDBACK.get(lang, [])
+    for line in messages_left(lang, [a for a in complete if a in chapters] or complete, state):
+        failures.append(f"untranslated feedback of a chapter in FEEDBACK[{lang!r}]: {line}")
+    if list_all:
+        for line in messages_left(lang, chapters, state):
+            say(line)
+    elif state.untranslated or state.fuzzy:
+        say(f"  `python -m instructor translate --lang {lang} --untranslated [chapter]` lists the messages left, "
+            f"each with its file and line; translate them in {path}")
+    return failures
+
+
+def run(lang: str, check: bool, assignments: list[str] | None, say=print, untranslated: bool = False) -> int:
     if lang not in EDITIONS:
         raise P.PipelineError(f"no edition {lang!r}; known: {', '.join(EDITIONS)}")
     # default: the published chapters and those with a catalog; naming a chapter starts its catalog
@@ -302,6 +340,8 @@ def run(lang: str, check: bool, assignments: list[str] | None, say=print) -> int
             failures.append(f"{assignment} is published in the {lang} edition but "
                             f"{', '.join(state.untranslated + state.fuzzy + state.not_nfc)} "
                             "need a translation or a review; its release is not regenerated")
+    failures += run_messages(lang, check, [a for a in chapters if a in EDITIONS[lang]] or EDITIONS[lang],
+                             untranslated, say)
     ready = [a for a in published if statuses[a].complete]  # the others keep their committed release
     if ready and check:
         import tempfile

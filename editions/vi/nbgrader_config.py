@@ -24,3 +24,6 @@ if not getattr(_sys, "_attention_edition_loading", False):
 
 c.CourseDirectory.course_id = "attention-transformers-vi"
 c.ClearSolutions.text_stub = "CÂU TRẢ LỜI CỦA BẠN Ở ĐÂY"
+# Every message a student reads (tests, the grader's notes, the due-date cell, make check's summary)
+# in Vietnamese: i18n/vi/messages.po, through the course's catalog (nbgrader_config.py: MessageCatalog).
+c.MessageCatalog.language = "vi"

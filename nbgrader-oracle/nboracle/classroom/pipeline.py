@@ -20,6 +20,8 @@ from pathlib import Path
 
 import nbformat
 
+from nboracle.grader.messages import original_error
+
 BIN = Path(sys.executable).parent
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
@@ -142,8 +144,8 @@ class Result:
 
 
 def cell_error(cell) -> str:
-    """``ename: evalue`` of a code cell's error output, or ``""``."""
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename', '')}: {out.get('evalue', '')}"
-    return ""
+    """``ename: evalue`` of a code cell's error output as the tests raised it, or ``""``.
+
+    In English even where the student reads it translated (``nboracle.grader.messages``): the
+    instructor's tools (reports, the class's mistakes) match and show the course's own words."""
+    return original_error(cell)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from nboracle.grader.messages import Translate, translator, untranslated
+
 from . import batch
 from . import grader as G
 from . import pipeline as P
@@ -240,48 +242,55 @@ def timed_out(nb) -> list[str]:
     return out
 
 
-def score_lines(cells) -> list[str]:
+def score_lines(cells, translate: Translate = untranslated) -> list[str]:
     """The table of test cells and points (one column however long a name), each failure's message under it."""
-    width = max([len(gid) for gid in cells] + [len("test cell")]) + 2
-    lines = [f"{'':5}{'test cell':<{width}}{'points':>8}"]
+    heading = translate("test cell")
+    width = max([len(gid) for gid in cells] + [len(heading)]) + 2
+    lines = [f"{'':5}{heading:<{width}}{translate('points'):>8}"]
     for gid, cell in cells.items():
         mark = "ok" if cell.score >= cell.max_score else "FAIL"
         lines.append(f"{mark:<5}{gid:<{width}}{cell.score:>4g}/{cell.max_score:<3g}")
         if cell.score < cell.max_score:
-            lines.append(f"      {explain(cell.error)}")
+            lines.append(f"      {translate(explain(cell.error))}")
     return lines
 
 
 def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot | None = None) -> int:
     """Grade a copy of ``notebook`` with the hidden tests of ``root``; print the scores."""
     assignment, private, report, result = grade_copy(notebook, assignment, root, progress=True)
+    # in the course root's language (its MessageCatalog: an edition's), as the feedback is
+    translate = translator(private.settings())
+
+    def say(line: str = "") -> None:
+        print(translate(line))
+
     if result is None:
-        print(f"could not grade it: {'; '.join(report.problems)}")
+        say(f"could not grade it: {'; '.join(report.problems)}")
         return 3
-    print()
-    for line in score_lines(result.cells):
+    say()
+    for line in score_lines(result.cells, translate):
         print(line)
-    print(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
+    say(f"\nautomatic points: {result.auto_score:g} of {result.auto_max:g}")
     by_hand = manual_points(P.read_nb(private.notebook("release", assignment)))
     if by_hand:
         total = sum(by_hand.values())
-        print(f"graded by hand: {total:g} more point{'s' if total != 1 else ''} "
-              f"({', '.join(f'{gid}: {points:g}' for gid, points in by_hand.items())}), which an instructor "
-              f"scores; until then the feedback shows {result.auto_score:g}/{result.auto_max + total:g}")
+        say(f"graded by hand: {total:g} more point{'s' if total != 1 else ''} "
+            f"({', '.join(f'{gid}: {points:g}' for gid, points in by_hand.items())}), which an instructor "
+            f"scores; until then the feedback shows {result.auto_score:g}/{result.auto_max + total:g}")
         source = (root if root is not None else CourseRoot(Path.cwd())).notebook("source", assignment)
-        print(f"studying on your own: the model answers and rubrics are the cells {', '.join(by_hand)} "
-              f"of {source}; write yours first, then compare")
+        say(f"studying on your own: the model answers and rubrics are the cells {', '.join(by_hand)} "
+            f"of {source}; write yours first, then compare")
     graded_nb = private.notebook("autograded", assignment, LEARNER)
     limit = _timeout_seconds(private)
     for label in timed_out(P.read_nb(graded_nb)) if graded_nb.exists() else []:
-        print(f"interrupted: {label} ran past the time limit ({limit}) and was stopped; "
-              "the cells after it ran as usual")
+        say(f"interrupted: {label} ran past the time limit ({limit}) and was stopped; "
+            "the cells after it ran as usual")
     for problem in report.problems:
-        print(f"note: {problem}")
+        say(f"note: {problem}")
     for reason in report.review:  # what an instructor's grader would flag for a person to look at
-        print(f"would be flagged for review: {reason}")
+        say(f"would be flagged for review: {reason}")
     feedback = private.notebook("feedback", assignment, LEARNER)
-    print(f"feedback: {feedback}")
+    say(f"feedback: {feedback}")
     return 0
 
 

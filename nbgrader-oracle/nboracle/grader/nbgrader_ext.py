@@ -15,6 +15,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocess
 from traitlets import Dict, Float, Integer, List, TraitError, Unicode, validate
 
 from .kernel_client import rejected, rejection_reasons
+from .messages import translate_cell, translator, untranslated
 
 
 class OnceCheckedSchemas:
@@ -108,8 +109,7 @@ class DueDateCell(NbGraderPreprocessor):
         if due is not None:
             # for the Assignment List (DueDateExchangeList): the same date, machine-readable
             ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
-            text = (f"**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
-                    "later submission is marked late (the course's late policy says what that costs).")
+            text = _due_text(due, translator(parent=self))
             cell = new_markdown_cell(text, metadata={NOTEBOOK_METADATA: {"due_date_cell": True}})
             if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
                 cell["id"] = self.cell_id
@@ -134,6 +134,18 @@ class DueDateCell(NbGraderPreprocessor):
                 return gradebook.find_assignment(name).duedate
             except MissingEntry:
                 return None
+
+
+DUE_TEXT = ("**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
+            "later submission is marked late (the course's late policy says what that costs).")
+
+
+def _due_text(due, translate) -> str:
+    """The due-date cell's sentence, in the course's language when its catalog has it (else English)."""
+    try:
+        return translate(DUE_TEXT).format(due=due)
+    except (KeyError, IndexError, ValueError, AttributeError):  # a catalog entry with other placeholders
+        return DUE_TEXT.format(due=due)
 
 
 def released_due_date(folder: str) -> str | None:
@@ -412,6 +424,18 @@ class GuardedExecute(Execute):
             evalue = content.get("evalue") or f"the cell's execute reply was {status!r}"
             cell.outputs.insert(0, NotebookNode(output_type="error", ename=ename, evalue=evalue,
                                                 traceback=[f"{ename}: {evalue}"]))
+
+
+class TranslateMessages(NbGraderPreprocessor):
+    """Autograde's step that shows every test's and the grader's message in the course's language."""
+
+    def preprocess(self, nb, resources):
+        translate = translator(parent=self)
+        if translate is untranslated:
+            return nb, resources
+        for cell in nb.cells:
+            translate_cell(cell, translate)
+        return nb, resources
 
 
 class ReviewFlags(NbGraderPreprocessor):

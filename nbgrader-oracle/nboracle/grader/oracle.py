@@ -63,6 +63,8 @@ _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
     "OverflowError", "NameError", "UnboundLocalError", "RecursionError", "FloatingPointError")}
 _TRUSTED_CLASS_MODULES = ("torch", "numpy")
 
+RAISED_AT = "{evalue} (raised at {line})"  # a kernel error with the line of the student's code that raised it
+
 
 class OracleTimeout(KernelError):
     """The kernel did not answer before the test cell's time ran out."""
@@ -1115,7 +1117,7 @@ class OracleExecute(GuardedExecute):
             evalue = str(error)
             line = getattr(error, "student_line", "") if isinstance(error, KernelError) else ""
             if line and type(line) is str:  # the student's own line that raised (make check's summary shows it)
-                evalue = f"{evalue} (raised at {line})"
+                evalue = RAISED_AT.format(evalue=evalue, line=line)
             outputs.append(NotebookNode(output_type="error", ename=ename, evalue=evalue,
                                         traceback=[f"{ename}: {evalue}"]))
         cell.outputs = outputs

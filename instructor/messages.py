@@ -1,0 +1,448 @@
+"""The course's feedback in other languages: every message a test shows, and the grader's own.
+
+The code of a cell is the same in every edition, so a message is translated where it is shown,
+on the grader's side (``nboracle.grader.messages``: the course's config names
+:func:`translator`, an edition's config its language). A message is looked up by its English:
+
+* **extracted mechanically** (:func:`extract`): every string a message can be made of, read from
+  the code with ``ast`` (no run): the test cells of each published chapter (visible and hidden
+  parts), the modules of ``course/`` they use (``checks``, ``quiz``, the chapter's
+  ``*_checks``) and the grader-side references they import, and the grader's own sentences
+  (:data:`GRADER_SOURCES`: its errors, notes, the due-date cell, ``make check``'s summary). An
+  f-string is a *template*: ``f"{name} has shape {actual}, expected {expected}"`` becomes the
+  msgid ``{name} has shape {actual}, expected {expected}``, whose translation keeps the same
+  ``{placeholders}``. A string is a message when its words read as prose (two words in a row);
+  a bare name (``HAND_WEIGHTS``, ``softmax(scores)``) is shown as it is.
+* **kept** in ``i18n/<lang>/messages.po`` (gettext, beside the chapters' catalogs), each msgid
+  with the places it comes from (``#: source/01_two_keys/two_keys.py:104``).
+  ``python -m instructor translate --lang vi`` adds new messages (untranslated), marks a message
+  whose English changed... as new (the old one becomes obsolete, kept), and lists every
+  untranslated message with its place; ``--check`` fails on one.
+* **matched** at grading time (:class:`Catalog`): a message as the student would read it in
+  English (``weights for d_k=9 is off: largest difference 0.2 ...: it matches what you get when the
+  scores are not divided by sqrt(d_k)``) is parsed into the templates it was made of (the check's
+  sentence, the test's name for the value, the hint), each translated, the values in between
+  (numbers, shapes, the student's own error) kept. Of the possible parses the one that covers
+  most English text wins; text no template covers stays as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polib
+from nboracle.classroom import pipeline as P
+
+from instructor.repository import REPO, REPOSITORY
+
+CATALOG_NAME = "messages.po"
+PROSE = re.compile(r"[A-Za-z]{2,}[,:;]? [A-Za-z(]{2,}")  # two words in a row: a sentence, not a name
+WORD = re.compile(r"(?:^|[\s(])(?!(?:release|source|autograded|feedback)$)[a-z]{3,}(?:[ :,]|$)")
+"""A sentence of the grader's own: a word (not one of the course root's folder names it also passes around)."""
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+COURSE_MODULES = ("course/checks.py", "course/quiz.py")  # every chapter's tests use them
+# The grader's own sentences a student reads: (file, the functions or constants whose strings count;
+# "raise": every raised message of the file).
+GRADER_SOURCES = {
+    "nbgrader-oracle/nboracle/grader/oracle.py": ("raise", "RAISED_AT"),
+    "nbgrader-oracle/nboracle/grader/memory.py": ("MESSAGE", "message", "_memory_failure"),
+    "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "SKIPPED_DEMO", "_cut"),
+    "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
+    "instructor/__main__.py": ("check_workspace", "cmd_check"),
+}
+HEADER = """\
+{lang} translation of the course's feedback: every message a test shows, and the grader's own.
+msgid is the English message, a template where the code formats it: keep every {{placeholder}} in
+the translation (a number, a shape, a name the code fills in). `python -m instructor translate`
+adds new messages from the code (docs/TRANSLATING.md, "Feedback"); each #: line says where one is."""
+
+
+# ---------------------------------------------------------------- extraction
+
+
+@dataclass
+class Message:
+    msgid: str
+    places: list[str] = field(default_factory=list)  # "path:line"
+
+
+def _template(node: ast.AST, raw: bool = False) -> str | None:
+    """The msgid of a string or f-string node (``{expr}`` for each formatted value), else None.
+
+    ``raw``: a plain string is a ``str.format`` template already (the due-date cell's)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if raw else node.value.replace("{", "{{").replace("}", "}}")
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(str(part.value).replace("{", "{{").replace("}", "}}"))
+            elif isinstance(part, ast.FormattedValue):
+                expr = ast.unparse(part.value)
+                conv = f"!{chr(part.conversion)}" if part.conversion not in (-1, None) else ""
+                spec = f":{_template(part.format_spec)}" if part.format_spec is not None else ""
+                out.append("{" + expr + conv + spec + "}")
+        return "".join(out)
+    return None
+
+
+def _literal_text(template: str) -> str:
+    return PLACEHOLDER.sub(" ", template.replace("{{", "").replace("}}", ""))
+
+
+def is_message(template: str) -> bool:
+    """A string a student reads as words (not a name, a format or a path)."""
+    return bool(PROSE.search(_literal_text(template)))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, (ast.Constant, ast.JoinedStr)):
+                out.add(id(first.value))
+    return out
+
+
+def _strings(tree: ast.AST, raw: bool = False):
+    """Every (line, template) of the outermost string and f-string nodes, docstrings and imports aside."""
+    skip = _docstrings(tree)
+    inner: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            inner.update(id(n) for n in ast.walk(node) if n is not node)
+    for node in ast.walk(tree):
+        if id(node) in skip or id(node) in inner:
+            continue
+        template = _template(node, raw)
+        if template is not None:
+            yield node.lineno, template
+
+
+def _in(tree: ast.AST, names: tuple[str, ...]):
+    """The nodes of ``tree`` whose strings count: raised messages, and the named functions or constants."""
+    for node in ast.walk(tree):
+        if "raise" in names and isinstance(node, ast.Raise) and node.exc is not None:
+            yield node.exc
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            yield node
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+            yield node.value
+
+
+def _test_cells(assignment: str):
+    """(first line in the .py, source) of every graded test cell of the chapter (visible and hidden parts)."""
+    py = REPOSITORY.folder("source", assignment) / f"{REPOSITORY.notebook_name(assignment)}.py"
+    lines = py.read_text().splitlines()
+    for cell in P.read_nb(REPOSITORY.notebook("source", assignment)).cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        marker = f'"grade_id": "{meta["grade_id"]}"'
+        start = next((i + 1 for i, line in enumerate(lines) if line.startswith("# %%") and marker in line), 0)
+        yield py, start, cell.source
+
+
+def _modules_used(assignment: str) -> list[Path]:
+    """The course's and the grader-side references' modules a chapter's notebook imports."""
+    tree = ast.parse(_ipython_free(P.read_nb(REPOSITORY.notebook("source", assignment))))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("course", "instructor"):
+            path = REPO / (node.module.replace(".", "/") + ".py")
+            if path.is_file() and path not in out:
+                out.append(path)
+    return out
+
+
+def _ipython_free(nb) -> str:
+    return "\n".join("\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+                     for cell in nb.cells if cell.cell_type == "code")
+
+
+def extract(assignments: list[str]) -> list[Message]:
+    """Every message a student of ``assignments`` can read, each with where it comes from, in a stable order."""
+    found: dict[str, Message] = {}
+
+    def add(template: str, path: Path, line: int, words: re.Pattern = PROSE) -> None:
+        if not words.search(_literal_text(template)):
+            return
+        place = f"{path.relative_to(REPO)}:{line}"
+        entry = found.setdefault(template, Message(template))
+        if place not in entry.places:
+            entry.places.append(place)
+
+    modules = [REPO / m for m in COURSE_MODULES]
+    for assignment in assignments:
+        for py, start, source in _test_cells(assignment):
+            tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%")))
+            for line, template in _strings(tree):
+                add(template, py, start + line)
+        modules += [m for m in _modules_used(assignment) if m not in modules and m.name not in ("plots.py", "diagrams.py")]
+    for path in modules:
+        for line, template in _strings(ast.parse(path.read_text())):
+            add(template, path, line)
+    for rel, names in GRADER_SOURCES.items():
+        path = REPO / rel
+        for node in _in(ast.parse(path.read_text()), names):
+            for line, template in _strings(node, raw=isinstance(node, ast.Constant)):  # a named template constant
+                add(template, path, line, WORD)  # the grader's chosen sentences: every one with a word
+    return list(found.values())
+
+
+# ---------------------------------------------------------------- the catalog file
+
+
+def catalog_path(lang: str) -> Path:
+    return REPO / "i18n" / lang / CATALOG_NAME
+
+
+def shown(path: Path) -> str:
+    """``path`` as a message says it: from the repository's root when it is in it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def read(lang: str) -> polib.POFile | None:
+    path = catalog_path(lang)
+    if not path.is_file():
+        return None
+    try:
+        return polib.pofile(str(path), wrapwidth=0, encoding="utf-8")
+    except (OSError, ValueError) as err:
+        raise P.PipelineError(f"{path} is not a readable PO file: {err}") from None
+
+
+def render(catalog: polib.POFile) -> bytes:
+    return (str(catalog) + "\n").encode("utf-8")
+
+
+def updated(lang: str, assignments: list[str], names: dict[str, str]) -> polib.POFile:
+    """The messages catalog brought up to date with the code (nothing written); names: {lang: its name}."""
+    old = read(lang)
+    by_id = {e.msgid: e for e in old if not e.obsolete} if old else {}
+    catalog = polib.POFile(wrapwidth=0, encoding="utf-8")
+    catalog.header = HEADER.format(lang=names.get(lang, lang))
+    catalog.metadata = dict(old.metadata) if old else {
+        "Project-Id-Version": "attention-transformers feedback", "Language": lang, "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
+    for message in extract(assignments):
+        was = by_id.pop(message.msgid, None)
+        entry = polib.POEntry(msgid=message.msgid, msgstr=was.msgstr if was else "",
+                              occurrences=[tuple(p.rsplit(":", 1)) for p in message.places])
+        if was is not None:
+            entry.flags, entry.tcomment = list(was.flags), was.tcomment
+        if PLACEHOLDER.search(message.msgid.replace("{{", "").replace("}}", "")) and "python-brace-format" not in entry.flags:
+            entry.flags.append("python-brace-format")
+        catalog.append(entry)
+    for entry in [*(e for e in old if e.obsolete and e.msgid not in by_id), *by_id.values()] if old else []:
+        if entry.msgstr and entry.msgid not in {e.msgid for e in catalog}:
+            entry.obsolete, entry.occurrences = True, []  # gone from the code: kept for a message that comes back
+            catalog.append(entry)
+    return catalog
+
+
+@dataclass
+class MessagesStatus:
+    total: int
+    untranslated: list[polib.POEntry]
+    fuzzy: list[polib.POEntry]
+    bad: list[str]  # a translation whose placeholders differ, or not in NFC
+    stale: bool
+
+    @property
+    def complete(self) -> bool:
+        return not (self.untranslated or self.fuzzy or self.bad)
+
+    def line(self) -> str:
+        parts = [f"{self.total - len(self.untranslated) - len(self.fuzzy)}/{self.total} translated"]
+        if self.untranslated:
+            parts.append(f"{len(self.untranslated)} untranslated")
+        if self.fuzzy:
+            parts.append(f"{len(self.fuzzy)} fuzzy")
+        if self.bad:
+            parts.append(f"{len(self.bad)} with other placeholders than the English, or not in NFC")
+        if self.stale:
+            parts.append("catalog out of date with the code")
+        return ", ".join(parts)
+
+    def listing(self) -> list[str]:
+        """One line per message left to translate: where it comes from, then its English."""
+        out = []
+        for entry in self.untranslated + self.fuzzy:
+            where = ", ".join(f"{path}:{line}" for path, line in entry.occurrences[:3])
+            more = f" (+{len(entry.occurrences) - 3} more)" if len(entry.occurrences) > 3 else ""
+            flag = "fuzzy: " if entry in self.fuzzy else ""
+            out.append(f"{where}{more}: {flag}{entry.msgid!r}")
+        return out + self.bad
+
+
+@functools.lru_cache(maxsize=4096)
+def field(placeholder: str) -> str:
+    """A placeholder's field, its conversion and format aside: ``{due:%H:%M}`` -> ``due``,
+    ``{answer!r}`` -> ``answer`` (the first ``!`` or ``:`` after a whole Python expression)."""
+    body = placeholder[1:-1]
+    for at, char in enumerate(body):
+        if char not in "!:" or (char == "!" and body[at + 1: at + 2] == "="):
+            continue
+        try:
+            ast.parse(body[:at].strip() or "(", mode="eval")
+        except SyntaxError:
+            continue
+        return body[:at].strip()
+    return body.strip()
+
+
+def placeholders(text: str) -> list[str]:
+    """The fields of ``text``'s placeholders (a translation may format a value its own way)."""
+    return sorted(field(p) for p in PLACEHOLDER.findall(text.replace("{{", "").replace("}}", "")))
+
+
+def status(lang: str, assignments: list[str], names: dict[str, str], catalog: polib.POFile | None = None) -> MessagesStatus:
+    fresh = catalog if catalog is not None else updated(lang, assignments, names)
+    path = catalog_path(lang)
+    current = [e for e in fresh if not e.obsolete]
+    # a translation may leave a placeholder out (an English plural's "s"), never bring one the English lacks
+    bad = [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} has placeholders "
+           f"{sorted(set(placeholders(e.msgstr)) - set(placeholders(e.msgid)))} the English does not have"
+           for e in current if e.msgstr and not set(placeholders(e.msgstr)) <= set(placeholders(e.msgid))]
+    bad += [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} is not in Unicode NFC"
+            for e in current if not unicodedata.is_normalized("NFC", e.msgstr)]
+    return MessagesStatus(len(current), [e for e in current if not e.msgstr],
+                          [e for e in current if e.msgstr and e.fuzzy], bad,
+                          stale=not path.is_file() or path.read_bytes() != render(fresh))
+
+
+def update(lang: str, assignments: list[str], names: dict[str, str]) -> MessagesStatus:
+    catalog = updated(lang, assignments, names)
+    path, data = catalog_path(lang), render(catalog)
+    if not path.is_file() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return status(lang, assignments, names, catalog)
+
+
+# ---------------------------------------------------------------- matching at grading time
+
+
+@dataclass(frozen=True)
+class Template:
+    english: str
+    translated: str
+    literals: tuple[str, ...]  # the English text around the placeholders (one more than placeholders)
+    names: tuple[str, ...]  # the placeholders, in order
+
+    @classmethod
+    def of(cls, english: str, translated: str) -> Template:
+        parts = re.split(r"(\{[^{}]*\})", english.replace("{{", "\0").replace("}}", "\1"))
+        unescape = lambda text: text.replace("\0", "{").replace("\1", "}")  # noqa: E731
+        return cls(english, translated, tuple(unescape(p) for p in parts[0::2]), tuple(parts[1::2]))
+
+    @property
+    def weight(self) -> int:
+        return sum(len(p) for p in self.literals)
+
+    def splits(self, text: str, limit: int = 64):
+        """Every way ``text`` reads as this template: the placeholders' values (an English plural's may be empty)."""
+        first, last = self.literals[0], self.literals[-1]
+        if not text.startswith(first) or not text.endswith(last) or len(text) < len(first) + len(last):
+            return
+        body = text[len(first): len(text) - len(last)]
+        middle = self.literals[1:-1]
+        found = 0
+
+        def walk(at: int, k: int, values: list[str]):
+            nonlocal found
+            if found >= limit:
+                return
+            if k == len(middle):
+                found += 1
+                yield [*values, body[at:]]
+                return
+            lit = middle[k]
+            start = body.find(lit, at)
+            while start != -1 and found < limit:
+                yield from walk(start + len(lit), k + 1, [*values, body[at:start]])
+                start = body.find(lit, start + 1)
+
+        if not self.names:
+            if not body and text == first:
+                yield []
+            return
+        yield from walk(0, 0, [])
+
+    def render(self, values: list[str]) -> str:
+        """The translation with each placeholder (by its field, whatever its format there) given its value."""
+        by_field: dict[str, str] = {}
+        for name, value in zip(self.names, values, strict=True):
+            by_field.setdefault(field(name), value)  # a field repeated: its first value
+        out = self.translated.replace("{{", "\0").replace("}}", "\1")
+        out = PLACEHOLDER.sub(lambda m: by_field.get(field(m.group(0)), m.group(0)).replace("{", "\0").replace("}", "\1"),
+                              out)
+        return out.replace("\0", "{").replace("\1", "}")
+
+
+class Catalog:
+    """Looks an English message up among templates: ``Catalog(pairs).translate(text)``."""
+
+    def __init__(self, pairs: dict[str, str]):
+        plain = lambda text: text.replace("{{", "{").replace("}}", "}")  # noqa: E731
+        self.exact = {plain(k): plain(v) for k, v in pairs.items() if not placeholders(k)}
+        self.templates = [Template.of(k, v) for k, v in pairs.items() if placeholders(k)]
+        # the code's joins ("{message}: {hint}", "{said} at {line}"): no words, no translation, but they
+        # split a composed message into its translatable parts
+        self.templates = [t for t in self.templates if t.weight >= 2]
+        # a template asked for as it is (the due-date cell's, before it is formatted): its translation
+        self.as_templates = {k: v for k, v in pairs.items() if placeholders(k)}
+        self._memo: dict[str, tuple[int, str]] = {}
+
+    def translate(self, text: str) -> str:
+        if text in self.as_templates:
+            return self.as_templates[text]
+        if len(self._memo) > 10_000:
+            self._memo.clear()
+        return self._best(text)[1]
+
+    def _best(self, text: str) -> tuple[int, str]:
+        """(how much English text the best parse covers, its translation)."""
+        if text in self._memo:
+            return self._memo[text]
+        self._memo[text] = (0, text)  # no template covers a value with itself
+        best = (len(text), self.exact[text]) if text in self.exact else (0, text)
+        if best[0] < len(text):
+            for template in self.templates:
+                if any(lit not in text for lit in template.literals):
+                    continue
+                for values in template.splits(text):
+                    parts = [self._best(v) for v in values]
+                    covered = template.weight + sum(c for c, _ in parts)
+                    if covered > best[0]:
+                        best = (covered, template.render([t for _, t in parts]))
+        self._memo[text] = best
+        return best
+
+
+@functools.lru_cache(maxsize=8)
+def catalog(lang: str) -> Catalog:
+    """The translated messages of ``lang`` (fuzzy ones aside), with the code's joining templates."""
+    po = read(lang)
+    pairs = {e.msgid: unicodedata.normalize("NFC", e.msgstr) for e in (po or []) if e.msgstr and not e.obsolete
+             and not e.fuzzy}
+    for join in JOINS:
+        pairs.setdefault(join, join)
+    return Catalog(pairs)
+
+
+JOINS = ("{message}: {hint}", "{said}: {hint}", "{said} at {line}")
+"""How the checks and the grader join a message's parts (course/checks.py ``_fail``, ``_raised``;
+the oracle's line of the student's code): said the same in every language."""
+
+
+def translator(lang: str):
+    """``nboracle.grader.messages``'s hook (``c.MessageCatalog.catalog = "instructor.messages:translator"``)."""
+    return catalog(lang).translate
