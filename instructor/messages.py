@@ -282,6 +282,11 @@ class MessagesStatus:
         return out + self.bad
 
 
+def nested(msgid: str) -> bool:
+    """True when a placeholder of ``msgid`` holds braces (``{', '.join(f'{a}' for a in x)}``): unmatchable."""
+    return any(c in part for part in PLACEHOLDER.split(msgid.replace("{{", "").replace("}}", "")) for c in "{}")
+
+
 @functools.lru_cache(maxsize=4096)
 def field(placeholder: str) -> str:
     """A placeholder's field, its conversion and format aside: ``{due:%H:%M}`` -> ``due``,
@@ -311,6 +316,9 @@ def status(lang: str, assignments: list[str], names: dict[str, str], catalog: po
     bad = [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} has placeholders "
            f"{sorted(set(placeholders(e.msgstr)) - set(placeholders(e.msgid)))} the English does not have"
            for e in current if e.msgstr and not set(placeholders(e.msgstr)) <= set(placeholders(e.msgid))]
+    bad += [f"{e.occurrences[0][0]}:{e.occurrences[0][1]}: the message {e.msgid!r} has a placeholder holding "
+            "braces (a nested f-string), which no translation can match: compute that value in a variable first"
+            for e in current if e.occurrences and nested(e.msgid)]
     bad += [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} is not in Unicode NFC"
             for e in current if not unicodedata.is_normalized("NFC", e.msgstr)]
     return MessagesStatus(len(current), [e for e in current if not e.msgstr],

@@ -244,9 +244,9 @@ def timed_out(nb) -> list[str]:
 
 def score_lines(cells, translate: Translate = untranslated) -> list[str]:
     """The table of test cells and points (one column however long a name), each failure's message under it."""
-    heading = translate("test cell")
+    heading, points = translate("test cell"), translate("points")
     width = max([len(gid) for gid in cells] + [len(heading)]) + 2
-    lines = [f"{'':5}{heading:<{width}}{translate('points'):>8}"]
+    lines = [f"{'':5}{heading:<{width}}{points:>8}"]
     for gid, cell in cells.items():
         mark = "ok" if cell.score >= cell.max_score else "FAIL"
         lines.append(f"{mark:<5}{gid:<{width}}{cell.score:>4g}/{cell.max_score:<3g}")
@@ -274,8 +274,8 @@ def self_check(notebook: Path, assignment: str | None = None, root: CourseRoot |
     by_hand = manual_points(P.read_nb(private.notebook("release", assignment)))
     if by_hand:
         total = sum(by_hand.values())
-        say(f"graded by hand: {total:g} more point{'s' if total != 1 else ''} "
-            f"({', '.join(f'{gid}: {points:g}' for gid, points in by_hand.items())}), which an instructor "
+        cells = ", ".join(f"{gid}: {points:g}" for gid, points in by_hand.items())
+        say(f"graded by hand: {total:g} more point{'s' if total != 1 else ''} ({cells}), which an instructor "
             f"scores; until then the feedback shows {result.auto_score:g}/{result.auto_max + total:g}")
         source = (root if root is not None else CourseRoot(Path.cwd())).notebook("source", assignment)
         say(f"studying on your own: the model answers and rubrics are the cells {', '.join(by_hand)} "
