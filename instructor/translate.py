@@ -53,7 +53,8 @@ FEEDBACK: dict[str, list[str]] = {
     # The chapters whose every feedback message (their tests', the checks they use, the grader's) is
     # translated in i18n/<lang>/messages.po: the suite fails for any of theirs left untranslated. A
     # published chapter not listed here shows its untranslated messages in English.
-    "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block"],
+    "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
+           "06_multihead_attention"],
 }
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
