@@ -54,7 +54,7 @@ FEEDBACK: dict[str, list[str]] = {
     # translated in i18n/<lang>/messages.po: the suite fails for any of theirs left untranslated. A
     # published chapter not listed here shows its untranslated messages in English.
     "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
-           "06_multihead_attention", "07_seq2seq_beam_search"],
+           "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost"],
 }
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""
