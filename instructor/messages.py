@@ -54,6 +54,7 @@ GRADER_SOURCES = {
     "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "SKIPPED_DEMO", "_cut"),
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
     "instructor/__main__.py": ("check_workspace", "cmd_check"),
+    "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
 }
 HEADER = """\
 {lang} translation of the course's feedback: every message a test shows, and the grader's own.

@@ -1,0 +1,111 @@
+"""The optional message catalog (nboracle.grader.messages): any course may translate what its students read.
+
+A toy course's catalog, written here as a module on ``sys.path``, stands for a real one: nothing of
+this repository's course is used. The course root's config chooses the language; a notebook that
+claims another changes nothing; the scores' text is translated after grading, the English kept
+beside it for the instructor's tools; a broken catalog leaves the English.
+"""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from datetime import datetime
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+from nboracle.classroom.pipeline import cell_error
+from nboracle.grader.messages import NOTEBOOK_METADATA, UNTRANSLATED, translator, untranslated
+from nboracle.grader.nbgrader_ext import DueDateCell, TranslateMessages, _due_text
+from traitlets.config import Config
+
+TOY = '''
+TABLE = {"x is wrong": "x sai", "**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before "
+         "then; a later submission is marked late (the course's late policy says what that costs).":
+         "**Hạn: {due:%d/%m/%Y}**", "(demo only: not run while grading; this cell decides no score)": "(minh họa)"}
+
+def translator(language):
+    if language == "xb":  # a catalog that fails
+        return lambda text: 1 / 0
+    return lambda text: TABLE.get(text, text) if language == "vi" else text
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    (tmp_path / "toy_catalog.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = Config()
+    config.MessageCatalog.catalog = "toy_catalog:translator"
+    config.MessageCatalog.language = "vi"
+    return config
+
+
+def _graded(source: str, locked: bool, outputs) -> nbformat.NotebookNode:
+    cell = new_code_cell(source, outputs=outputs)
+    cell.metadata.nbgrader = {"grade": locked, "solution": not locked, "locked": locked,
+                              "grade_id": f"cell{len(source)}", "schema_version": 3}
+    return cell
+
+
+def _notebook():
+    error = new_output("error", ename="AssertionError", evalue="x is wrong", traceback=["AssertionError: x is wrong"])
+    return new_notebook(cells=[
+        _graded("answer = 1", False, [new_output("stream", name="stdout", text="x is wrong")]),  # the student's print
+        _graded("assert answer == 2, 'x is wrong'", True, [error]),
+        _graded("print('demo')", True, [new_output("stream", name="stdout",
+                                                   text="(demo only: not run while grading; this cell decides no score)\n")]),
+    ], metadata={"course_edition": "en", "language": "xx"})
+
+
+def test_without_a_catalog_nothing_is_translated_nor_imported(toy):
+    assert translator(Config()) is untranslated
+    only_language = Config()
+    only_language.MessageCatalog.language = "vi"
+    assert translator(only_language) is untranslated
+    nb = _notebook()
+    before = nbformat.writes(nb)
+    TranslateMessages(config=Config()).preprocess(nb, {})
+    assert nbformat.writes(nb) == before
+
+
+def test_the_course_roots_language_translates_errors_and_its_own_cells_only(toy):
+    nb = _notebook()
+    TranslateMessages(config=toy).preprocess(nb, {})  # the notebook's metadata names no language that counts
+    student, test, demo = nb.cells
+    assert student.outputs[0].text == "x is wrong", "a student's own output is never rewritten"
+    assert test.outputs[0].evalue == "x sai" and test.outputs[0].traceback == ["AssertionError: x sai"]
+    assert test.metadata[NOTEBOOK_METADATA][UNTRANSLATED] == {"AssertionError": "x is wrong"}
+    assert cell_error(test) == "AssertionError: x is wrong", "the instructor's tools read the course's English"
+    assert demo.outputs[0].text == "(minh họa)\n"
+    nbformat.validate(nb)
+
+
+def test_a_bad_setting_is_refused_and_a_broken_catalog_leaves_the_english(toy):
+    for section, value in (("language", "../../etc"), ("catalog", "toy_catalog.translator")):
+        config = copy.deepcopy(toy)
+        config.MessageCatalog[section] = value
+        with pytest.raises(ValueError):
+            translator(config)
+    broken = copy.deepcopy(toy)
+    broken.MessageCatalog.language = "xb"
+    assert translator(broken)("x is wrong") == "x is wrong"
+    due = datetime(2027, 3, 5, 17, 0)
+    assert _due_text(due, translator(toy)) == "**Hạn: 05/03/2027**"
+    assert _due_text(due, lambda text: "{when}").startswith("**Due: Friday 05 March 2027, 17:00 UTC.**"), \
+        "a translation with other placeholders falls back to the English"
+
+
+def test_the_due_date_cell_speaks_the_course_roots_language(toy, tmp_path, monkeypatch):
+    import os
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        gradebook.add_assignment("ps1", duedate=datetime(2027, 3, 5, 17, 0))
+    nb, _ = DueDateCell(config=toy).preprocess(_notebook(), {"nbgrader": {"db_url": url, "assignment": "ps1"}})
+    assert any(cell.source == "**Hạn: 05/03/2027**" for cell in nb.cells)
