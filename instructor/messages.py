@@ -39,6 +39,7 @@ import polib
 from nboracle.classroom import pipeline as P
 
 from instructor.repository import REPO, REPOSITORY
+from instructor.translate import new_catalog, read_catalog, render_catalog, status_line
 
 CATALOG_NAME = "messages.po"
 PROSE = re.compile(r"[A-Za-z]{2,}[,:;]? [A-Za-z(]{2,}")  # two words in a row: a sentence, not a name
@@ -210,28 +211,17 @@ def shown(path: Path) -> str:
 
 
 def read(lang: str) -> polib.POFile | None:
-    path = catalog_path(lang)
-    if not path.is_file():
-        return None
-    try:
-        return polib.pofile(str(path), wrapwidth=0, encoding="utf-8")
-    except (OSError, ValueError) as err:
-        raise P.PipelineError(f"{path} is not a readable PO file: {err}") from None
+    return read_catalog(catalog_path(lang))
 
 
-def render(catalog: polib.POFile) -> bytes:
-    return (str(catalog) + "\n").encode("utf-8")
+render = render_catalog
 
 
 def updated(lang: str, assignments: list[str], names: dict[str, str]) -> polib.POFile:
     """The messages catalog brought up to date with the code (nothing written); names: {lang: its name}."""
     old = read(lang)
     by_id = {e.msgid: e for e in old if not e.obsolete} if old else {}
-    catalog = polib.POFile(wrapwidth=0, encoding="utf-8")
-    catalog.header = HEADER.format(lang=names.get(lang, lang))
-    catalog.metadata = dict(old.metadata) if old else {
-        "Project-Id-Version": "attention-transformers feedback", "Language": lang, "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
+    catalog = new_catalog(old, HEADER.format(lang=names.get(lang, lang)), lang, "attention-transformers feedback")
     for message in extract(assignments):
         was = by_id.pop(message.msgid, None)
         entry = polib.POEntry(msgid=message.msgid, msgstr=was.msgstr if was else "",
@@ -261,16 +251,9 @@ class MessagesStatus:
         return not (self.untranslated or self.fuzzy or self.bad)
 
     def line(self) -> str:
-        parts = [f"{self.total - len(self.untranslated) - len(self.fuzzy)}/{self.total} translated"]
-        if self.untranslated:
-            parts.append(f"{len(self.untranslated)} untranslated")
-        if self.fuzzy:
-            parts.append(f"{len(self.fuzzy)} fuzzy")
-        if self.bad:
-            parts.append(f"{len(self.bad)} with other placeholders than the English, or not in NFC")
-        if self.stale:
-            parts.append("catalog out of date with the code")
-        return ", ".join(parts)
+        return status_line(self.total, len(self.untranslated), len(self.fuzzy),
+                           f"{len(self.bad)} that cannot be used (listed below)" if self.bad else "",
+                           "catalog out of date with the code" if self.stale else "")
 
     def listing(self) -> list[str]:
         """One line per message left to translate: where it comes from, then its English."""

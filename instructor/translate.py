@@ -94,20 +94,27 @@ def render_catalog(catalog: polib.POFile) -> bytes:
     return (str(catalog) + "\n").encode("utf-8")
 
 
-def updated_catalog(lang: str, assignment: str) -> polib.POFile:
-    """The catalog of ``assignment`` brought up to date with the English source (nothing written)."""
-    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
-    old = read_catalog(catalog_path(lang, assignment))
-    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete} if old else {}
+def new_catalog(old: polib.POFile | None, header: str, lang: str, project: str) -> polib.POFile:
+    """An empty catalog with ``header`` and ``old``'s metadata (or a new catalog's)."""
     catalog = polib.POFile(wrapwidth=0, encoding="utf-8")
-    catalog.header = HEADER.format(lang=LANGUAGE_NAMES.get(lang, lang), assignment=assignment)
+    catalog.header = header
     catalog.metadata = dict(old.metadata) if old else {
-        "Project-Id-Version": f"attention-transformers {assignment}",
+        "Project-Id-Version": project,
         "Language": lang,
         "MIME-Version": "1.0",
         "Content-Type": "text/plain; charset=UTF-8",
         "Content-Transfer-Encoding": "8bit",
     }
+    return catalog
+
+
+def updated_catalog(lang: str, assignment: str) -> polib.POFile:
+    """The catalog of ``assignment`` brought up to date with the English source (nothing written)."""
+    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
+    old = read_catalog(catalog_path(lang, assignment))
+    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete} if old else {}
+    catalog = new_catalog(old, HEADER.format(lang=LANGUAGE_NAMES.get(lang, lang), assignment=assignment),
+                          lang, f"attention-transformers {assignment}")
     for cell in markdown_cells(nb):
         if not cell.get("id"):
             raise P.PipelineError(f"{assignment}: a markdown cell has no id (nbformat 4.5 cell ids are needed)")
@@ -151,17 +158,19 @@ class Status:
         return not (self.untranslated or self.fuzzy or self.not_nfc)
 
     def line(self) -> str:
-        done = self.total - len(self.untranslated) - len(self.fuzzy)
-        parts = [f"{done}/{self.total} translated"]
-        if self.fuzzy:
-            parts.append(f"{len(self.fuzzy)} fuzzy (the English changed: review them)")
-        if self.untranslated:
-            parts.append(f"{len(self.untranslated)} untranslated")
-        if self.not_nfc:
-            parts.append(f"{len(self.not_nfc)} not in Unicode NFC")
-        if self.stale:
-            parts.append("catalog out of date with the English source")
-        return ", ".join(parts)
+        return status_line(self.total, len(self.untranslated), len(self.fuzzy),
+                           f"{len(self.not_nfc)} not in Unicode NFC" if self.not_nfc else "",
+                           "catalog out of date with the English source" if self.stale else "")
+
+
+def status_line(total: int, untranslated: int, fuzzy: int, problem: str, stale: str) -> str:
+    """``12/14 translated, 1 fuzzy (...), 1 untranslated[, problem][, stale]``: a catalog's state in one line."""
+    parts = [f"{total - untranslated - fuzzy}/{total} translated"]
+    if fuzzy:
+        parts.append(f"{fuzzy} fuzzy (the English changed: review them)")
+    if untranslated:
+        parts.append(f"{untranslated} untranslated")
+    return ", ".join(parts + [part for part in (problem, stale) if part])
 
 
 def status(lang: str, assignment: str, catalog: polib.POFile | None = None) -> Status:
