@@ -394,16 +394,30 @@ class Catalog:
         self._memo: dict[str, tuple[int, str]] = {}
 
     def translate(self, text: str) -> str:
+        """``text`` in the catalog's language, as far as its templates cover it.
+
+        Student code can put any text into a message (its own error's words): a text longer than
+        :data:`MAX_CHARS`, or one whose parse would take more than :data:`WORK` steps or nest
+        deeper than :data:`DEPTH` templates, is left as it is (in English) at once."""
         if text in self.as_templates:
             return self.as_templates[text]
+        if len(text) > MAX_CHARS:
+            return text
         if len(self._memo) > 10_000:
             self._memo.clear()
-        return self._best(text)[1]
+        self._work = WORK
+        try:
+            return self._best(text, 0)[1]
+        except _Exhausted:
+            self._memo.clear()  # it holds placeholders of parses cut short
+            return text
 
-    def _best(self, text: str) -> tuple[int, str]:
+    def _best(self, text: str, depth: int) -> tuple[int, str]:
         """(how much English text the best parse covers, its translation)."""
         if text in self._memo:
             return self._memo[text]
+        if depth > DEPTH:
+            raise _Exhausted
         self._memo[text] = (0, text)  # no template covers a value with itself
         best = (len(text), self.exact[text]) if text in self.exact else (0, text)
         if best[0] < len(text):
@@ -411,12 +425,24 @@ class Catalog:
                 if any(lit not in text for lit in template.literals):
                     continue
                 for values in template.splits(text):
-                    parts = [self._best(v) for v in values]
+                    self._work -= 1
+                    if self._work < 0:
+                        raise _Exhausted
+                    parts = [self._best(v, depth + 1) for v in values]
                     covered = template.weight + sum(c for c, _ in parts)
                     if covered > best[0]:
                         best = (covered, template.render([t for _, t in parts]))
         self._memo[text] = best
         return best
+
+
+MAX_CHARS = 4000  # the course's longest message is under 700 characters, with its values
+WORK = 20_000  # template splits tried for one message (a real one needs at most a few hundred)
+DEPTH = 12  # templates nested in one message (a real one: at most four)
+
+
+class _Exhausted(Exception):
+    """A message whose parse is cut short: it is shown in English."""
 
 
 @functools.lru_cache(maxsize=8)

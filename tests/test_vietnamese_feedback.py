@@ -114,6 +114,19 @@ def test_a_composed_message_is_translated_part_by_part(vi):
     assert vi.translate(said) == said, "text no template covers stays as it is"
 
 
+def test_a_students_text_cannot_make_the_grader_work_long(vi):
+    """A student's own error words reach the matcher (``block(x) raised ValueError (<their words>)``):
+    whatever they are, the lookup stays short and leaves what it cannot parse in English."""
+    import time
+
+    for text in [": ".join(["it matches what you get when x"] * n) for n in (30, 300)] + ["x: " * 1300, "a" * 30_000]:
+        started = time.perf_counter()
+        assert vi.translate(text) == text
+        assert time.perf_counter() - started < 1.0, len(text)
+    assert vi.translate("the scores are not divided by sqrt(d_k)") == "các score không được chia cho sqrt(d_k)", \
+        "a cut-short parse leaves nothing behind"
+
+
 def test_the_due_date_cell_and_the_summary_speak_vietnamese(vi):
     due = datetime.datetime(2027, 3, 5, 17, 0)
     assert _due_text(due, vi.translate).startswith("**Hạn nộp: 17:00 UTC, ngày 05/03/2027.**")
