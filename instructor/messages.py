@@ -14,7 +14,8 @@ on the grader's side (``nboracle.grader.messages``: the course's config names
   ``{placeholders}``. A string is a message when its words read as prose (two words in a row);
   a bare name (``HAND_WEIGHTS``, ``softmax(scores)``) is shown as it is.
 * **kept** in ``i18n/<lang>/messages.po`` (gettext, beside the chapters' catalogs), each msgid
-  with the places it comes from (``#: source/01_two_keys/two_keys.py:104``).
+  with the files it comes from (``#: source/01_two_keys/two_keys.py``; the listing of what is
+  left gives the lines).
   ``python -m instructor translate --lang vi`` adds new messages (untranslated), marks a message
   whose English changed... as new (the old one becomes obsolete, kept), and lists every
   untranslated message with its place; ``--check`` fails on one.
@@ -222,10 +223,15 @@ def updated(lang: str, assignments: list[str], names: dict[str, str]) -> polib.P
     old = read(lang)
     by_id = {e.msgid: e for e in old if not e.obsolete} if old else {}
     catalog = new_catalog(old, HEADER.format(lang=names.get(lang, lang)), lang, "attention-transformers feedback")
+    catalog.places = {}  # {msgid: ["path:line", ...]}, from the code as it is now
     for message in extract(assignments):
         was = by_id.pop(message.msgid, None)
+        # the files only: a line number would make the catalog stale at every edit above a message
+        # (the listing of what is left gives the lines, read from the code now)
+        files = list(dict.fromkeys(place.rsplit(":", 1)[0] for place in message.places))
         entry = polib.POEntry(msgid=message.msgid, msgstr=was.msgstr if was else "",
-                              occurrences=[tuple(p.rsplit(":", 1)) for p in message.places])
+                              occurrences=[(file, "") for file in files])
+        catalog.places[message.msgid] = message.places
         if was is not None:
             entry.flags, entry.tcomment = list(was.flags), was.tcomment
         if PLACEHOLDER.search(message.msgid.replace("{{", "").replace("}}", "")) and "python-brace-format" not in entry.flags:
@@ -245,6 +251,7 @@ class MessagesStatus:
     fuzzy: list[polib.POEntry]
     bad: list[str]  # a translation whose placeholders differ, or not in NFC
     stale: bool
+    places: dict[str, list[str]]  # {msgid: ["path:line", ...]}
 
     @property
     def complete(self) -> bool:
@@ -259,8 +266,9 @@ class MessagesStatus:
         """One line per message left to translate: where it comes from, then its English."""
         out = []
         for entry in self.untranslated + self.fuzzy:
-            where = ", ".join(f"{path}:{line}" for path, line in entry.occurrences[:3])
-            more = f" (+{len(entry.occurrences) - 3} more)" if len(entry.occurrences) > 3 else ""
+            places = self.places.get(entry.msgid) or [path for path, _ in entry.occurrences]
+            where = ", ".join(places[:3])
+            more = f" (+{len(places) - 3} more)" if len(places) > 3 else ""
             flag = "fuzzy: " if entry in self.fuzzy else ""
             out.append(f"{where}{more}: {flag}{entry.msgid!r}")
         return out + self.bad
@@ -300,14 +308,15 @@ def status(lang: str, assignments: list[str], names: dict[str, str], catalog: po
     bad = [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} has placeholders "
            f"{sorted(set(placeholders(e.msgstr)) - set(placeholders(e.msgid)))} the English does not have"
            for e in current if e.msgstr and not set(placeholders(e.msgstr)) <= set(placeholders(e.msgid))]
-    bad += [f"{e.occurrences[0][0]}:{e.occurrences[0][1]}: the message {e.msgid!r} has a placeholder holding "
+    places = getattr(fresh, "places", {})
+    bad += [f"{(places.get(e.msgid) or ['?'])[0]}: the message {e.msgid!r} has a placeholder holding "
             "braces (a nested f-string), which no translation can match: compute that value in a variable first"
-            for e in current if e.occurrences and nested(e.msgid)]
+            for e in current if nested(e.msgid)]
     bad += [f"{shown(catalog_path(lang))}: the translation of {e.msgid!r} is not in Unicode NFC"
             for e in current if not unicodedata.is_normalized("NFC", e.msgstr)]
     return MessagesStatus(len(current), [e for e in current if not e.msgstr],
                           [e for e in current if e.msgstr and e.fuzzy], bad,
-                          stale=not path.is_file() or path.read_bytes() != render(fresh))
+                          stale=not path.is_file() or path.read_bytes() != render(fresh), places=places)
 
 
 def update(lang: str, assignments: list[str], names: dict[str, str]) -> MessagesStatus:
