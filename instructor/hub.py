@@ -24,7 +24,7 @@ reachable by the group ``formgrade-attention-transformers`` (instructors and ass
     python -m instructor.hub stop  [--state DIR] [--purge]
     python -m instructor.hub roster [--course ID] import FILE | drop ID... | list
     python -m instructor.hub export [--course ID] [--to FILE] [--layout long|canvas]
-    python -m instructor.hub extend [--course ID] ASSIGNMENT STUDENT --hours N
+    python -m instructor.hub extend [--course ID] ASSIGNMENT STUDENT --hours N   (0: none; any time)
     python -m instructor.hub course add ID --roster FILE [--source DIR] [--config FILE] | list
     python -m instructor.hub admin add ID... | drop ID... | list    (the hub's administrators)
     python -m instructor.hub backup [--to FILE] | restore FILE
@@ -41,7 +41,6 @@ import csv
 import grp
 import io
 import json
-import math
 import os
 import pwd
 import secrets
@@ -389,8 +388,11 @@ def prepare(layout: Layout, roster: Path | None = None) -> None:
     # INFO, not traitlets' DEBUG (hundreds of DEBUG lines in the autograde "Success" dialog).
     layout.grader_etc.mkdir(parents=True, exist_ok=True)
     os.chmod(layout.grader_etc, 0o755)
+    # nboracle.grader.formgrader: due dates typed and shown in the course's time zone
+    # (c.NbGraderAPI.timezone), a refused save said, Unrelease asks first.
     (layout.grader_etc / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {
-        "logging_config": {"loggers": {"ServerApp": {"level": "INFO"}}}}}, indent=1))
+        "logging_config": {"loggers": {"ServerApp": {"level": "INFO"}}},
+        "jpserver_extensions": {"nboracle.grader.formgrader": True}}}, indent=1))
     for path in [*layout.common.iterdir(), *layout.student_etc.rglob("*"), *layout.grader_etc.iterdir()]:
         if path.is_file():
             os.chmod(path, 0o644)
@@ -958,48 +960,58 @@ def _uncollected(layout: Layout, course: Course) -> frozenset[tuple[str, str]]:
     return frozenset(parts for parts in map(inbound_parts, names) if parts is not None)
 
 
-MAX_EXTENSION_HOURS = 24 * 366  # a year: longer is a typo, not an extension
-
-
 def extend(layout: Layout, assignment: str, student: str, hours: float, course: Course | None = None) -> int:
-    """A per-student extension on the hub's gradebook (nbgrader's ``grant_extension``), and the
-    late penalty of that submission computed again with the course's late policy; 0 hours takes
-    it back."""
-    if not math.isfinite(hours) or not 0 <= hours <= MAX_EXTENSION_HOURS:
-        sys.exit(f"--hours {hours:g}: an extension is 0 (none: takes one back) to {MAX_EXTENSION_HOURS} hours "
-                 "after the due date; a student is never made later than the due date")
+    """A student's extension on an assignment, kept in the hub's gradebook (nboracle.grader.extensions):
+    at any time, before or after the due date, before or after a submission; 0 hours takes it back.
+    With a graded submission its late penalty is computed again with the course's late policy."""
+    from nboracle.grader.extensions import check_hours
+
+    try:
+        check_hours(hours)
+    except ValueError as err:
+        sys.exit(str(err))
     course = course or layout.main_course()
     if student not in {p.id for p in R.students(layout.people(course))}:
         sys.exit(f"{student} is no student on the roster of {course.id}: python -m instructor.hub roster list")
-    code = f"""
+    proc = as_grader(layout, str(P.BIN / "python"), "-c", EXTEND, assignment, student, repr(float(hours)),
+                     check=False, course=course)
+    print(proc.stdout.strip() or proc.stderr.strip()[-1500:])
+    return proc.returncode
+
+
+# run as the course's service account in its course root: python -c EXTEND ASSIGNMENT STUDENT HOURS
+EXTEND = """
 import sys
-from nbgrader.api import Gradebook, MissingEntry
+from datetime import timedelta
+from nbgrader.api import Gradebook
 from nbgrader.apps import NbGrader
 from nbgrader.preprocessors import AssignLatePenalties
+from nboracle.grader.coursetime import course_zone, shown
+from nboracle.grader.extensions import grant
+assignment, student, hours = sys.argv[1], sys.argv[2], float(sys.argv[3])
 app = NbGrader(); app.initialize([])
+zone = course_zone(app.config)  # c.NbGraderAPI.timezone
 late = AssignLatePenalties(parent=app)
 plugin = late.plugin_class(parent=late)
 with Gradebook(app.coursedir.db_url) as gb:
     try:
-        submission = gb.find_submission({assignment!r}, {student!r})
-    except MissingEntry:
-        sys.exit("no autograded submission of {assignment} by {student} yet: autograde it first "
-                 "(the formgrader's button), then give the extension")
-    if submission.assignment.duedate is None:
-        sys.exit("{assignment} has no due date: set one in the formgrader (Manage Assignments, Edit)")
-    gb.grant_extension({assignment!r}, {student!r}, minutes={hours * 60!r})
+        submission = grant(gb, assignment, student, hours)
+    except ValueError as err:
+        sys.exit(f"nothing changed: {err}")
+    due = gb.find_assignment(assignment).duedate
+    said = (f"{student} {assignment}: due {shown(due, zone)}; "
+            + (f"extended by {hours:g} h to {shown(due + timedelta(hours=hours), zone)}" if hours else "no extension"))
+    if submission is None:
+        print(said + "; no submission graded yet (the extension applies when it is autograded)")
+        sys.exit(0)
     seconds = submission.total_seconds_late
     for nb in submission.notebooks:
-        penalty = plugin.late_submission_penalty({student!r}, nb.score, seconds) if seconds > 0 else None
+        penalty = plugin.late_submission_penalty(student, nb.score, seconds) if seconds > 0 else None
         nb.late_submission_penalty = None if penalty is None else late._check_late_penalty(nb, penalty)
     gb.db.commit()
-    print(f"{student} {assignment}: due {{submission.duedate}} UTC; "
-          + (f"{{seconds:g}} s late" if seconds > 0 else "on time")
-          + f", penalty {{sum(nb.late_submission_penalty or 0 for nb in submission.notebooks):g}}")
+    print(said + "; the graded submission is " + (f"{seconds:g} s late" if seconds > 0 else "on time")
+          + f", penalty {sum(nb.late_submission_penalty or 0 for nb in submission.notebooks):g}")
 """
-    proc = as_grader(layout, str(P.BIN / "python"), "-c", code, check=False, course=course)
-    print(proc.stdout.strip() or proc.stderr.strip()[-1500:])
-    return proc.returncode
 
 
 # ---------------------------------------------------------------- backup and restore
@@ -1138,11 +1150,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layout", choices=R.LAYOUTS, default="long",
                    help="long: a row per student and assignment; canvas, moodle: a row per student")
     p.add_argument("--course", help=f"another course's grades (default {COURSE_ID})")
-    p = sub.add_parser("extend", help="a student's extension for an assignment (after autograding)")
+    p = sub.add_parser("extend", help="a student's extension for an assignment: before or after the due date "
+                       "and any submission; --hours 0 takes it back")
     p.add_argument("--course", help=f"another course's assignment (default {COURSE_ID})")
     p.add_argument("assignment")
     p.add_argument("student")
-    p.add_argument("--hours", type=float, required=True, help="0 removes the extension")
+    p.add_argument("--hours", type=_hours, required=True, help="hours after the due date; 0 removes the extension")
     p = sub.add_parser("course", help="another course on this hub: add ID --roster FILE [--source DIR], list")
     p.add_argument("action", choices=["add", "list"])
     p.add_argument("id", nargs="?", help="add: the course id (nbgrader's, and the hub's groups and service)")
@@ -1203,6 +1216,14 @@ def _run(args: argparse.Namespace) -> int:
         backup(layout, args.to)
         return 0
     return restore(layout, args.archive)
+
+
+def _hours(text: str) -> float:
+    """``--hours``: a number of hours (argparse says so in one line when it is none)."""
+    try:
+        return float(text.strip().lower().removesuffix("h"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is no number of hours (e.g. 48, or 0 to take an extension back)") from None
 
 
 def _options_first(argv: list[str]) -> list[str]:
