@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from nboracle.classroom import pipeline as P
 
-from instructor.repository import REPOSITORY
+from instructor.repository import REPO, REPOSITORY
 
 A, COURSE = "01_two_keys", "attention-transformers"
 pytestmark = pytest.mark.pipeline
@@ -316,7 +316,19 @@ def test_an_extension_given_before_any_submission_reaches_the_graded_one_and_the
                 X.grant(gb, *args)
         assert X.granted(gb) == {}
         assert X.grant(gb, A, "alice", 3) is None  # before she handed anything in
-        X.grant(gb, A, "bob", 24)
+
+    def extend(*args):  # what `python -m instructor.hub extend` runs as the course's service account
+        from instructor.hub import EXTEND
+
+        return subprocess.run([str(P.BIN / "python"), "-c", EXTEND, *args], cwd=root.path, capture_output=True,
+                              text=True, env={**P.tool_env(), "PYTHONPATH": str(REPO)})
+
+    told = extend(A, "bob", "24.0")
+    assert told.returncode == 0 and "extended by 24 h to Tuesday 03 March 2026, 12:00 UTC" in told.stdout, told.stderr
+    assert "no submission graded yet" in told.stdout
+    refused = extend("02_nope", "bob", "5.0")
+    assert refused.returncode != 0 and "nothing changed: 02_nope is no assignment" in refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
     _, answers = root.release_and_answers(A)
     released = P.read_nb(root.notebook("release", A))
     path = root.submit(A, "alice", P.fill(released, answers))
