@@ -10,6 +10,7 @@ from nboracle.grader.nbgrader_ext import (
     DueDateCell,
     DueDateExchangeList,
     FeedbackExporter,
+    GrantedExtension,
     LimitOutputSize,
     PerDayPenalty,
     QuietOverwriteCells,
@@ -23,6 +24,12 @@ from nboracle.grader.oracle import OracleExecute
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 c.CourseDirectory.course_id = "attention-transformers"
+
+# The course's time zone, set once here (nbgrader's own setting, an IANA name such as
+# "Asia/Ho_Chi_Minh"; nboracle.grader.coursetime): the formgrader's due-date dialog takes and shows
+# dates in it, the released notebook and the Assignment List tell students the due date in it,
+# `python -m instructor.hub extend` says it. The gradebook keeps UTC whatever is set here.
+c.NbGraderAPI.timezone = "UTC"
 
 # nbgrader copies every non-notebook file of source/<assignment>/ to release, autograded and
 # feedback: the jupytext twin (*.py) holds every solution, so it must never be copied.
@@ -211,7 +218,9 @@ from instructor.repository import REPO as _REPO  # noqa: E402
 c.RepairSubmission.release_roots = [str(_REPO)]
 # A test cell handed in as released is not reported as changed (its hidden tests are not in the
 # released copy): QuietOverwriteCells in place of nbgrader's OverwriteCells.
-c.Autograde.sanitize_preprocessors = [RepairSubmission, *(
+# GrantedExtension: an extension given before the submission existed (python -m instructor.hub extend)
+# reaches nbgrader's submission before its late penalty is computed.
+c.Autograde.sanitize_preprocessors = [GrantedExtension, RepairSubmission, *(
     QuietOverwriteCells if step is OverwriteCells else step for step in _Autograde.sanitize_preprocessors.default())]
 c.Autograde.autograde_preprocessors = [RepairNotes, *c.Autograde.autograde_preprocessors]
 # A grading kernel logs to the grader's terminal ("KeyboardInterrupt caught in kernel" after the

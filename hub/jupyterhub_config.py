@@ -1,4 +1,4 @@
-"""JupyterHub 5 for the course on one machine: `make hub` (instructor/hub.py) starts it as root.
+"""JupyterHub 5 for the course on one machine: `make hub` (instructor/hub/) starts it as root.
 
 * PAM logs in the hub's system accounts, made from the roster (STATE/roster.csv; the sample
   class hub/roster.csv); only they are allowed; the hub's admins are named apart (`admin add`),

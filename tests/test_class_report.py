@@ -99,6 +99,29 @@ def test_mistakes_are_ranked_by_students_with_the_section_to_reteach(graded):
     page = pages["html"].read_text()
     assert "data:image/png;base64," in page and "Part B" in page and "unknown-bug" in page
     assert pages["term-html"].exists() and A in pages["term-csv"].read_text()
+    assert "<p>Extensions: none.</p>" in page
+
+
+def test_the_report_says_who_has_an_extension(graded):
+    """An extension given before or after a submission (nboracle.grader.extensions) is on the page."""
+    from datetime import datetime
+
+    from nbgrader.api import Gradebook
+    from nboracle.grader.extensions import grant
+
+    root = graded[0]
+    with Gradebook(root.gradebook_url) as gb:
+        gb.update_or_create_assignment(A, duedate=datetime(2099, 1, 1))
+        grant(gb, A, "empty-0", 48)
+    try:
+        page = class_report.write_assignment(root, A)["html"].read_text()
+        assert "<p>Extensions: empty-0 48 h (hours after the due date).</p>" in page
+        assert "<td>empty-0</td>" in page and "<td>48 h</td>" in page
+    finally:
+        with Gradebook(root.gradebook_url) as gb:
+            grant(gb, A, "empty-0", 0)
+            gb.update_or_create_assignment(A, duedate=None)
+        class_report.write_assignment(root, A)
 
 
 def test_nothing_of_it_reaches_students(graded):

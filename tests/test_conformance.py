@@ -25,6 +25,7 @@ COURSE_ONLY = {
     ("ReviewFlags", "substitutes"), ("ReviewFlags", "helper_attributes"), ("ReviewFlags", "allowed_calls"),
     ("RepairSubmission", "release_roots"),
     ("ClassReport", "catalogue"), ("CourseDirectory", "db_url"),
+    ("NbGraderAPI", "timezone"),  # the course's time zone (nbgrader's tests assume its default, UTC)
 }
 DIFFERENT = {("OracleExecute", "oracle_chapters")}  # the course's chapters; none in nbgrader's tests
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from nboracle.classroom import pipeline as P
 
-from instructor.repository import REPOSITORY
+from instructor.repository import REPO, REPOSITORY
 
 A, COURSE = "01_two_keys", "attention-transformers"
 pytestmark = pytest.mark.pipeline
@@ -290,3 +290,61 @@ def test_a_resubmission_after_grading_is_kept_beside_the_graded_one(tmp_path):
     assert secret(hub.submitted("amara")) == secret(later)
     kept = {secret(f) for f in (hub.root.path / "resubmitted" / "amara" / A).iterdir()}
     assert kept == {secret(first), secret(later)}, "the graded one is kept where the later one waited"
+
+
+def test_an_extension_given_before_any_submission_reaches_the_graded_one_and_the_export(tmp_path):
+    """nbgrader keeps an extension on the graded submission only: one given to a student who asks
+    before handing in (nboracle.grader.extensions) is kept in the gradebook, applied when autograde
+    creates the submission (not late, no penalty), said by the export for a student who has not
+    submitted, and taken back with 0 hours; nonsense is refused with a sentence and changes nothing."""
+    import csv
+    from datetime import datetime
+
+    from nbgrader.api import Gradebook
+    from nboracle.grader import extensions as X
+
+    root = REPOSITORY.scratch_copy(tmp_path / "course", [A])
+    due = datetime(2026, 3, 2, 12, 0)  # UTC, as the gradebook keeps it
+    with Gradebook(root.gradebook_url) as gb:
+        gb.update_or_create_assignment(A, duedate=due)
+        for student in ("alice", "bob"):
+            gb.update_or_create_student(student)
+        for args, says in (((A, "alice", -5), "never made later"), ((A, "alice", float("nan")), "is 0"),
+                           (("02_nope", "alice", 2), "no assignment of this course"),
+                           ((A, "zed", 2), "no student of this course")):
+            with pytest.raises(ValueError, match=says):
+                X.grant(gb, *args)
+        assert X.granted(gb) == {}
+        assert X.grant(gb, A, "alice", 3) is None  # before she handed anything in
+
+    def extend(*args):  # what `python -m instructor.hub extend` runs as the course's service account
+        from instructor.hub import EXTEND
+
+        return subprocess.run([str(P.BIN / "python"), "-c", EXTEND, *args], cwd=root.path, capture_output=True,
+                              text=True, env={**P.tool_env(), "PYTHONPATH": str(REPO)})
+
+    told = extend(A, "bob", "24.0")
+    assert told.returncode == 0 and "extended by 24 h to Tuesday 03 March 2026, 12:00 UTC" in told.stdout, told.stderr
+    assert "no submission graded yet" in told.stdout
+    refused = extend("02_nope", "bob", "5.0")
+    assert refused.returncode != 0 and "nothing changed: 02_nope is no assignment" in refused.stderr
+    assert "Traceback" not in refused.stderr, refused.stderr
+    _, answers = root.release_and_answers(A)
+    released = P.read_nb(root.notebook("release", A))
+    path = root.submit(A, "alice", P.fill(released, answers))
+    (path.parent / "timestamp.txt").write_text("2026-03-02 14:00:00.000000 UTC")  # 2 h after the due date
+    root.autograde(A)
+    with Gradebook(root.gradebook_url) as gb:
+        submission = gb.find_submission(A, "alice")
+        assert submission.extension.total_seconds() == 3 * 3600 and submission.total_seconds_late == 0
+        assert all(not nb.late_submission_penalty for nb in submission.notebooks)
+    grades = root.export(tmp_path / "grades.csv")
+    with open(grades, newline="") as handle:
+        rows = {r["student_id"]: r for r in csv.DictReader(handle) if r["assignment"] == A}
+    assert rows["alice"]["extension_hours"] == "3" and rows["alice"]["late"] == ""
+    assert rows["bob"]["extension_hours"] == "24" and rows["bob"]["submitted"] == "no"
+    with Gradebook(root.gradebook_url) as gb:
+        X.grant(gb, A, "bob", 0)  # taken back
+        X.grant(gb, A, "alice", 0)
+        assert X.granted(gb) == {} and gb.find_submission(A, "alice").extension is None
+        assert gb.find_submission(A, "alice").total_seconds_late == 2 * 3600

@@ -220,7 +220,7 @@ fola,Fola,Adeyemi,fola@uni.example,E,student
 
 
 def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
-    """The hub's courses (instructor/hub.py, no hub started): this course first, then those
+    """The hub's courses (instructor/hub/, no hub started): this course first, then those
     `course add` recorded, each with its service account, formgrader service, nbgrader's group
     names and roster; one account per person across rosters; everyone's nbgrader config names
     the course only while there is one."""

@@ -129,8 +129,10 @@ def test_a_students_text_cannot_make_the_grader_work_long(vi):
 
 def test_the_due_date_cell_and_the_summary_speak_vietnamese(vi):
     due = datetime.datetime(2027, 3, 5, 17, 0)
-    assert _due_text(due, vi.translate).startswith("**Hạn nộp: 17:00 UTC, ngày 05/03/2027.**")
-    assert _due_text(due, lambda text: text).startswith("**Due: Friday 05 March 2027, 17:00 UTC.**")
+    assert _due_text(due, "UTC", vi.translate).startswith("**Hạn nộp: 17:00 UTC, ngày 05/03/2027.**")
+    assert _due_text(due, "UTC", lambda text: text).startswith("**Due: Friday 05 March 2027, 17:00 UTC.**")
+    assert _due_text(due, "Asia/Ho_Chi_Minh", vi.translate).startswith(
+        "**Hạn nộp: 00:00 (Asia/Ho_Chi_Minh, UTC+07:00), ngày 06/03/2027.**"), "the course's zone, its own date"
     cells = {"test_softmax_rows": P.CellResult("test_softmax_rows", 0, 1, "NotImplementedError: "),
              "test_hand_answers": P.CellResult("test_hand_answers", 0, 2, "CheckFailed: HAND_WEIGHTS is still None: "
                                                "replace None with your answer, an array of shape (1, 2)")}

@@ -21,7 +21,7 @@ from nboracle.grader.nbgrader_ext import DueDateCell, TranslateMessages, _due_te
 from traitlets.config import Config
 
 TOY = '''
-TABLE = {"x is wrong": "x sai", "**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before "
+TABLE = {"x is wrong": "x sai", "**Due: {due:%A %d %B %Y, %H:%M} {zone}.** Submit from the Assignment List before "
          "then; a later submission is marked late (the course's late policy says what that costs).":
          "**Hạn: {due:%d/%m/%Y}**", "(demo only: not run while grading; this cell decides no score)": "(minh họa)"}
 
@@ -92,8 +92,8 @@ def test_a_bad_setting_is_refused_and_a_broken_catalog_leaves_the_english(toy):
     broken.MessageCatalog.language = "xb"
     assert translator(broken)("x is wrong") == "x is wrong"
     due = datetime(2027, 3, 5, 17, 0)
-    assert _due_text(due, translator(toy)) == "**Hạn: 05/03/2027**"
-    assert _due_text(due, lambda text: "{when}").startswith("**Due: Friday 05 March 2027, 17:00 UTC.**"), \
+    assert _due_text(due, "UTC", translator(toy)) == "**Hạn: 05/03/2027**"
+    assert _due_text(due, "UTC", lambda text: "{when}").startswith("**Due: Friday 05 March 2027, 17:00 UTC.**"), \
         "a translation with other placeholders falls back to the English"
 
 

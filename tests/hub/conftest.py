@@ -1,4 +1,4 @@
-"""The hub suite (make test-hub): a real JupyterHub started by instructor/hub.py as `make hub`
+"""The hub suite (make test-hub): a real JupyterHub started by instructor/hub/ as `make hub`
 does, in a scratch state folder, and headless Chromium (tests/browser's driver and Lab helper).
 
 Collected only with COURSE_HUB_TESTS=1 (make test-hub sets it; make test and make test-slow

@@ -807,6 +807,90 @@ print(json.dumps(panel.list_assignments(course_id=sys.argv[1])))
 """
 
 
+def test_a_lecturer_in_hanoi_types_local_time_and_a_second_release_click_asks(term, hub, driver):
+    """issue 51, in the browser as the lecturer met it. The course's zone is Asia/Ho_Chi_Minh
+    (c.NbGraderAPI.timezone in the course root's config, read again at each request): the Edit dialog
+    offers it, takes 23:30 local as 16:30 UTC, and a zone it cannot read ('ICT') is said in the dialog
+    with nothing saved (nbgrader left it on "Saving..." for ever, or took UTC). The Release column's
+    second state (where a second click of Release lands) asks before it unreleases: dismissed, the
+    assignment stays released. Released again, amara's Assignment List says the due date in Hà Nội's
+    time and the minutes left (nbgrader-oracle's Lab extension)."""
+    import re
+    from datetime import datetime, timedelta
+
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    L, prof = hub.layout, term["prof"]
+    config = L.course / "nbgrader_config.py"
+    kept, before = config.read_text(), formgrader(prof, "GET", f"assignment/{A}")["duedate"]
+    with open(config, "a") as handle:  # root appends: the file stays grader-attention's
+        handle.write('\nc.NbGraderAPI.timezone = "Asia/Ho_Chi_Minh"  # a lecturer in Ha Noi (issue 51)\n')
+    row = f"//tr[td[contains(normalize-space(.), '{A}')]]"
+
+    def edit_due(local: str, zone: str | None):
+        driver.get(f"{hub.url}{FG}/manage_assignments")
+        wait(driver, lambda: driver.find_elements(By.XPATH, f"{row}//span[contains(@class, 'glyphicon-pencil')]"),
+             60, "the Edit button")[0].click()
+        modal = wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, "#edit-assignment-modal.in"), 30, "Edit")[0]
+        field = modal.find_element(By.CSS_SELECTOR, "input.modal-timezone")
+        assert field.get_attribute("value") == "Asia/Ho_Chi_Minh" and "Asia/Ho_Chi_Minh" in modal.text, modal.text
+        driver.execute_script("arguments[0].value = arguments[1];",
+                              modal.find_element(By.CSS_SELECTOR, "input.modal-duedate"), local)
+        if zone is not None:
+            field.clear()
+            field.send_keys(zone)
+        modal.find_element(By.CSS_SELECTOR, "button.save").click()
+        return modal
+
+    try:
+        browser_login(driver, hub, "prof-ines")
+        hanoi = datetime.utcnow() + timedelta(hours=7)
+        soon = (hanoi + timedelta(minutes=92)).replace(second=0, microsecond=0)  # local wall clock in Ha Noi
+        edit_due(f"{soon:%Y-%m-%dT%H:%M}", None)  # the zone as offered: the course's
+        wait(driver, lambda: not driver.find_elements(By.CSS_SELECTOR, "#edit-assignment-modal.in"), 30, "saved")
+        shot(driver, "formgrader-due-in-hanoi-time")
+        utc = soon - timedelta(hours=7)
+        assert formgrader(prof, "GET", f"assignment/{A}")["duedate"] == utc.isoformat()
+        modal = edit_due("2030-01-01T09:00", "ICT")
+        wait(driver, lambda: modal.find_elements(By.CSS_SELECTOR, ".nboracle-save-error"), 30, "the refusal")
+        time.sleep(0.5)
+        shot(driver, "formgrader-due-zone-refused")
+        said = modal.find_element(By.CSS_SELECTOR, ".nboracle-save-error").text
+        assert "'ICT' is no time zone" in said and "Asia/Ho_Chi_Minh" in said, said
+        assert modal.find_element(By.CSS_SELECTOR, "button.save").text == "Save"
+        assert formgrader(prof, "GET", f"assignment/{A}")["duedate"] == utc.isoformat(), "a refused save changed it"
+
+        # a second click on the Release column: a question first; dismissed, still released
+        driver.get(f"{hub.url}{FG}/manage_assignments")
+        remove = f"{row}//span[contains(@class, 'glyphicon-remove')]"
+        wait(driver, lambda: driver.find_elements(By.XPATH, remove), 60, "the Unrelease button")[0].click()
+        alert = WebDriverWait(driver, 10).until(EC.alert_is_present())
+        assert "Unrelease" in alert.text and "fetched" in alert.text, alert.text
+        alert.dismiss()
+        time.sleep(1.5)
+        assert formgrader(prof, "GET", f"assignment/{A}")["status"] == "released"
+        # the new due date reaches students with the next release: generate, unrelease (accepted), release
+        fg_click(driver, hub, "manage_assignments", "glyphicon-education", "generated-in-hanoi-time")
+        driver.get(f"{hub.url}{FG}/manage_assignments")
+        wait(driver, lambda: driver.find_elements(By.XPATH, remove), 60, "the Unrelease button")[0].click()
+        WebDriverWait(driver, 10).until(EC.alert_is_present()).accept()
+        wait(driver, lambda: driver.find_elements(By.CSS_SELECTOR, "#success-modal.in"), 120, "unreleased")
+        assert formgrader(prof, "GET", f"assignment/{A}")["status"] == "draft"
+        fg_click(driver, hub, "manage_assignments", "glyphicon-cloud-upload", "released-in-hanoi-time")
+
+        browser_login(driver, hub, "amara")
+        lab = Lab(driver, Seat(f"{hub.url}/user/amara", term["amara"].token), ARTIFACTS, "amara-hanoi")
+        assignments_panel(driver, lab)
+        said = due_label(driver, "fetched_assignments_list")
+        shot(driver, "amara-due-in-hanoi-time")
+        assert f"Due {soon:%a %d %b %Y, %H:%M} Asia/Ho_Chi_Minh (UTC+07:00)" in said, said
+        assert re.search(r"\(in 1 h (2[5-9]|3[01]) min\)", said), said  # exact to the minute, not "(in 1 hour)"
+    finally:
+        config.write_text(kept)
+        formgrader(prof, "PUT", f"assignment/{A}", json={"duedate_notimezone": before, "duedate_timezone": "UTC"})
+
+
 def assignment_list(state: Path, name: str) -> list[tuple]:
     """What ``name``'s Assignment List shows of 01_two_keys in the term of ``state`` (nbgrader's own
     handler, run as her in her home there): each submission's time, 'after the due date', feedback."""

@@ -117,8 +117,10 @@ def _e(text) -> str:
     return html.escape(str(text))
 
 
-def render_html(record: dict) -> str:
+def render_html(record: dict, extensions: dict[str, float] | None = None) -> str:
+    """The assignment's page; ``extensions``: {student: hours} the instructor gave (the gradebook's)."""
     a, students = record["assignment"], record["students"]
+    extensions = extensions or {}
     counts, mistakes = cell_counts(record), ranked(record)
     scores = [s["score"] for s in students.values()]
     top = max([s["max_score"] for s in students.values()] or [0.0])
@@ -130,8 +132,10 @@ def render_html(record: dict) -> str:
              f"<p>{n} students graded, mean {mean} of {top:g} points; {len(mistakes)} named mistakes. "
              f"<span class=muted>Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; for the instructor "
              "only (names students).</span></p>",
-             f'<img alt="scores and the most frequent mistakes" src="data:image/png;base64,{_plot(scores, top, mistakes)}">',
-             "<h2>Mistakes to re-teach, most students first</h2>"]
+             f'<img alt="scores and the most frequent mistakes" src="data:image/png;base64,{_plot(scores, top, mistakes)}">']
+    parts.append("<p>Extensions: " + (", ".join(f"{_e(s)} {h:g} h" for s, h in sorted(extensions.items()))
+                                      + " (hours after the due date)" if extensions else "none") + ".</p>")
+    parts.append("<h2>Mistakes to re-teach, most students first</h2>")
     if mistakes:
         width = max(len(m["students"]) for m in mistakes)
         parts.append(_table(["#", "students", "mistake", "id", "section to re-teach", "seen in tests"], [
@@ -167,10 +171,25 @@ def render_html(record: dict) -> str:
         cells = data["cells"].values()
         named = sorted({m for c in cells for m in c.get("mistakes", [])})
         rows.append([_e(student), f"{data['score']:g}/{data['max_score']:g}", _e(", ".join(named)),
-                     sum(c["outcome"] == UNRECOGNISED for c in cells), sum(c["outcome"] == NOT_ATTEMPTED for c in cells)])
-    parts.append(_table(["student", "score", "named mistakes", "failed otherwise", "not attempted"], rows, {3, 4}))
+                     sum(c["outcome"] == UNRECOGNISED for c in cells), sum(c["outcome"] == NOT_ATTEMPTED for c in cells),
+                     f"{extensions[student]:g} h" if student in extensions else ""])
+    parts.append(_table(["student", "score", "named mistakes", "failed otherwise", "not attempted", "extension"],
+                        rows, {3, 4}))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _extensions(root, assignment: str) -> dict[str, float]:
+    """{student: hours} of the extensions given on ``assignment`` (nboracle.grader.extensions), given
+    before a submission too; none when the course root has no gradebook."""
+    from nbgrader.api import Gradebook
+
+    from ..grader.extensions import granted
+
+    if str(root.gradebook_url).startswith("sqlite:///") and not Path(str(root.gradebook_url)[10:]).exists():
+        return {}
+    with Gradebook(root.gradebook_url) as gradebook:
+        return {student: hours for (a, student), hours in granted(gradebook).items() if a == assignment}
 
 
 def write_assignment(root, assignment: str) -> dict[str, Path]:
@@ -180,7 +199,7 @@ def write_assignment(root, assignment: str) -> dict[str, Path]:
     folder.mkdir(exist_ok=True)
     paths = {"html": folder / f"{assignment}.html", "csv": folder / f"{assignment}.csv",
              "ranked": folder / f"{assignment}-ranked.csv"}
-    paths["html"].write_text(render_html(record))
+    paths["html"].write_text(render_html(record, _extensions(root, assignment)))
     counts, tests = cell_counts(record), record.get("tests", {})
     with paths["csv"].open("w", newline="") as f:
         out = csv.writer(f)

@@ -79,6 +79,7 @@ class StripJupytextMetadata(NbGraderPreprocessor):
 JUPYTER_DATA = Path(__file__).resolve().parents[1] / "jupyter"
 NOTEBOOK_METADATA = "nbgrader_oracle"  # a released notebook's own metadata key
 DUE_KEY = "due_utc"  # its due date, "2027-03-05T17:00:00Z", when the gradebook has one
+ZONE_KEY = "due_zone"  # the course's time zone the due date is shown in ("Asia/Ho_Chi_Minh")
 
 
 class DueDateCell(NbGraderPreprocessor):
@@ -86,8 +87,9 @@ class DueDateCell(NbGraderPreprocessor):
 
     nbgrader 0.9.6 shows the due date to no student; the gradebook knows it once the instructor
     set it (formgrader: Manage Assignments, Edit). When it is set, a markdown cell after the
-    notebook's title says when the assignment is due (UTC, the gradebook's time), and the
-    notebook's metadata holds it (``nbgrader_oracle.due_utc``) for the Assignment List
+    notebook's title says when the assignment is due, in the course's time zone
+    (``c.NbGraderAPI.timezone``, :mod:`.coursetime`; UTC when unset), and the notebook's metadata
+    holds it (``nbgrader_oracle.due_utc``, the zone in ``due_zone``) for the Assignment List
     (:class:`DueDateExchangeList`). Without a due date nothing changes, so a course without
     deadlines (a self-learner's copy) releases the same notebooks. The cell is an ordinary
     markdown cell: no grading step reads it. A notebook older than nbformat 4.5 (no cell ids) gets
@@ -106,10 +108,15 @@ class DueDateCell(NbGraderPreprocessor):
         due = self._due_date(resources.get("nbgrader", {}))
         ours = nb.metadata.get(NOTEBOOK_METADATA, {})
         ours.pop(DUE_KEY, None)
+        ours.pop(ZONE_KEY, None)
         if due is not None:
+            from .coursetime import course_zone
+
+            zone = course_zone(self.config)
             # for the Assignment List (DueDateExchangeList): the same date, machine-readable
             ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
-            text = _due_text(due, translator(parent=self))
+            ours[ZONE_KEY] = zone
+            text = _due_text(due, zone, translator(parent=self))
             cell = new_markdown_cell(text, metadata={NOTEBOOK_METADATA: {"due_date_cell": True}})
             if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
                 cell["id"] = self.cell_id
@@ -136,32 +143,62 @@ class DueDateCell(NbGraderPreprocessor):
                 return None
 
 
-DUE_TEXT = ("**Due: {due:%A %d %B %Y, %H:%M} UTC.** Submit from the Assignment List before then; a "
+DUE_TEXT = ("**Due: {due:%A %d %B %Y, %H:%M} {zone}.** Submit from the Assignment List before then; a "
             "later submission is marked late (the course's late policy says what that costs).")
 
 
-def _due_text(due, translate) -> str:
-    """The due-date cell's sentence, in the course's language when its catalog has it (else English)."""
+def _due_text(due, zone: str, translate) -> str:
+    """The due-date cell's sentence, the time in the course's zone (``17:00 UTC``, ``00:00
+    (Asia/Ho_Chi_Minh, UTC+07:00)``), in the course's language when its catalog has it (else English)."""
+    from .coursetime import local, offset_text, zone_name
+
+    there, name = local(due, zone), zone_name(zone)
+    label = "UTC" if name.upper() in ("UTC", "Z", "GMT") else f"({name}, {offset_text(there)})"
     try:
-        return translate(DUE_TEXT).format(due=due)
+        return translate(DUE_TEXT).format(due=there, zone=label)
     except (KeyError, IndexError, ValueError, AttributeError):  # a catalog entry with other placeholders
-        return DUE_TEXT.format(due=due)
+        return DUE_TEXT.format(due=there, zone=label)
 
 
-def released_due_date(folder: str) -> str | None:
-    """The due date (``"2027-03-05T17:00:00Z"``) the released notebooks in ``folder`` hold, or None."""
+class GrantedExtension(NbGraderPreprocessor):
+    """The extension the instructor gave a student (:mod:`.extensions`, possibly before any
+    submission) onto nbgrader's submission as autograde creates it, before nbgrader's late penalty
+    is computed: first of ``c.Autograde.sanitize_preprocessors``."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        from .extensions import apply
+
+        context = resources.get("nbgrader", {})
+        url, assignment, student = context.get("db_url"), context.get("assignment"), context.get("student")
+        if url and assignment and student:
+            with Gradebook(url) as gradebook:
+                apply(gradebook, assignment, student)
+        return nb, resources
+
+
+def released_due_date(folder: str) -> tuple[str | None, str | None]:
+    """The due date (``"2027-03-05T17:00:00Z"``) the released notebooks in ``folder`` hold and the
+    course's time zone it is shown in (``"Asia/Ho_Chi_Minh"``; None from an older release), or (None, None)."""
     import glob
     import os
+
+    from .coursetime import zone_name
 
     for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
         try:
             with open(path, encoding="utf-8") as handle:
-                due = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {}).get(DUE_KEY)
+                ours = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {})
+            due, zone = ours.get(DUE_KEY), ours.get(ZONE_KEY)
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(due, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", due):
-            return due
-    return None
+            try:
+                return due, zone_name(zone) if isinstance(zone, str) else None
+            except ValueError:
+                return due, None
+    return None, None
 
 
 class DueDateExchangeList(ExchangeList):
@@ -170,7 +207,8 @@ class DueDateExchangeList(ExchangeList):
     The due date comes from the notebooks the instructor released (:class:`DueDateCell` writes
     it into their metadata): the exchange's ``outbound`` copy (an assignment released again
     with a moved or removed due date says the new one), else the student's fetched copy.
-    Every listed assignment gets ``due_utc`` (None without a due date); each of a student's
+    Every listed assignment gets ``due_utc`` (None without a due date) and ``due_zone`` (the course's
+    time zone, ``c.NbGraderAPI.timezone`` on the instructor's side, that it is shown in); each of a student's
     submissions gets ``after_due`` (True when handed in after the due date; an extension the
     instructor granted is not known here, so the Assignment List says "after the due date", not
     "late"), measured by when the submission arrived as the server saw it, not by the time the
@@ -187,10 +225,10 @@ class DueDateExchangeList(ExchangeList):
         for info in assignments:
             outbound = os.path.join(self.root, info["course_id"], "outbound", info["assignment_id"])
             if os.path.isdir(outbound):  # what the instructor released last: the date in force
-                due = released_due_date(outbound)
+                due, zone = released_due_date(outbound)
             else:  # no longer released: the date the student's own copy was released with
-                due = released_due_date(info["path"]) if info.get("status") == "fetched" else None
-            info["due_utc"] = due
+                due, zone = released_due_date(info["path"]) if info.get("status") == "fetched" else (None, None)
+            info["due_utc"], info["due_zone"] = due, zone
             deadline = None if due is None else parse_utc(due)  # naive UTC, as nbgrader's timestamps parse
             for submission in info.get("submissions", []):
                 handed_in = self._arrived(submission)
@@ -512,7 +550,8 @@ class ReviewCsvExport(CsvExportPlugin):
 
     Every student of the gradebook has a row per assignment, submitters or not (``submitted``
     ``yes``/``no``). ``late`` is ``yes`` when the submission came after the due date (the
-    assignment's, plus the student's extension, ``extension_hours``): ``seconds_late`` says by how much,
+    assignment's, plus the student's extension, ``extension_hours``, given before or after a submission,
+    :mod:`.extensions`): ``seconds_late`` says by how much,
     and nbgrader's ``late_submission_penalty`` what the late policy took off. ``needs_review`` is ``yes`` when
     any notebook of that student's submission was flagged by :class:`ReviewFlags`;
     ``review_reasons`` joins the reasons with `` | ``.
@@ -535,15 +574,19 @@ class ReviewCsvExport(CsvExportPlugin):
         coursedir = self.parent.coursedir
         from nbgrader.api import MissingEntry
 
+        from .extensions import granted
+
+        extensions = granted(gradebook)  # given before a submission too (nboracle.grader.extensions)
         for row in rows:
+            hours = extensions.get((row["assignment"], row["student_id"]))
+            row["extension_hours"] = "" if hours is None else f"{hours:g}"
             try:
                 submission = gradebook.find_submission(row["assignment"], row["student_id"])
             except MissingEntry:
-                row.update(submitted="no", late="", seconds_late="", extension_hours="")
+                row.update(submitted="no", late="", seconds_late="")
             else:
-                late, extension = submission.total_seconds_late, submission.extension
-                row.update(submitted="yes", late="yes" if late > 0 else "", seconds_late=f"{late:g}",
-                           extension_hours=f"{extension.total_seconds() / 3600:g}" if extension else "")
+                late = submission.total_seconds_late
+                row.update(submitted="yes", late="yes" if late > 0 else "", seconds_late=f"{late:g}")
             folder = coursedir.format_path(coursedir.autograded_directory, row["student_id"], row["assignment"])
             reasons = []
             for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):

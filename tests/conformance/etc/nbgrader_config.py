@@ -50,8 +50,8 @@ c.Autograde.autograde_preprocessors = [RepairNotes, *sandboxed_steps([*_steps[:_
                                                                        ext.ReviewFlags])]
 # the review: an import of the grader's own kernel-side or grading modules in a student's cell is flagged
 c.ReviewFlags.machinery_modules = ["nboracle.kernel", "nboracle.grader", "nboracle.classroom"]
-c.Autograde.sanitize_preprocessors = [RepairSubmission, *(ext.QuietOverwriteCells if step is OverwriteCells else step
-                                                          for step in Autograde.sanitize_preprocessors.default())]
+c.Autograde.sanitize_preprocessors = [ext.GrantedExtension, RepairSubmission, *(
+    ext.QuietOverwriteCells if step is OverwriteCells else step for step in Autograde.sanitize_preprocessors.default())]
 
 # export and the late policy: the review columns, the per-day penalty plugin (the course's 0 %)
 c.ExportApp.plugin_class = ext.ReviewCsvExport

@@ -6,7 +6,8 @@
  * extension (it defines window._JUPYTERLAB["nboracle-due-dates"] with init and get) and activates
  * the plugin below. The plugin reads nbgrader's own listing (GET <base>/assignments?course_id=C),
  * which nboracle.grader.nbgrader_ext.DueDateExchangeList fills with `due_utc` per assignment and
- * `after_due` per submission, and writes them beside the rows nbgrader's panel drew. It changes
+ * `after_due` per submission, and writes them beside the rows nbgrader's panel drew, the date in the
+ * course's time zone (`due_zone`) and the time left exact to the minute in the last two days. It changes
  * nothing else: the Fetch, Submit and Validate buttons stay nbgrader's.
  */
 (function () {
@@ -31,23 +32,61 @@
     return (n < 10 ? "0" : "") + n;
   }
 
-  // "Due Thu 17 Dec 2026, 17:00 UTC (in 13 days)": the time the gradebook holds, in UTC for everyone
-  function dueText(iso, now) {
+  // The due date's wall clock in the course's time zone (`due_zone`, an IANA name the instructor's
+  // c.NbGraderAPI.timezone set): {day, date, month, year, hour, minute, offset} or null when the
+  // browser does not know the zone (then UTC is shown, and said).
+  function wallClock(due, zone) {
+    if (!zone || zone === "UTC") {
+      return null;
+    }
+    try {
+      var parts = {};
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: zone, weekday: "short", day: "2-digit", month: "short", year: "numeric",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23"
+      }).formatToParts(due).forEach(function (p) { parts[p.type] = p.value; });
+      var asUtc = Date.UTC(+parts.year, MONTHS.indexOf(parts.month), +parts.day, +parts.hour, +parts.minute);
+      var minutes = Math.round((asUtc - Math.floor(due.getTime() / 60000) * 60000) / 60000);
+      var sign = minutes < 0 ? "-" : "+";
+      var offset = "UTC" + sign + two(Math.floor(Math.abs(minutes) / 60)) + ":" + two(Math.abs(minutes) % 60);
+      return { text: parts.weekday + " " + parts.day + " " + parts.month + " " + parts.year + ", " +
+        parts.hour + ":" + parts.minute + " " + zone + " (" + offset + ")" };
+    } catch (error) {
+      return null;
+    }
+  }
+
+  // How long is left, exact to the minute in the last two days: "in 3 days", "in 1 h 11 min",
+  // "in 11 min", "in less than a minute", "passed".
+  function left(due, now) {
+    var minutes = Math.floor((due.getTime() - now) / 60000);
+    if (due.getTime() <= now) {
+      return "passed";
+    }
+    if (minutes < 1) {
+      return "in less than a minute";
+    }
+    if (minutes < 60) {
+      return "in " + minutes + " min";
+    }
+    if (minutes < 48 * 60) {
+      return "in " + Math.floor(minutes / 60) + " h " + two(minutes % 60) + " min";
+    }
+    return "in " + Math.floor(minutes / (24 * 60)) + " days";
+  }
+
+  // "Due Thu 17 Dec 2026, 17:00 Asia/Ho_Chi_Minh (UTC+07:00) (in 1 h 11 min)": the course's zone;
+  // "Due Thu 17 Dec 2026, 10:00 UTC (in 13 days)" in a course on UTC (or an older release)
+  function dueText(iso, zone, now) {
     var due = new Date(iso);
     if (isNaN(due.getTime())) {
       return "";
     }
-    var text = "Due " + DAYS[due.getUTCDay()] + " " + two(due.getUTCDate()) + " " + MONTHS[due.getUTCMonth()] +
-      " " + due.getUTCFullYear() + ", " + two(due.getUTCHours()) + ":" + two(due.getUTCMinutes()) + " UTC";
-    var hours = (due.getTime() - now) / 3600000;
-    if (hours <= 0) {
-      return text + " (passed)";
-    }
-    if (hours < 48) {
-      var whole = Math.max(1, Math.floor(hours));
-      return text + " (in " + whole + (whole === 1 ? " hour)" : " hours)");
-    }
-    return text + " (in " + Math.floor(hours / 24) + " days)";
+    var there = wallClock(due, zone);
+    var text = "Due " + (there ? there.text : DAYS[due.getUTCDay()] + " " + two(due.getUTCDate()) + " " +
+      MONTHS[due.getUTCMonth()] + " " + due.getUTCFullYear() + ", " + two(due.getUTCHours()) + ":" +
+      two(due.getUTCMinutes()) + " UTC");
+    return text + " (" + left(due, now) + ")";
   }
 
   function label(text, extra) {
@@ -127,7 +166,13 @@
         return;
       }
       var due = info && typeof info.due_utc === "string" ? info.due_utc : "";
-      name.appendChild(label(due ? dueText(due, now) : ""));
+      var zone = info && typeof info.due_zone === "string" ? info.due_zone : "";
+      var span = label(due ? dueText(due, zone, now) : "");
+      if (due) {  // the countdown moves on (tick below)
+        span.setAttribute("data-due", due);
+        span.setAttribute("data-zone", zone);
+      }
+      name.appendChild(span);
       if (status !== "submitted" || !info || !Array.isArray(info.submissions)) {
         return;
       }
@@ -192,6 +237,15 @@
     }, 250);
   }
 
+  // every label's countdown again, each half minute: "(in 11 min)" stays true while the list is open
+  function tick() {
+    var now = Date.now();
+    Array.prototype.forEach.call(document.querySelectorAll("." + MARK + "[data-due]"), function (span) {
+      var text = dueText(span.getAttribute("data-due"), span.getAttribute("data-zone"), now);
+      span.textContent = text ? " \u00b7 " + text : "";
+    });
+  }
+
   var plugin = {
     id: NAME + ":plugin",
     description: "Shows each assignment's due date in nbgrader's Assignment List.",
@@ -212,6 +266,18 @@
         }
       }).observe(document.body, { childList: true, subtree: true });
       schedule();
+      // the countdown moves on; and rows a mutation did not announce (the panel drawn while Lab was
+      // still starting) are labelled within two seconds
+      var beats = 0;
+      setInterval(function () {
+        beats += 1;
+        if (beats % 15 === 0) {
+          tick();
+        }
+        if (document.getElementById("released_assignments_list") && !running && unmarked().length) {
+          schedule();
+        }
+      }, 2000);
     }
   };
 
@@ -228,6 +294,8 @@
       });
     }
   };
+
+  container.dueText = dueText;  // for the course's tests (tests/test_exchange.py runs it in node)
 
   var registry = (window._JUPYTERLAB = window._JUPYTERLAB || {});
   registry[NAME] = container;
