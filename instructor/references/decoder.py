@@ -13,6 +13,7 @@ from torch import nn
 
 from course.checks import attempt, check_close, check_true
 from course.decoder_checks import (
+    BLOCK_HINT,
     MODEL_HINT,
     block_state,
     causal_runs,
@@ -24,6 +25,7 @@ from course.decoder_checks import (
     memory_pad,
     pad_changed,
 )
+from instructor.references.as_built import unchanged_by_a_load
 
 LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
               "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
@@ -56,6 +58,15 @@ def built_block(DecoderBlock, width, heads, hidden, norm_first=False):  # noqa: 
     set_training(block, False)
     held = read_parameters(block)
     return block, {name: held[name] for name in block_state(width, hidden, 0) if name in held}
+
+
+def unchanged_when_its_weights_are_loaded(DecoderBlock):  # noqa: N803 (the class under test)
+    """A DecoderBlock(8, 2, 16) as built, run, then run again once its own weights are loaded back into it: the same
+    output (instructor.references.as_built.unchanged_by_a_load), for the tests that load weights of their own."""
+    block, _ = built_block(DecoderBlock, 8, 2, 16)
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    unchanged_by_a_load("DecoderBlock(8, 2, 16)", block, lambda: attempt(
+        "DecoderBlock(8, 2, 16)", block, x, memory, causal_mask=drop_future(3), hint=BLOCK_HINT))
 
 
 def built_model(EncoderDecoder, names, **sizes):  # noqa: N803 (the class under test)

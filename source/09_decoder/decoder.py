@@ -493,6 +493,9 @@ gen = np.random.default_rng(94)
 for trial in range(4):
     heads = int(gen.integers(1, 5))
     check_decoder_modules(DecoderBlock, heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2), 940 + trial)
+from instructor.references.decoder import unchanged_when_its_weights_are_loaded  # the grader's side only
+
+unchanged_when_its_weights_are_loaded(DecoderBlock)  # as built, then the same weights loaded into it
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -509,13 +512,9 @@ for trial in range(4):
     batch, heads, d_head = int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4))
     block = new_block(heads * d_head, heads, 2 * heads * d_head, norm_first=bool(trial % 2), seed=40 + length)
     check_decoder_shapes(block, batch, heads, heads * d_head, length, length + int(gen.integers(1, 4)), bool(trial % 2))
-from instructor.references.as_built import unchanged_by_a_load  # the grader's side only
-from instructor.references.decoder import built_block
+from instructor.references.decoder import unchanged_when_its_weights_are_loaded  # the grader's side only
 
-block, _ = built_block(DecoderBlock, 8, 2, 16)  # as built, then the same weights loaded into it
-x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
-unchanged_by_a_load("DecoderBlock(8, 2, 16)", block, lambda: attempt("DecoderBlock(8, 2, 16)", block, x, memory,
-                                                                     causal_mask=future_mask(3), hint=BLOCK_HINT))
+unchanged_when_its_weights_are_loaded(DecoderBlock)  # as built, then the same weights loaded into it
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -1106,15 +1105,9 @@ direction, encoder_gradients = check_encoder_learns(model_, pytorch_twin(state, 
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
 
-from instructor.references.decoder import built_model  # the grader's side only
-
-for trial in range(3):  # the last: the weights the model was built with, nothing written
+for trial in range(2):
     src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
-    sizes = dict(width=12, heads=3, hidden=20, layers=2 + trial % 2, norm_first=bool(trial))
-    if trial < 2:
-        net, state = new_model(108 + trial, **sizes, noise=0.2)
-    else:
-        net, state = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)
+    net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
     twin = pytorch_twin(state, heads=3, norm_first=bool(trial))
     direction, mine = check_encoder_learns(net, twin, src, dec_in, dec_out)
     # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
@@ -1137,6 +1130,15 @@ for trial in range(3):  # the last: the weights the model was built with, nothin
         check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={bool(trial)})", output, expected,
                     atol=1e-4, hint="the forward must compute the model for any parameter values, also for values a "
                                     "hair away from the ones it saw last")
+from instructor.references.decoder import built_model  # the grader's side only
+
+sizes = dict(width=8, heads=2, hidden=8, layers=1)  # the weights a model was built with, nothing written
+net, state = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)
+set_training(net, True)
+with torch.no_grad():
+    check_close("the logits of a model as built (width 8, 1 + 1 blocks)", attempt("model(src, dec_in)", net, src, dec_in,
+                hint=MODEL_HINT), pytorch_twin(state, heads=2)(src, dec_in), atol=1e-4,
+                hint="first make the model agree with nn.Transformer (tests above): the backward pass follows your forward")
 ### END HIDDEN TESTS
 
 # %% [markdown]
