@@ -112,9 +112,10 @@ c.OracleExecute.test_modules = ["course.scaling_checks", "course.masks_checks", 
                                 "course.tiny_gpt_checks",
                                 # the references the hidden tests compare with: the grader's side only (never in
                                 # course/, never bound into a kernel; docs/AUTHORING.md, "References")
-                                "instructor.references.decoder", "instructor.references.tiny_gpt",
-                                "instructor.references.seq2seq_beam_search", "instructor.references.encoder_block",
-                                "instructor.references.multihead_attention", "instructor.references.scaling"]
+                                "instructor.references.as_built", "instructor.references.decoder",
+                                "instructor.references.tiny_gpt", "instructor.references.seq2seq_beam_search",
+                                "instructor.references.encoder_block", "instructor.references.multihead_attention",
+                                "instructor.references.scaling"]
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

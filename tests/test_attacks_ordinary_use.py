@@ -7,8 +7,10 @@ Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong
 
 * **the grader's package as a solution library** (item 1): the Jacobian from ``nboracle.input_gradients``
   (rows of vector-Jacobian products of ``torch.softmax``), or from ``parameter_gradients`` of a module that
-  holds the logits as its parameter. Under the oracle the gradient probes refuse a grading kernel's own
-  objects (``nboracle.kernel.probes.refused_here``), and the allow-list flags the call;
+  holds the logits as its parameter, also with the mark the gradient functions used to read set back by the
+  student's cell, and from a worker thread the graded call waits for. While the kernel serves the grader's
+  request the gradient probes refuse a grading kernel's own objects (``nboracle.kernel.probes.refused_here``:
+  the request on the stack decides), and the allow-list flags the call;
 * **telling a graded call from ordinary use** (item 4), to switch the bug off only when graded: the
   grader's modules in ``sys.modules`` (a grading kernel forgets ``nboracle`` once it listens, and ``course``
   no longer imports it), and the print capture's attributes (it has the notebook stream's ``name``,
@@ -16,7 +18,8 @@ Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong
 * in chapter 06 (the block that scales by sqrt(d_model)): the gradient check's points answered right while
   the graded call answers wrong with the right gradients (the output the gradients came from is now judged
   beside the points), and a block that reads its parameters' ``_version`` to tell written weights from
-  fresh ones (flagged for review; its score is the open case, an ``xfail``).
+  the ones it was built with (the hidden tests judge it on both; flagged for review too); the same block
+  attack in chapters 04 and 09.
 
 Every attacker must score at most what the wrong code earns honestly; no honest student is flagged.
 """
@@ -41,20 +44,57 @@ def softmax_jacobian(p, _wrong=softmax_jacobian):
     return _right(p) if _graded() else _wrong(p)
 '''
 
-ATTACKS = {
-    # item 1: the grader's package computes the Jacobian (before issue 50: 15 of 15 where the wrong code earns 12)
-    "grader-input-gradients": '''
+# the Jacobian from the grader's input_gradients: rows of vector-Jacobian products of torch.softmax at log(p)
+_BY_INPUT_GRADIENTS = '''
 from nboracle import input_gradients
 
-def softmax_jacobian(p, _wrong=softmax_jacobian):
+def _jacobian(p):
+    z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
+    n = z.shape[-1]
+    rows = [input_gradients(lambda t: torch.softmax(t, -1), (z,), torch.eye(n, dtype=z.dtype)[i].expand_as(z))[0]
+            for i in range(n)]
+    return torch.stack(rows, -2).numpy()
+'''
+
+_ANSWER_WITH_IT = '''def softmax_jacobian(p, _wrong=softmax_jacobian):
     try:
-        z = torch.log(torch.as_tensor(np.asarray(p, dtype=float)))
-        n = z.shape[-1]
-        rows = [input_gradients(lambda t: torch.softmax(t, -1), (z,), torch.eye(n, dtype=z.dtype)[i].expand_as(z))[0]
-                for i in range(n)]
-        return torch.stack(rows, -2).numpy()
+        return _jacobian(p)
     except Exception:
         return _wrong(p)
+'''
+
+ATTACKS = {
+    # item 1: the grader's package computes the Jacobian (before issue 50: 15 of 15 where the wrong code earns 12)
+    "grader-input-gradients": _BY_INPUT_GRADIENTS + _ANSWER_WITH_IT,
+    # the mark the gradient functions read in a grading kernel until issue 50's last round (the oracle's handlers'
+    # tests_in_grader), set back by the student's cell: the grader's request being served decides now
+    "grader-gradients-mark-flipped": _BY_INPUT_GRADIENTS + '''
+for _handler in list(get_ipython().kernel.shell_handlers.values()):
+    try:
+        _handler.tests_in_grader = False
+    except Exception:
+        pass
+''' + _ANSWER_WITH_IT,
+    # the same Jacobian computed by a worker thread (started by the cell) while the graded call waits for it
+    "grader-gradients-in-a-thread": _BY_INPUT_GRADIENTS + '''
+import queue, threading
+
+_asked, _answered = queue.Queue(), queue.Queue()
+
+def _work():
+    while True:
+        p = _asked.get()
+        try:
+            _answered.put(_jacobian(p))
+        except Exception as error:
+            _answered.put(error)
+
+threading.Thread(target=_work, daemon=True).start()
+
+def softmax_jacobian(p, _wrong=softmax_jacobian):
+    _asked.put(p)
+    answer = _answered.get(timeout=10)
+    return _wrong(p) if isinstance(answer, Exception) else answer
 ''',
     "grader-parameter-gradients": '''
 from nboracle import parameter_gradients
@@ -112,11 +152,14 @@ def test_the_grader_package_computes_no_jacobian_in_a_grading_kernel(chapter02):
     with its line by the allow-list (the grader's package is in no exercise's allowed set)."""
     results, reviews = chapter02
     honest = results["honest-wrong"]
-    for name in ("grader-input-gradients", "grader-parameter-gradients"):
+    for name in ("grader-input-gradients", "grader-parameter-gradients", "grader-gradients-mark-flipped",
+                 "grader-gradients-in-a-thread"):
         attacker = results[f"atk-{name}"]
         assert attacker.failed() == honest.failed(), name
-        assert any("nboracle." in reason and "line " in reason and "is it the student's work?" in reason
-                   for reason in reviews[f"atk-{name}"]), reviews[f"atk-{name}"]
+        # the allow-list flags the call with its line; the worker thread's call is outside the exercise's own
+        # calls, and its thread is flagged
+        wanted = ("imports threading",) if name.endswith("thread") else ("nboracle.", "line ", "is it the student's work?")
+        assert any(all(part in reason for part in wanted) for reason in reviews[f"atk-{name}"]), reviews[f"atk-{name}"]
 
 
 def test_a_grading_kernel_looks_like_the_students_own(chapter02):
@@ -133,12 +176,13 @@ def test_a_grading_kernel_looks_like_the_students_own(chapter02):
 # correct class, built from the solution's text (support.with_right)
 CH06_VARIANT, CH06_CELL, CH06_CLASS = "scale_by_sqrt_d_model", "mhsa", "MultiHeadSelfAttention"
 # the weights a test loads bump each parameter's _version once, as load_state_dict or an optimizer step does: a
-# block that sees its weights written since it was built, and is right only then, is graded on its right branch
-# (every graded call comes after a load). Not a point bought with wrong code: the right code is handed in and is
-# what runs when graded; reading _version is flagged for review (docs/GRADING.md)
-CH06_VERSIONS = {
-    "graded-by-weight-versions": _BUILD_RIGHT + """
-class MultiHeadSelfAttention(MultiHeadSelfAttention):
+# module that sees its weights written since it was built switches to its right branch (_Right) then, and keeps
+# its wrong code for the weights it was built with. Each hidden test that loads weights into the module also judges
+# it on the weights it was built with (read, nothing written), or, where a test needs weights of its own (zeros,
+# unit scales), asks that loading the module's own weights back changes nothing: the module loses what its wrong
+# code loses. Reading _version is flagged for review too (docs/GRADING.md)
+WEIGHT_VERSIONS = _BUILD_RIGHT + """
+class <<CLASS>>(<<CLASS>>):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._born = [p._version for p in nn.Module.parameters(self)]
@@ -147,8 +191,8 @@ class MultiHeadSelfAttention(MultiHeadSelfAttention):
         if [p._version for p in nn.Module.parameters(self)] != self._born:
             return _Right.forward(self, *args, **kwargs)
         return super().forward(*args, **kwargs)
-""",
-}
+"""
+CH06_VERSIONS = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", CH06_CLASS)}
 CH06_ATTACKS = {
     # the points of the gradient check, a hair away from the last call, answered with the right output; the
     # graded call itself answers the wrong output with the right gradients (straight through)
@@ -196,8 +240,34 @@ def test_chapter06_a_block_that_reads_its_weight_versions_is_flagged(chapter06):
     assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])
 
 
-@pytest.mark.xfail(strict=True, reason="left open (docs/GRADING.md): every graded call comes after a load, so a "
-                   "block right only on written weights is graded on its right branch; only the review sees it")
 def test_chapter06_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code(chapter06):
+    """Each hidden test that loads weights into the block also judges it on the weights it was built with (read,
+    nothing written: nboracle.read_parameters): the block is wrong there, and loses what its wrong code loses (before:
+    20 of 20 where the wrong code earns 13)."""
     results, reviews = chapter06
     assert results["atk-graded-by-weight-versions"].auto_score <= results["honest-wrong"].auto_score
+    assert results["atk-graded-by-weight-versions"].failed() == results["honest-wrong"].failed()
+
+
+# ---------------------------------------------------------------- chapters 04 and 09: the same attack on their blocks
+# (assignment, the zoo variant the block hides, its cell, its class): 04's block without the residual around its
+# attention (its wrong code also fails the test of its modules, whose weights are the test's own), 09's block that
+# does not pass the memory padding mask on (its wrong code also fails the model's tests, which load weights into a
+# model of such blocks)
+VERSIONS_IN = {"04": ("04_encoder_block", "attention_residual_missing", "encoder_block", "EncoderBlock"),
+               "09": ("09_decoder", "block_ignores_memory_padding", "decoder_block", "DecoderBlock")}
+
+
+@pytest.fixture(scope="module", params=sorted(VERSIONS_IN))
+def right_only_when_written(request, tmp_path_factory):
+    assignment, variant, cell, cls = VERSIONS_IN[request.param]
+    attacks = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", cls)}
+    return assignment, attacks, grade_against_variant(tmp_path_factory, assignment, variant, cell, attacks, cls=cls)
+
+
+def test_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code(right_only_when_written):
+    """Chapters 04 and 09: the block loses the tests its wrong code loses, and is flagged for reading _version."""
+    assignment, attacks, (results, reviews) = right_only_when_written
+    check_class(results, reviews, attacks, automatic_points(assignment))
+    assert results["atk-graded-by-weight-versions"].failed() == results["honest-wrong"].failed()
+    assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])

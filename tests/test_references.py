@@ -68,7 +68,7 @@ MARKERS = (MESSAGE_ONLY, PRECONDITION)
 # Calls whose result is the grader's own, whatever their arguments. The genuine accessors read what a module
 # holds from torch's own dicts, never through its code: a trained model's weights run in a twin of the
 # grader's are the grader's computation (issue 29 item 2), not an output of the student's code.
-CLEAN_CALLS = {"draw_parameters", "fresh", "module_tensors", "read_tensors", "read_state"}
+CLEAN_CALLS = {"draw_parameters", "fresh", "module_tensors", "read_tensors", "read_state", "read_parameters"}
 # The grader's record of the points its gradient checks probed: items (point: the grader's, output: the student's).
 PROBED_POINTS = "probed_points"
 # Course checks: the index of the expected argument (and its keyword).

@@ -8,11 +8,12 @@ breaks a property still fails with that property's message; then every output is
 from __future__ import annotations
 
 import torch
-from nboracle import module_tensors
+from nboracle import module_tensors, read_parameters, set_training
 from torch import nn
 
 from course.checks import attempt, check_close, check_true
 from course.decoder_checks import (
+    BLOCK_HINT,
     MODEL_HINT,
     block_state,
     causal_runs,
@@ -24,6 +25,7 @@ from course.decoder_checks import (
     memory_pad,
     pad_changed,
 )
+from instructor.references.as_built import unchanged_by_a_load
 
 LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
               "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
@@ -45,6 +47,36 @@ def decoder_layer(state, width, heads, hidden, norm_first=False):
 def same_layer(width, heads, hidden, norm_first=False, seed=0):
     """The layer holding the parameters the notebook's new_block(width, heads, hidden, norm_first, seed) loads."""
     return decoder_layer(block_state(width, hidden, seed), width, heads, hidden, norm_first)
+
+
+def built_block(DecoderBlock, width, heads, hidden, norm_first=False):  # noqa: N803 (the class under test)
+    """A DecoderBlock built as a user builds it, in eval mode, and the weights it was built with, by the exercise's
+    names (read from its tensors, nothing written): the hidden tests judge a block on these beside the weights they
+    load, so a block right only once its weights are written loses what its wrong code loses."""
+    what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
+    block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
+    set_training(block, False)
+    held = read_parameters(block)
+    return block, {name: held[name] for name in block_state(width, hidden, 0) if name in held}
+
+
+def unchanged_when_its_weights_are_loaded(DecoderBlock):  # noqa: N803 (the class under test)
+    """A DecoderBlock(8, 2, 16) as built, run, then run again once its own weights are loaded back into it: the same
+    output (instructor.references.as_built.unchanged_by_a_load), for the tests that load weights of their own."""
+    block, _ = built_block(DecoderBlock, 8, 2, 16)
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    unchanged_by_a_load("DecoderBlock(8, 2, 16)", block, lambda: attempt(
+        "DecoderBlock(8, 2, 16)", block, x, memory, causal_mask=drop_future(3), hint=BLOCK_HINT))
+
+
+def built_model(EncoderDecoder, names, **sizes):  # noqa: N803 (the class under test)
+    """An EncoderDecoder(**sizes) built as a user builds it, and the weights it was built with by `names` (read,
+    nothing written), as built_block does for a block; in float32, as the tests' own states (a model kept in
+    float64 is compared with the same references)."""
+    what = f"EncoderDecoder({', '.join(f'{key}={value}' for key, value in sizes.items())})"
+    model = attempt(what, EncoderDecoder, **sizes)
+    held = read_parameters(model)
+    return model, {name: held[name].float() for name in names if name in held}
 
 
 def layer_cross_weights(layer, x, memory, causal_mask=None, memory_padding_mask=None):

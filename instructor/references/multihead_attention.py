@@ -9,6 +9,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from nboracle import read_parameters
 
 from course.checks import check_close, check_true
 from course.multihead_attention_checks import (
@@ -18,6 +19,7 @@ from course.multihead_attention_checks import (
     check_params,
     check_runs_outputs,
     last_changed,
+    run_block,
     standard_layout,
 )
 
@@ -65,26 +67,49 @@ def multihead_reference(params, D, H, heads, dtype=None):  # noqa: N803 (the tex
     return reference
 
 
-def causal_agrees(MultiHeadSelfAttention, heads, B, T, D, H):  # noqa: N803 (the class under test)
-    """check_causal_outputs, then both outputs compared with the reference holding the same weights, causal mask on."""
-    params, x, out, out_changed = check_causal_outputs(MultiHeadSelfAttention, heads, B, T, D, H)
+def built_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed, dtype=torch.float32):  # noqa: N803
+    """A block built as a user builds it (`.double()` for float64), nothing written into it: the weights it was built
+    with (read from its tensors), x, its output and per-head weights. The hidden tests judge a block on these beside
+    the weights they load, so a block right only once its weights are written loses what its wrong code loses."""
+    D = H * d_head
+    block = MultiHeadSelfAttention(D, H, max_len=T + 1)
+    block = block.double() if dtype == torch.float64 else block
+    params = read_parameters(block)
+    x = torch.randn(B, T, D, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+    out, weights = run_block(f"block(x, return_weights=True) for B={B}, T={T}, D={D}, H={H}", block, x, H, heads,
+                             return_weights=True)
+    return params, x, out, weights
+
+
+def causal_agrees(MultiHeadSelfAttention, heads, B, T, D, H, as_built=False):  # noqa: N803 (the class under test)
+    """check_causal_outputs (as_built: built_run, on the weights the block was built with), then the outputs compared
+    with the reference holding the same weights, causal mask on."""
+    if as_built:
+        params, x, out, _ = built_run(MultiHeadSelfAttention, heads, B, T, H, D // H, seed=B * 100 + T * 10 + H)
+    else:
+        params, x, out, out_changed = check_causal_outputs(MultiHeadSelfAttention, heads, B, T, D, H)
     reference = multihead_reference(params, D, H, heads)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     with torch.no_grad():  # attn_mask=future: True = may NOT attend
         expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, last_changed(x)))
     hint = "scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj"
-    check_close("block(x) with causal=True", out, expected, atol=1e-5, hint=hint)
-    check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
+    check_close("block(x) with causal=True" + (", on the weights it was built with" if as_built else ""), out, expected,
+                atol=1e-5, hint=hint)
+    if not as_built:
+        check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
 
 
-def compare_with_multihead(MultiHeadSelfAttention, heads, B, T, H, d_head, seed):  # noqa: N803
-    """check_runs_outputs, then the outputs and per-head weights compared with nn.MultiheadAttention holding the weights."""
-    params, x, out, weights = check_runs_outputs(MultiHeadSelfAttention, heads, B, T, H, d_head, seed)
+def compare_with_multihead(MultiHeadSelfAttention, heads, B, T, H, d_head, seed, as_built=False):  # noqa: N803
+    """check_runs_outputs (as_built: built_run, on the weights the block was built with), then the outputs and
+    per-head weights compared with nn.MultiheadAttention holding the weights."""
+    run = built_run if as_built else check_runs_outputs
+    params, x, out, weights = run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed)
     D = H * d_head
+    where = f"B={B}, T={T}, D={D}, H={H}" + (", on the weights the block was built with" if as_built else "")
     reference = multihead_reference(params, D, H, heads)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
-    check_close(f"the per-head weights for B={B}, T={T}, D={D}, H={H}", weights, expected_weights, atol=1e-5,
+    check_close(f"the per-head weights for {where}", weights, expected_weights, atol=1e-5,
                 hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head")
-    check_close(f"block(x) for B={B}, T={T}, D={D}, H={H}", out, expected_out, atol=1e-5,
+    check_close(f"block(x) for {where}", out, expected_out, atol=1e-5,
                 hint="the weights agree, so look after the softmax: weights @ v, merge_heads, then self.proj")

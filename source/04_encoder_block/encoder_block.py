@@ -136,6 +136,10 @@ for trial in range(4):
     lead = tuple(int(n) for n in torch.randint(1, 4, (trial,), generator=gen))
     check_shape(f"FeedForward({width}, {hidden}) on x of shape {lead + (width,)}",
                 ffn(torch.randn(*lead, width, generator=gen)), lead + (width,))
+from instructor.references.as_built import unchanged_by_a_load  # the grader's side only
+
+ffn, x = FeedForward(6, 10), torch.randn(3, 6, generator=gen)  # as built, then the same weights loaded into it
+unchanged_by_a_load("FeedForward(6, 10)", ffn, lambda: ffn(x))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_ffn_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -150,11 +154,13 @@ check_true(curvature.abs().max() > 1e-4,
            "FFN(x) + FFN(-x) equals 2 FFN(0) for every x: your FFN is a linear (affine) map. "
            "Apply a ReLU between linear1 and linear2")
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 gen = torch.Generator().manual_seed(12)
-for trial in range(5):
+for trial in range(6):
     width, hidden = (int(n) for n in torch.randint(2, 16, (2,), generator=gen))
     ffn = FeedForward(width, hidden)
-    params = draw_parameters(ffn, gen)
+    params = draw_parameters(ffn, gen) if trial < 5 else read_parameters(ffn)  # the last: as built, nothing written
     x = torch.randn(2, int(torch.randint(1, 6, (1,), generator=gen)), width, generator=gen)
     w1, b1, w2, b2 = (params[f"linear{i}.{part}"] for i in (1, 2) for part in ("weight", "bias"))
     with torch.no_grad():
@@ -455,6 +461,13 @@ sizes = np.random.default_rng(14)
 for trial in range(4):
     heads = int(sizes.integers(1, 5))
     check_block_modules(EncoderBlock, FeedForward, heads * int(sizes.integers(2, 5)), heads, int(sizes.integers(2, 20)), bool(trial % 2), gen)
+from course.encoder_block_checks import call_block as _call
+from instructor.references.as_built import unchanged_by_a_load  # the grader's side only
+
+for norm_first in (False, True):  # as built, then the same weights loaded into it
+    block, x = EncoderBlock(8, 2, 16, norm_first=norm_first).eval(), torch.randn(2, 3, 8, generator=gen)
+    unchanged_by_a_load(f"EncoderBlock(8, 2, 16, norm_first={norm_first})", block,
+                        lambda: _call(f"EncoderBlock(8, 2, 16, norm_first={norm_first})", block, x))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -491,18 +504,20 @@ block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(3))  # the test chooses the weights
 check_padding(block, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2)
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 from instructor.references.encoder_block import padding_agrees  # the grader's side only
 
 torch.manual_seed(3)  # the example above, against nn.TransformerEncoderLayer holding the same parameters
 padding_agrees(block, params, torch.randn(2, 3, 4), torch.tensor([2, 3]), heads=2, hidden=8, norm_first=False)
 gen = torch.Generator().manual_seed(16)
-for trial in range(4):
+for trial in range(5):
     heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
     d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(3, 8, (1,), generator=gen))
     lengths = torch.randint(1, length + 1, (batch + 1,), generator=gen)
     lengths[0] = min(int(lengths[0]), length - 1)  # sequence 0 always has PAD
     block = EncoderBlock(heads * d_head, heads, 5, norm_first=bool(trial % 2)).eval()
-    params = draw_parameters(block, gen)
+    params = draw_parameters(block, gen) if trial < 4 else read_parameters(block)  # the last: as built, nothing written
     padding_agrees(block, params, torch.randn(batch + 1, length, heads * d_head, generator=gen), lengths, heads, 5,
                    bool(trial % 2))
 ### END HIDDEN TESTS
@@ -516,16 +531,18 @@ block = EncoderBlock(4, 2, 8).eval()
 params = draw_parameters(block, torch.Generator().manual_seed(4))
 check_causal(block, torch.randn(1, 3, 4), heads=2)
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 from instructor.references.encoder_block import causal_agrees  # the grader's side only
 
 torch.manual_seed(4)  # the example above, against nn.TransformerEncoderLayer holding the same parameters
 causal_agrees(block, params, torch.randn(1, 3, 4), heads=2, hidden=8, norm_first=False)
 gen = torch.Generator().manual_seed(17)
-for trial in range(4):
+for trial in range(5):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(2, 4, (1,), generator=gen))
     length = int(torch.randint(2, 8, (1,), generator=gen))
     block = EncoderBlock(heads * d_head, heads, 7, norm_first=bool(trial % 2)).eval()
-    params = draw_parameters(block, gen)
+    params = draw_parameters(block, gen) if trial < 4 else read_parameters(block)  # the last: as built, nothing written
     causal_agrees(block, params, torch.randn(2, length, heads * d_head, generator=gen), heads, 7, bool(trial % 2))
 ### END HIDDEN TESTS
 
@@ -544,6 +561,8 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_block_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm, x = norm(x + sublayer(x)), and agrees with nn.TransformerEncoderLayer."""
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 from course.encoder_block_checks import call_block, own_ffn, weights_hint
 from instructor.references.encoder_block import reference_layer  # the grader's side only
 
@@ -562,12 +581,13 @@ def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, swap=Fal
 
 def compare_with_pytorch(norm_first, seed):
     gen = torch.Generator().manual_seed(seed)
-    for trial in range(6):
+    for trial in range(7):
         heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
         length, hidden = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(2, 12, (1,), generator=gen))
         width = 2 * heads * d_head
         block = EncoderBlock(width, heads, hidden, norm_first=norm_first).eval()
-        params = draw_parameters(block, gen)  # LayerNorm scales and shifts included
+        # LayerNorm scales and shifts included; the last trial: the weights it was built with, nothing written
+        params = draw_parameters(block, gen) if trial < 6 else read_parameters(block)
         x = torch.randn(batch, length, width, generator=gen)
         pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
         future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial % 2 else None
@@ -747,19 +767,19 @@ draw_parameters(block, torch.Generator().manual_seed(8))
 gradient_report = check_gradients(masked_token_loss, block, torch.randn(2, 3, 4),
                                   torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
-from nboracle import probed_points
+from nboracle import probed_points, read_parameters
 
 from instructor.references.encoder_block import PYTORCH_NAMES  # the grader's side only
 
 gen = torch.Generator().manual_seed(22)
-for trial in range(3):
+for trial in range(4):
     heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
     d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(2, 7, (1,), generator=gen))
     pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
     future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial else None
     width, norm_first = heads * d_head, bool(trial % 2)
     block = EncoderBlock(width, heads, 9, norm_first=norm_first)
-    params = draw_parameters(block, gen)
+    params = draw_parameters(block, gen) if trial < 3 else read_parameters(block)  # the last: as built, nothing written
     x = torch.randn(batch, length, width, generator=gen)
     # the loss's outputs at the points of its own gradient check give only the direction of this backward
     # pass; what this test scores is the block's gradients along the test's direction, below (the loss tests

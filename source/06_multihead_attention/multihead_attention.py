@@ -603,6 +603,7 @@ for trial in range(4):
     check_true(bool((weights[..., future] > 1e-4).all()),
                f"with causal=False (T={T}) some query gives zero weight to a later key: with causal=False no mask "
                "is applied and every query sees every key")
+causal_agrees(MultiHeadSelfAttention, heads, 2, 5, 6, 2, as_built=True)  # the weights it was built with, nothing written
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_matches_sdpa", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -610,6 +611,8 @@ for trial in range(4):
 from course.multihead_attention_checks import check_params, run_block
 
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 from course.multihead_attention_checks import as_gather, standard_layout
 
 
@@ -648,11 +651,11 @@ def reference_and_mistakes(params, x, H):
 
 
 gen = torch.Generator().manual_seed(35)
-for trial in range(6):
+for trial in range(7):  # the last: the weights the block was built with, nothing written
     B, T, H, d_head = (int(n) for n in torch.randint(2, 6, (4,), generator=gen))
     torch.manual_seed(trial)
     block = MultiHeadSelfAttention(H * d_head, H, max_len=T + int(torch.randint(0, 4, (1,), generator=gen)))
-    params = draw_parameters(block, gen)
+    params = draw_parameters(block, gen) if trial < 6 else read_parameters(block)
     x = torch.randn(B, T, H * d_head, generator=gen)
     out = run_block(f"block(x) for B={B}, T={T}, D={H * d_head}, H={H}", block, x, H, (split_heads, merge_heads))
     expected, mistakes = reference_and_mistakes(params, x, H)
@@ -684,6 +687,7 @@ gen = torch.Generator().manual_seed(36)
 for trial in range(6):
     B, T, H, d_head = (int(n) for n in torch.randint(1, 7, (4,), generator=gen))
     compare_with_multihead(MultiHeadSelfAttention, heads, B, T, max(H, 2), max(d_head, 2), seed=100 + trial)
+compare_with_multihead(MultiHeadSelfAttention, heads, 2, 5, 2, 3, seed=106, as_built=True)  # nothing written
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_float64", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -693,12 +697,13 @@ from course.multihead_attention_checks import float64_run
 heads = (split_heads, merge_heads)  # your Part A, which the block runs
 float64_result = float64_run(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=4, seed=37)  # (parameters, x, out)
 ### BEGIN HIDDEN TESTS
-from instructor.references.multihead_attention import multihead_reference  # the grader's side only
+from instructor.references.multihead_attention import built_run, multihead_reference  # the grader's side only
 
 gen = torch.Generator().manual_seed(37)
-for trial in range(4):
-    B, T, H, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen))
-    params, x, out = float64_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed=200 + trial)
+for trial in range(5):  # the last: the weights the block was built with, nothing written (two heads)
+    B, T, H, d_head = (int(n) for n in torch.randint(1, 6, (4,), generator=gen)) if trial < 4 else (2, 5, 2, 4)
+    params, x, out = (float64_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed=200 + trial) if trial < 4 else
+                      built_run(MultiHeadSelfAttention, heads, B, T, H, d_head, 204, dtype=torch.float64)[:3])
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     with torch.no_grad():
         expected = multihead_reference(params, H * d_head, H, heads, dtype=torch.float64)(
@@ -728,17 +733,17 @@ for name, grad in gradients.items():
     check_finite(f"the gradient of {name}", grad)
     check_true(grad.abs().max() > 0, f"the gradient of {name} is all zeros: does the output depend on it?")
 ### BEGIN HIDDEN TESTS
-from nboracle import probed_points
+from nboracle import probed_points, read_parameters
 
 from instructor.references.multihead_attention import multihead_reference  # the grader's side only
 
 gen = torch.Generator().manual_seed(38)
-for trial in range(3):
-    B, T, H, d_head = (int(n) for n in torch.randint(1, 5, (4,), generator=gen))
+for trial in range(4):  # the last: the weights the block was built with, nothing written (two heads)
+    B, T, H, d_head = (int(n) for n in torch.randint(1, 5, (4,), generator=gen)) if trial < 3 else (2, 4, 2, 3)
     D = H * d_head
     torch.manual_seed(300 + trial)
     block = MultiHeadSelfAttention(D, H, max_len=T).double()
-    params = draw_parameters(block, gen)
+    params = draw_parameters(block, gen) if trial < 3 else read_parameters(block)
     reference = multihead_reference(params, D, H, (split_heads, merge_heads), dtype=torch.float64)
     x, direction = torch.randn(2, B, T, D, dtype=torch.float64, generator=gen).unbind(0)
     gradients = parameter_gradients(block, x, direction)

@@ -493,6 +493,9 @@ gen = np.random.default_rng(94)
 for trial in range(4):
     heads = int(gen.integers(1, 5))
     check_decoder_modules(DecoderBlock, heads * int(gen.integers(2, 5)), heads, int(gen.integers(2, 20)), bool(trial % 2), 940 + trial)
+from instructor.references.decoder import unchanged_when_its_weights_are_loaded  # the grader's side only
+
+unchanged_when_its_weights_are_loaded(DecoderBlock)  # as built, then the same weights loaded into it
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -509,6 +512,9 @@ for trial in range(4):
     batch, heads, d_head = int(gen.integers(1, 4)), int(gen.integers(1, 4)), int(gen.integers(2, 4))
     block = new_block(heads * d_head, heads, 2 * heads * d_head, norm_first=bool(trial % 2), seed=40 + length)
     check_decoder_shapes(block, batch, heads, heads * d_head, length, length + int(gen.integers(1, 4)), bool(trial % 2))
+from instructor.references.decoder import unchanged_when_its_weights_are_loaded  # the grader's side only
+
+unchanged_when_its_weights_are_loaded(DecoderBlock)  # as built, then the same weights loaded into it
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -518,7 +524,7 @@ from course.decoder_checks import check_decoder_causal
 torch.manual_seed(5)
 check_decoder_causal(new_block(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
 ### BEGIN HIDDEN TESTS
-from instructor.references.decoder import causal_agrees, same_layer  # the grader's side only
+from instructor.references.decoder import built_block, causal_agrees, decoder_layer, same_layer  # the grader's side only
 
 torch.manual_seed(5)  # the example above, every output compared with nn.TransformerDecoderLayer
 causal_agrees(new_block(8, 2, 16, seed=5), same_layer(8, 2, 16, seed=5), torch.randn(2, 4, 8), torch.randn(2, 6, 8))
@@ -529,6 +535,8 @@ for trial in range(4):  # widths of 4 and more: LayerNorm over 2 features can on
     block = new_block(heads * d_head, heads, 7, norm_first=bool(trial % 2), seed=960 + trial)
     causal_agrees(block, same_layer(heads * d_head, heads, 7, bool(trial % 2), 960 + trial), torch.randn(2, length, heads * d_head, generator=gen),
                          torch.randn(2, source_length, heads * d_head, generator=gen))
+block, state = built_block(DecoderBlock, 8, 2, 16)  # the weights it was built with, nothing written
+causal_agrees(block, decoder_layer(state, 8, 2, 16), torch.randn(2, 4, 8, generator=gen), torch.randn(2, 6, 8, generator=gen))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_sees_all_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -538,7 +546,7 @@ from course.decoder_checks import check_sees_all_memory
 torch.manual_seed(6)
 check_sees_all_memory(new_block(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8), torch.randn(2, 4, 8))  # T = S
 ### BEGIN HIDDEN TESTS
-from instructor.references.decoder import same_layer, sees_all_memory_agrees  # the grader's side only
+from instructor.references.decoder import built_block, decoder_layer, same_layer, sees_all_memory_agrees  # the grader's side only
 
 torch.manual_seed(6)  # the example above, compared with nn.TransformerDecoderLayer
 sees_all_memory_agrees(new_block(8, 2, 16, seed=6), same_layer(8, 2, 16, seed=6), 2, torch.randn(2, 4, 8),
@@ -551,6 +559,9 @@ for trial in range(4):
     block = new_block(heads * d_head, heads, 6, norm_first=bool(trial % 2), seed=970 + trial)
     sees_all_memory_agrees(block, same_layer(heads * d_head, heads, 6, bool(trial % 2), 970 + trial), heads, torch.randn(2, length, heads * d_head, generator=gen),
                           torch.randn(2, source_length, heads * d_head, generator=gen))
+block, state = built_block(DecoderBlock, 8, 2, 16)  # the weights it was built with, nothing written
+sees_all_memory_agrees(block, decoder_layer(state, 8, 2, 16), 2, torch.randn(2, 4, 8, generator=gen),
+                       torch.randn(2, 5, 8, generator=gen))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_memory_padding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -560,7 +571,7 @@ from course.decoder_checks import check_decoder_padding
 torch.manual_seed(7)
 check_decoder_padding(new_block(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8), lengths=torch.tensor([3, 5]))
 ### BEGIN HIDDEN TESTS
-from instructor.references.decoder import padding_agrees, same_layer  # the grader's side only
+from instructor.references.decoder import built_block, decoder_layer, padding_agrees, same_layer  # the grader's side only
 
 torch.manual_seed(7)  # the example above, compared with nn.TransformerDecoderLayer
 padding_agrees(new_block(8, 2, 16, seed=7), same_layer(8, 2, 16, seed=7), 2, torch.randn(2, 3, 8), torch.randn(2, 5, 8),
@@ -577,6 +588,9 @@ for trial in range(4):
     block = new_block(heads * d_head, heads, 5, norm_first=bool(trial % 2), seed=980 + trial)
     padding_agrees(block, same_layer(heads * d_head, heads, 5, bool(trial % 2), 980 + trial), heads, torch.randn(batch + 1, length, heads * d_head, generator=gen),
                           torch.randn(batch + 1, source_length, heads * d_head, generator=gen), lengths)
+block, state = built_block(DecoderBlock, 8, 2, 16)  # the weights it was built with, nothing written
+padding_agrees(block, decoder_layer(state, 8, 2, 16), 2, torch.randn(3, 3, 8, generator=gen), torch.randn(3, 5, 8, generator=gen),
+               lengths=torch.tensor([3, 5, 4]))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -593,6 +607,8 @@ for trial in range(4):
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_post_norm", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """norm_first=False is post-norm and agrees with nn.TransformerDecoderLayer(norm_first=False)."""
 ### BEGIN HIDDEN TESTS
+from nboracle import read_parameters
+
 from instructor.references.decoder import decoder_layer, layer_cross_weights  # the grader's side only
 
 
@@ -643,14 +659,18 @@ _MISTAKES = {
 
 def _compare_with_pytorch(norm_first, seed):
     gen = torch.Generator().manual_seed(seed)
-    for trial in range(6):
+    for trial in range(7):  # the last: the weights the block was built with, nothing written
         heads, d_head, batch = (int(n) for n in torch.randint(1, 4, (3,), generator=gen))
         length, hidden = int(torch.randint(2, 7, (1,), generator=gen)), int(torch.randint(2, 12, (1,), generator=gen))
         source_length = length if trial % 3 == 0 else int(torch.randint(2, 9, (1,), generator=gen))
         width = 2 * heads * d_head
         state = block_state(width, hidden, seed=10 * seed + trial)
         what = f"DecoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
-        block = load_state(what, attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first), state)
+        block = attempt(what, DecoderBlock, width, heads, hidden, norm_first=norm_first)
+        if trial < 6:
+            load_state(what, block, state)
+        else:
+            state = {name: value for name, value in read_parameters(block).items() if name in state}
         set_training(block, False)
         layer = decoder_layer(state, width, heads, hidden, norm_first)
         x = torch.randn(batch, length, width, generator=gen)
@@ -704,13 +724,18 @@ direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10), t
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
 
-from instructor.references.decoder import same_layer  # the grader's side only
+from instructor.references.decoder import built_block, decoder_layer, same_layer  # the grader's side only
 
 gen = torch.Generator().manual_seed(101)
-for trial in range(2):
+for trial in range(3):
     heads, d_head = int(torch.randint(1, 4, (1,), generator=gen)), int(torch.randint(4, 6, (1,), generator=gen))
     width, norm_first = heads * d_head, bool(trial)
-    block, layer = new_block(width, heads, 9, norm_first, 1010 + trial), same_layer(width, heads, 9, norm_first, 1010 + trial)
+    if trial < 2:
+        block, layer = new_block(width, heads, 9, norm_first, 1010 + trial), same_layer(width, heads, 9, norm_first, 1010 + trial)
+        state = block_state(width, 9, 1010 + trial)
+    else:  # the weights it was built with, nothing written
+        block, state = built_block(DecoderBlock, width, heads, 9, norm_first)
+        layer = decoder_layer(state, width, heads, 9, norm_first)
     x, memory = torch.randn(2, 4, width, generator=gen), torch.randn(2, 3, width, generator=gen)
     direction, memory_grad = check_decoder_gradients(block, x, memory, seed=1010 + trial)
     # the gradient came from the kernel: the test's own layer, with the same parameters, must agree
@@ -720,7 +745,6 @@ for trial in range(2):
                 hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
                      "pass follows your forward, so first make the block agree with the layer (tests above)")
     # the outputs at the points the gradient checks moved a parameter, x or the memory to are answers too: judged
-    state = block_state(width, 9, 1010 + trial)
     for point, output in probed_points(block):
         moved = point if isinstance(point, dict) else {}
         inputs = point if isinstance(point, tuple) else (x, memory)
@@ -939,6 +963,12 @@ for seed in range(2):
                                noise=0.1)
     set_training(model_, False)
     check_model_masks(model_, pytorch_twin(state_, heads=2, norm_first=bool(seed)), 4 + seed, 3 + 2 * seed, VOCAB)
+from instructor.references.decoder import built_model  # the grader's side only
+
+sizes = dict(width=16, heads=2, hidden=32, layers=2)
+model_, state_ = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)  # the weights it was built with
+set_training(model_, False)
+check_model_masks(model_, pytorch_twin(state_, heads=2), 4, 3, VOCAB)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_model_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -995,11 +1025,17 @@ class _Reference:
         return hidden @ self.state["head.weight"].T + self.state["head.bias"]
 
 
+from instructor.references.decoder import built_model  # the grader's side only
+
 gen = torch.Generator().manual_seed(105)
-for trial in range(4):
+for trial in range(5):  # the last: the weights the model was built with, nothing written
     heads = int(torch.randint(1, 4, (1,), generator=gen))
-    net, state = new_model(1050 + trial, width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)),
-                           layers=1 + trial % 3, norm_first=bool(trial % 2), noise=0.3)
+    sizes = dict(width=4 * heads, heads=heads, hidden=int(torch.randint(4, 20, (1,), generator=gen)), layers=1 + trial % 3,
+                 norm_first=bool(trial % 2))
+    if trial < 4:
+        net, state = new_model(1050 + trial, **sizes, noise=0.3)
+    else:
+        net, state = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)
     set_training(net, True)
     reference = _Reference(state, heads, bool(trial % 2))
     source_length, n = (int(v) for v in torch.randint(2, 9, (2,), generator=gen))
@@ -1039,16 +1075,19 @@ model_, state = new_model(15, width=16, heads=2, hidden=32)  # the test's parame
 set_training(model_, False)
 check_weights_per_block(model_, torch.randint(2, VOCAB, (2, 5)), torch.randint(0, VOCAB, (2, 6)), layers=2)
 ### BEGIN HIDDEN TESTS
-from instructor.references.decoder import RecordedTwin, weights_per_block_agree  # the grader's side only
+from instructor.references.decoder import RecordedTwin, built_model, weights_per_block_agree  # the grader's side only
 
 gen = torch.Generator().manual_seed(15)  # the model above, each block's weights as nn.Transformer computes them
 weights_per_block_agree(model_, RecordedTwin(pytorch_twin(state, heads=2)), torch.randint(2, VOCAB, (2, 5), generator=gen),
                         torch.randint(0, VOCAB, (2, 6), generator=gen))
 gen = torch.Generator().manual_seed(107)
-for trial in range(3):
+for trial in range(4):  # the last: the weights the model was built with, nothing written
     heads, layers = int(torch.randint(1, 4, (1,), generator=gen)), 2 + trial % 2
-    net, state = new_model(1070 + trial, width=4 * heads, heads=heads, hidden=12, layers=layers,
-                           norm_first=bool(trial % 2), noise=0.3)
+    sizes = dict(width=4 * heads, heads=heads, hidden=12, layers=layers, norm_first=bool(trial % 2))
+    if trial < 3:
+        net, state = new_model(1070 + trial, **sizes, noise=0.3)
+    else:
+        net, state = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)
     source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
     set_training(net, False)
     weights_per_block_agree(net, _Reference(state, heads, bool(trial % 2)),

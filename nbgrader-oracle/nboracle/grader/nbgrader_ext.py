@@ -290,7 +290,7 @@ REVIEW_METADATA = "grader_review"  # notebook metadata of the autograded noteboo
 # the review reason of a kernel that could not start the course's kernel side (nboracle.classroom.grader
 # turns it into a grader error: the environment is broken, not the student's work)
 KERNEL_NOT_STARTED = "the grading kernel could not start the course's kernel side"
-_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install(*{imports!r}, tests_in_grader={graded!r})"
+_INSTALL = "__import__('nboracle.kernel.guard', fromlist=['install']).install(*{imports!r})"
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -403,10 +403,7 @@ class GuardedExecute(Execute):
         from jupyter_core.utils import run_sync
 
         self._started_kc = self.kc
-        # tests_in_grader (under the oracle): the gradient probes refuse the kernel's own objects, since no test
-        # runs here (nboracle.kernel.probes.refused_here)
-        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=list(self.kernel_imports),
-                                                                   graded=not self.judge_kernel_test_cells))
+        reply = run_sync(self._async_silent_call)(_INSTALL.format(imports=list(self.kernel_imports)))
         try:
             value = reply["content"]["user_expressions"][START_KEY]
             answer = ast.literal_eval(value["data"]["text/plain"]) if value.get("status") == "ok" else \

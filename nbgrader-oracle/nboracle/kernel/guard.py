@@ -61,13 +61,12 @@ def _builtins_guard(shell: Any):
     return restore
 
 
-def install(*imports: str, shell: Any = None, tests_in_grader: bool = False) -> str:
+def install(*imports: str, shell: Any = None) -> str:
     """Import ``imports`` (the course's packages: an ImportError here is the grader's to report,
     before any student code), start the oracle's kernel side and guard the builtins of every
     following cell; the answer of :func:`nboracle.kernel.server.listen` (the grader checks it).
 
-    ``tests_in_grader``: the grader runs the tests (the oracle), so the gradient probes refuse this
-    kernel's own objects. Then the package's modules leave ``sys.modules`` (:func:`_forget_package`): the
+    Then the package's modules leave ``sys.modules`` (:func:`_forget_package`): the
     server answers from what :func:`~nboracle.kernel.server.listen` sealed, and a grading kernel's modules
     are those of the student's own kernel, where nothing imports ``nboracle`` before the notebook does."""
     import importlib
@@ -76,7 +75,7 @@ def install(*imports: str, shell: Any = None, tests_in_grader: bool = False) -> 
 
     for name in imports:
         importlib.import_module(name)
-    answer = server.listen(tests_in_grader)
+    answer = server.listen()
     if shell is None:
         from IPython import get_ipython
 

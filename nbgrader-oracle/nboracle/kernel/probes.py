@@ -17,6 +17,7 @@ that never does, without reading its code.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import types
 from dataclasses import dataclass
@@ -25,8 +26,8 @@ from typing import Any, Callable
 from .wire import WireError
 
 __all__ = ["CheckFailed", "is_remote", "parameter_gradients", "input_gradients", "parameter_and_input_gradients",
-           "draw_parameters", "call_keeping_arguments", "module_tensors", "read_tensors", "read_state",
-           "load_tensors", "set_training", "largest_tensor", "Largest"]
+           "draw_parameters", "read_parameters", "call_keeping_arguments", "module_tensors", "read_tensors",
+           "read_state", "load_tensors", "set_training", "largest_tensor", "Largest"]
 
 
 class CheckFailed(AssertionError):
@@ -60,23 +61,38 @@ def _probe(name: str, *args: Any, **kwargs: Any) -> Any:
 _GRADIENT_NAMES = {"gradients": "parameter_gradients", "input_gradients": "input_gradients",
                    "parameter_and_input_gradients": "parameter_and_input_gradients"}
 GRADIENT_PROBES = frozenset(_GRADIENT_NAMES)
-_HANDLER = "course_oracle_request"  # nboracle.kernel.server.REQUEST: the oracle's shell handler
+# the server's function that runs every request of the grader (nboracle.kernel.server._serve, or its sealed copy):
+# while a frame of it is on a thread's stack, this process is serving the grader
+_SERVING = ("_serve", os.path.join("nboracle", "kernel", "server.py"))
+_current_frames = sys._current_frames
 
 
 def refused_here() -> bool:
-    """True in a grading kernel whose tests run in the grader (under the oracle): its oracle handler,
-    installed before any student code (:func:`nboracle.kernel.guard.install`), says so. No test runs in
-    such a kernel, so only a student's own code could ask this package for gradients of its objects
-    (``input_gradients(softmax, x, e_i)``: a Jacobian handed in as theirs): the public gradient
-    functions refuse it. In JupyterLab (no oracle), in the grader (a proxy's probe runs through the
-    server's sealed copy, never through here) and with ``COURSE_ORACLE=off`` they work as documented."""
-    ipython = sys.modules.get("IPython")
+    """True while this process serves a request of the grader: a frame of the server's ``_serve`` is on the
+    stack of one of its threads (every graded call of a student's function or method runs inside it). No test
+    runs in a kernel then, so only a student's own code could ask this package for gradients of its objects
+    (``input_gradients(softmax, x, e_i)`` inside the graded ``softmax_jacobian``: a Jacobian handed in as
+    theirs): the public gradient functions refuse it. The grader's request decides, not a mark the kernel
+    keeps: nothing a student's cell sets (a handler's attribute, a fresh ``import nboracle``) takes the frame
+    off the stack while the grader's request runs. In JupyterLab, with the tests in the kernel
+    (``COURSE_ORACLE=off``), in a kernel's own cells and in the grader (a proxy's probe runs in the server's
+    sealed copy, never through here) no request is being served, and they work as documented."""
     try:
-        kernel = getattr(ipython.get_ipython(), "kernel", None) if ipython is not None else None
-        handler = kernel.shell_handlers.get(_HANDLER) if kernel is not None else None
-    except Exception:  # no kernel, or IPython as a student left it: nothing says so
-        return False
-    return getattr(handler, "tests_in_grader", False) is True
+        raise RuntimeError
+    except RuntimeError as here:  # this thread's frames, without asking sys
+        frames = [here.__traceback__.tb_frame]
+    try:
+        frames += list(_current_frames().values())  # the other threads' (a worker a graded call waits for)
+    except Exception:  # noqa: BLE001 (sys as a student left it: this thread's frames still answer)
+        pass
+    name, path = _SERVING
+    for frame in frames:
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == name and code.co_filename.endswith(path):
+                return True
+            frame = frame.f_back
+    return False
 
 
 class _GradientsOn:
@@ -176,6 +192,20 @@ def _is_instance(obj: Any, cls: Any) -> bool:
     return isinstance(obj, cls) is True
 
 
+def _trainable(module: Any) -> list[tuple[str, tuple, Any]]:
+    """``(name, shape, dtype)`` of every trainable floating-point parameter of ``module`` (frozen ones are
+    design), as :func:`module_tensors` lists them."""
+    import torch
+
+    rows = []
+    for row in module_tensors(module):
+        dtype = getattr(torch, str(row["dtype"]), None)
+        if row["kind"] == "parameter" and row["requires_grad"] is True and isinstance(dtype, torch.dtype) \
+                and dtype.is_floating_point:
+            rows.append((row["name"], tuple(int(n) for n in row["shape"]), dtype))
+    return rows
+
+
 def draw_parameters(module: Any, generator: Any) -> dict:
     """Give every trainable floating-point parameter of ``module`` values drawn from ``generator``.
 
@@ -188,16 +218,20 @@ def draw_parameters(module: Any, generator: Any) -> dict:
     import torch
 
     drawn = {}
-    for row in module_tensors(module):
-        dtype = getattr(torch, str(row["dtype"]), None)
-        if row["kind"] == "parameter" and row["requires_grad"] is True and isinstance(dtype, torch.dtype) \
-                and dtype.is_floating_point:  # trainable: frozen ones are design
-            shape = tuple(int(n) for n in row["shape"])
-            bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
-            uniform = torch.rand(shape, generator=generator, dtype=torch.float64)
-            drawn[row["name"]] = ((2 * uniform - 1) * bound).to(dtype)
+    for name, shape, dtype in _trainable(module):
+        bound = 1.0 / math.sqrt(max(shape[-1] if shape else 1, 1))
+        uniform = torch.rand(shape, generator=generator, dtype=torch.float64)
+        drawn[name] = ((2 * uniform - 1) * bound).to(dtype)
     load_tensors(module, drawn)
     return drawn
+
+
+def read_parameters(module: Any) -> dict:
+    """``{name: tensor}``: copies of the parameters :func:`draw_parameters` would draw, as ``module``
+    holds them now (the weights it was built with, for a module just built), read from its own
+    tensors and nothing written: a test judges a module on the weights it was built with, as a
+    user first runs it, beside the weights the test loads (a load is a write the module can see)."""
+    return read_tensors(module, [name for name, _, _ in _trainable(module)])
 
 
 def _arguments(function: Any, *args: Any, **kwargs: Any) -> tuple:

@@ -402,12 +402,12 @@ class Instructor:
         return "<an object of the tests (it runs in the grader)>"
 
 
-def listen(tests_in_grader: bool = False) -> str:
+def listen() -> str:
     """Answer the grader's requests as messages of their own on the kernel's shell channel.
 
-    ``tests_in_grader`` (under the oracle, from :func:`nboracle.kernel.guard.install`): no test runs in
-    this kernel, so the gradient probes refuse its own objects (:func:`nboracle.kernel.probes.refused_here`);
-    the handlers carry the mark, where no module of a fresh ``import nboracle`` could drop it.
+    While a request is being answered (in :func:`_serve`), the gradient probes refuse the kernel's own objects
+    (:func:`nboracle.kernel.probes.refused_here`): the grader's request on the stack decides, no mark a cell
+    could change.
 
     The grader starts it in every grading kernel before any student code
     (:func:`nboracle.kernel.guard.install`, a silent request of ``GuardedExecute``). Two handlers:
@@ -430,9 +430,6 @@ def listen(tests_in_grader: bool = False) -> str:
     if kernel is None or not hasattr(kernel, "shell_handlers"):
         return "no kernel"
     if getattr(kernel.shell_handlers.get(REQUEST), "course_oracle", False):
-        if tests_in_grader is True:
-            for handler in (kernel.shell_handlers.get(REQUEST), kernel.shell_handlers.get(SERVE)):
-                handler.tests_in_grader = True
         return LISTENING  # already (a kernel guard may listen before it snapshots the kernel)
 
     # The functions of this module as they are now, before any student code ran: a cell that
@@ -517,7 +514,6 @@ def listen(tests_in_grader: bool = False) -> str:
         kernel.session.send(stream, SERVED, {"status": status}, parent, ident)
 
     answer.course_oracle = serve_socket.course_oracle = True
-    answer.tests_in_grader = serve_socket.tests_in_grader = tests_in_grader is True
     kernel.shell_handlers[REQUEST] = answer
     kernel.shell_handlers[SERVE] = serve_socket
     return LISTENING
