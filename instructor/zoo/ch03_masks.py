@@ -1,6 +1,8 @@
 """Chapter 03: wrong answers the graded tests must catch (each the solution with one change,
 and the message it must show), and correct answers written differently that keep full marks."""
 
+from dataclasses import replace
+
 from instructor.zoo import Variant
 
 ASSIGNMENT = "03_masks"
@@ -187,6 +189,14 @@ VARIANTS = [
         expect={"test_predict_allowed": "strictly before each query"},
     ),
 ]
+
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+_RUNS_YOUR_SOFTMAX = ("masked_attention runs the student's masked_softmax, and a PAD key that keeps weight moves the "
+                      "real tokens' outputs: pad invariance cannot be judged around a softmax that lets PAD in")
+CROSSES = {"mask_multiplies_scores": _RUNS_YOUR_SOFTMAX}
+VARIANTS = [replace(v, crosses=CROSSES[v.name]) if v.name in CROSSES else v for v in VARIANTS]
+
 
 ALTERNATIVES = [
     Variant(
