@@ -43,13 +43,14 @@ def reference_layer(params, width, heads, hidden, norm_first, ffn=None):
 def block_mistakes(layer, x, pad, future, norm_first):
     """What the typical mistakes in the block's forward give, each computed by hand from the reference layer's parts
     (its FFN the block's own, when the layer was built with it): named cause -> output."""
-    def block_like(pre, attn_res=True, ffn_res=True, swap=False, res_norm=False, branch_norm=False, one_norm=False):
+    def block_like(pre, attn_res=True, ffn_res=True, swap=False, res_norm=False, branch_norm=False, one_norm=False,
+                   masks=(pad, future)):
         n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
         n2 = n1 if one_norm else n2
         ffn = layer._ff_block
 
         def attn(h):
-            return layer.self_attn(h, h, h, key_padding_mask=pad, attn_mask=future, need_weights=False)[0]
+            return layer.self_attn(h, h, h, key_padding_mask=masks[0], attn_mask=masks[1], need_weights=False)[0]
 
         if branch_norm:
             x1 = x + n1(attn(x))
@@ -60,8 +61,14 @@ def block_mistakes(layer, x, pad, future, norm_first):
         h = n1((x if attn_res else 0) + attn(x))
         return n2((h if ffn_res else 0) + ffn(h))
 
+    unmasked = {}
     with torch.no_grad():
-        return {
+        if pad is not None and bool(pad.any()):
+            unmasked["padding_mask is not passed to the attention as key_padding_mask"] = block_like(
+                norm_first, masks=(None, future))
+        if future is not None:
+            unmasked["causal_mask is not passed to the attention as attn_mask"] = block_like(norm_first, masks=(pad, None))
+        return {**unmasked,
             ("post-norm is used although norm_first=True" if norm_first else
              "pre-norm is used although norm_first=False"): block_like(not norm_first),
             "the residual around the attention sublayer is missing": block_like(norm_first, attn_res=False),

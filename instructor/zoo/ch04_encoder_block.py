@@ -56,7 +56,8 @@ VARIANTS = [
         "padding_mask_ignored",
         "the block never passes padding_mask to the attention",
         edits=_block(("key_padding_mask=padding_mask, ", "")),
-        expect={"test_block_padding_mask": "pass padding_mask to the attention as key_padding_mask"},
+        expect={"test_block_padding_mask": "pass padding_mask to the attention as key_padding_mask",
+                "test_block_post_norm": "padding_mask is not passed to the attention as key_padding_mask"},
     ),
     Variant(
         "parameter_count_without_biases",
@@ -100,7 +101,8 @@ VARIANTS = [
         "causal_mask_ignored",
         "the block never passes causal_mask to the attention",
         edits=_block((" attn_mask=causal_mask,", "")),
-        expect={"test_block_causal_mask": "pass causal_mask to the attention as attn_mask"},
+        expect={"test_block_causal_mask": "pass causal_mask to the attention as attn_mask",
+                "test_block_post_norm": "causal_mask is not passed to the attention as attn_mask"},
     ),
     Variant(
         "padding_mask_inverted",

@@ -163,6 +163,14 @@ VARIANTS = [
         crosses=CROSSES,
     ),
     Variant(
+        "qkv_unpacked_k_q_v",
+        "the fused projection is unpacked as k, q, v instead of q, k, v",
+        edits=_mhsa(("q, k, v = (split_heads(t, self.n_heads)", "k, q, v = (split_heads(t, self.n_heads)")),
+        expect={"test_mhsa_causal": "the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_sdpa": "the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_multihead": "the fused projection is unpacked as k, q, v"},
+    ),
+    Variant(
         "weights_before_softmax",
         "return_weights=True returns the scores before the softmax instead of the weights",
         edits=_mhsa(("return (out, weights) if return_weights else out", "return (out, scores) if return_weights else out")),

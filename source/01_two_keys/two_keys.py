@@ -275,9 +275,19 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """attention returns output (..., Lq, d_v) and weights (..., Lq, Lk), batch axes included."""
+from course import attempt
+
+
+def run_attention(Q, K, V):
+    """attention(Q, K, V); an error reads as one sentence with where to look (the tests below use it too)."""
+    return attempt(f"attention(Q {Q.shape}, K {K.shape}, V {V.shape})", attention, Q, K, V,
+                   hint="the scores Q K^T need K's last two axes swapped (np.swapaxes(K, -1, -2)), so that "
+                        "(Lq, d_k) meets (d_k, Lk); the output is weights @ V")
+
+
 rng = np.random.default_rng(4)
 Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 6))
-result = attention(Q, K, V)
+result = run_attention(Q, K, V)
 check_true(isinstance(result, tuple) and len(result) == 2, "attention must return a pair (output, weights)")
 output, weights = result
 check_shape("weights for Q (2, 3, 4), K (2, 5, 4)", weights, (2, 3, 5))
@@ -288,7 +298,7 @@ for trial in range(4):
     batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
     lq, lk, d_k, d_v = (int(n) for n in rng.integers(1, 7, size=4))
     Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
-    output, weights = attention(Q, K, V)
+    output, weights = run_attention(Q, K, V)
     check_shape(f"weights for batch {batch}, Lq={lq}, Lk={lk}", weights, batch + (lq, lk))
     check_shape(f"output for batch {batch}, Lq={lq}, d_v={d_v}", output, batch + (lq, d_v),
                 hint="the output mixes the value vectors, so its last axis is d_v = V.shape[-1]")
@@ -301,7 +311,7 @@ Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 
 # attention calls your softmax of Part A: where it does not normalise each row (its tests say so), the weights are
 # judged as that softmax makes them
 rows_ok = bool(np.allclose(np.sum(softmax(np.array([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]), axis=-1), axis=-1), 1.0))
-_, weights = attention(Q, K, V)
+_, weights = run_attention(Q, K, V)
 if rows_ok:
     check_rows_sum_to_one("attention weights (one row per query)", weights,
                           hint="softmax over the key axis (the last one), not over the queries")
@@ -323,7 +333,7 @@ check_weights("attention weights (one row per query)", Q, K, weights)
 for trial in range(4):
     lq, lk, d_k = (int(n) for n in rng.integers(2, 7, size=3))
     Q, K, V = rng.normal(size=(2, lq, d_k)), rng.normal(size=(2, lk, d_k)), rng.normal(size=(2, lk, 3))
-    _, weights = attention(Q, K, V)
+    _, weights = run_attention(Q, K, V)
     check_weights(f"attention weights for Lq={lq}, Lk={lk}", Q, K, weights)
 ### END HIDDEN TESTS
 
@@ -331,7 +341,7 @@ for trial in range(4):
 """Scores are divided by sqrt(d_k): with d_k = 4 and q . k = 4 the score must be 2."""
 Q = np.array([[1.0, 1.0, 1.0, 1.0]])
 K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])  # scores before scaling: [4, 0]
-_, weights = attention(Q, K, np.eye(2))
+_, weights = run_attention(Q, K, np.eye(2))
 top = float(weights[0, 0])
 if rows_ok:  # rows_ok: whether your softmax normalises each row, from the test of the weights above
     check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
@@ -345,7 +355,7 @@ if not rows_ok:
 rng = np.random.default_rng(6)
 for d_k in (2, 9, 16):
     Q, K = rng.normal(size=(3, d_k)), rng.normal(size=(5, d_k))
-    _, weights = attention(Q, K, np.eye(5))
+    _, weights = run_attention(Q, K, np.eye(5))
     raw = torch.from_numpy(Q @ K.T)
     check_close(f"weights for d_k={d_k}", weights,
                 F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy()
@@ -364,7 +374,7 @@ for trial in range(6):
     batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
     lq, lk, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=4))
     Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
-    output, weights = attention(Q, K, V)
+    output, weights = run_attention(Q, K, V)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     true_weights = F.scaled_dot_product_attention(q, k, torch.eye(lk, dtype=torch.float64).expand(*batch, lk, lk))
     if not rows_ok:  # judged around your softmax (own_weights: the hidden part of test_attention_weights)
@@ -383,7 +393,7 @@ for trial in range(6):
 ### END HIDDEN TESTS
 torch.manual_seed(0)
 q4, k4, v4 = torch.randn(3, 4, 8).unbind(0)
-output4, _ = attention(q4.numpy(), k4.numpy(), v4.numpy())
+output4, _ = run_attention(q4.numpy(), k4.numpy(), v4.numpy())
 if rows_ok:  # else judged around your softmax
     check_close("attention output for the seed-0 tokens", output4,
                 F.scaled_dot_product_attention(q4, k4, v4).numpy(), atol=1e-6)
@@ -399,7 +409,7 @@ rng = np.random.default_rng(8)
 K = np.tile(rng.normal(size=(1, 4)), (5, 1))  # five copies of one key
 V = rng.normal(size=(5, 3))
 for query in (rng.normal(size=(1, 4)), 10 * rng.normal(size=(1, 4))):
-    output, weights = attention(query, K, V)
+    output, weights = run_attention(query, K, V)
     if rows_ok:  # rows_ok: from the test of the weights above; else judged around your softmax
         check_close("weights over five identical keys", weights, np.full((1, 5), 0.2), atol=1e-6)
         check_close("output over five identical keys", output, V.mean(axis=0, keepdims=True), atol=1e-6,
@@ -413,7 +423,7 @@ for trial in range(3):
     K = np.tile(rng.normal(size=(1, 3)), (lk, 1))
     V = rng.normal(size=(2, lk, d_v))
     query = rng.normal(size=(2, 4, 3))
-    output, _ = attention(query, K, V)
+    output, _ = run_attention(query, K, V)
     check_close(f"output over {lk} identical keys", output,
                 np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v)) if rows_ok else own_weights(query, K) @ V,
                 atol=1e-6, hint="the output must be the weights times the values V")
