@@ -74,6 +74,20 @@ VARIANTS = [
     ),
     # ------------------------------------------------------------------ more mistakes
     Variant(
+        "pre_norm_attention_reads_x",
+        "pre-norm attends to x instead of norm1(x)",
+        edits=_block(("attend(self.norm1(x))", "attend(x)"),),
+        expect={"test_block_modules": "reading norm1(x)",
+                "test_block_pre_norm": "the attention reads x instead of norm1(x)"},
+    ),
+    Variant(
+        "loss_divides_per_sequence",
+        "masked_token_loss divides by the number of real tokens of each sequence, valid.sum(-1), giving one loss "
+        "per sequence",
+        edits={"masked_token_loss": ((LOSS, "return (per_token * valid).sum() / valid.sum(-1)"),)},
+        expect={"test_masked_loss_values": "expected a 0-d tensor"},
+    ),
+    Variant(
         "post_norm_on_the_branch",
         "post-norm normalises each sublayer's output before adding it, x + norm(sublayer(x)), instead of the sum",
         edits=_block((POST_ATTN, "x = x + self.norm1(attended)"), (POST_FFN, "x = x + self.norm2(self.ffn(x))")),

@@ -102,6 +102,13 @@ VARIANTS = [
         edits={"linear_attention": (("z = torch.cumsum(fk, dim=-2)", "z = torch.cumsum(fk, dim=-1)"),)},
         expect={"test_linear_attention_causal": "z is summed along its feature axis"},
     ),
+    Variant(
+        "phi_applied_to_values",
+        "linear_attention applies phi to the values as well as to the queries and keys",
+        edits={"linear_attention": (("S = fk.transpose(-1, -2) @ v  # (..., d, d_v)",
+                                     "S = fk.transpose(-1, -2) @ phi(v)  # (..., d, d_v)"),)},
+        expect={"test_linear_attention_matches": "phi is applied to the values too"},
+    ),
     # ---------------------------------------------------------------- Part C
     Variant(
         "step_counts_current_twice",

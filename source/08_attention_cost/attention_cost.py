@@ -665,6 +665,8 @@ for trial in range(5):
                     "phi(x) = ELU(x), without the 1 +":
                         (F.elu(q) @ (ek.transpose(-1, -2) @ v)) / (F.elu(q) @ ek.sum(-2).unsqueeze(-1)),
                     "softmax attention was computed instead of phi(q).phi(k)": F.scaled_dot_product_attention(q, k, v),
+                    "phi is applied to the values too: S = phi(K)^T V takes v as it is":
+                        (fq @ (fk.transpose(-1, -2) @ own_phi(phi, v))) / (fq @ fk.sum(-2).unsqueeze(-1)),
                     "the causal running sums were used although causal=False":
                         (kernel.tril() @ v) / kernel.tril().sum(-1, keepdim=True),
                 }, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
