@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 Edit = tuple[str, str]
 
@@ -74,6 +74,14 @@ class Variant:
         for gid, edits in self.edits.items():
             out[gid] = apply_edits(out[gid], edits, f"variant {self.name}, cell {gid}")
         return out
+
+
+def crossing(variants: list[Variant], crosses: dict[str, str]) -> list[Variant]:
+    """``variants`` with ``crosses`` (variant name -> why it still costs another part) filled in."""
+    unknown = set(crosses) - {v.name for v in variants}
+    if unknown:
+        raise ZooError(f"crosses names unknown variants {sorted(unknown)}")
+    return [replace(v, crosses=crosses[v.name]) if v.name in crosses else v for v in variants]
 
 
 def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = "") -> str:

@@ -1,9 +1,7 @@
 """Chapter 05: wrong answers the graded tests must catch (each the solution with one change,
 and the message it must show), and correct answers written differently that keep full marks."""
 
-from dataclasses import replace
-
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "05_positional_encoding"
 
@@ -291,7 +289,7 @@ VARIANTS = [
 _RUNS_YOUR_OFFSETS = ("relative_scores indexes r with the student's relative_offsets, and the by-hand test reads "
                       "its fixed table: not yet judged around the student's offsets")
 CROSSES = {"offsets_i_minus_j": _RUNS_YOUR_OFFSETS, "offsets_float": _RUNS_YOUR_OFFSETS}
-VARIANTS = [replace(v, crosses=CROSSES[v.name]) if v.name in CROSSES else v for v in VARIANTS]
+VARIANTS = crossing(VARIANTS, CROSSES)
 
 
 ALTERNATIVES = [

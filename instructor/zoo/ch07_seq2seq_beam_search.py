@@ -4,9 +4,7 @@ and the message it must show), and correct answers written differently that keep
 Every student notebook of this chapter trains a small model, so the alternatives are few and
 each changes several cells."""
 
-from dataclasses import replace
-
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "07_seq2seq_beam_search"
 
@@ -173,7 +171,7 @@ VARIANTS = [
 _TRAINED_ON_YOURS = ("the model of Part D is trained in the student's kernel on the student's batches and masks; "
                      "judging it around reference ones would mean a second training run in every grading kernel")
 CROSSES = {"dec_in_not_shifted": _TRAINED_ON_YOURS, "no_causal_mask": _TRAINED_ON_YOURS}
-VARIANTS = [replace(v, crosses=CROSSES[v.name]) if v.name in CROSSES else v for v in VARIANTS]
+VARIANTS = crossing(VARIANTS, CROSSES)
 
 
 ALTERNATIVES = [

@@ -3,9 +3,7 @@
 Every variant is the current solution with one change (see ``instructor/zoo/__init__.py``).
 """
 
-from dataclasses import replace
-
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "09_decoder"
 
@@ -278,7 +276,7 @@ CROSSES = {"kv_from_decoder": _BLOCK_RUNS_YOUR_CROSS, "heads_averaged": _BLOCK_R
            **{name: _MODEL_RUNS_YOUR_BLOCK for name in (
                "causal_mask_on_cross", "no_causal_self_attention", "block_ignores_memory_padding", "memory_normalised",
                "pre_norms_2_3_swapped", "memory_detached")}}
-VARIANTS = [replace(v, crosses=CROSSES[v.name]) if v.name in CROSSES else v for v in VARIANTS]
+VARIANTS = crossing(VARIANTS, CROSSES)
 
 
 ALTERNATIVES = [
