@@ -60,16 +60,41 @@ MASKS_HINT = ("pass padding_mask (B, T) to the attention as key_padding_mask and
               "(both True = drop)")
 
 
+FORWARD_HINT = "compare your forward with the formulas of Part C"
+TIME_FIRST = "the attention reads x of shape (B, T, D) as (T, B, D): build it with batch_first=True"
+LOST_EVERY_KEY = ("a query lost every key, which gives NaN: both masks are True for what to DROP (key_padding_mask: "
+                  "PAD keys, attn_mask: later keys), so pass padding_mask and causal_mask as they are, not inverted")
+
+
+def ffn_hint(block, width):
+    """Why the block's own ffn fails on x of the model width, or None when it runs."""
+    try:
+        with torch.no_grad():
+            block.ffn(torch.zeros(2, 3, width))
+    except Exception:  # noqa: BLE001 (only whether it runs)
+        return (f"the block's ffn fails on x of width {width}: build it as FeedForward(width, hidden), width "
+                "first, and make Part A's tests pass")
+    return None
+
+
 def block_hint(block, width):
-    """The likeliest cause of an error in the block: the attention's layout, else the masks' places."""
+    """The likeliest cause of an error in the block: its FFN, the attention's layout, else the masks' places."""
     try:
         with torch.no_grad():
             layout = tuple(block(torch.zeros(2, 3, width))[1].shape)  # B = 2, T = 3
     except Exception:  # noqa: BLE001 (the block fails without masks too: the masks are not the cause)
         layout = ()
     if layout[:1] == (3,):
-        return "the attention reads x of shape (B, T, D) as (T, B, D): build it with batch_first=True"
-    return MASKS_HINT
+        return TIME_FIRST
+    return ffn_hint(block, width) or MASKS_HINT
+
+
+def forward_hint(block, out, width):
+    """What a block whose output is wrong most likely does: NaN from an inverted mask, the batch read as time,
+    else the formulas to compare with."""
+    if isinstance(out, torch.Tensor) and not bool(torch.isfinite(out).all()):
+        return LOST_EVERY_KEY
+    return TIME_FIRST if block_hint(block, width) == TIME_FIRST else FORWARD_HINT
 
 
 def call_block(what, block, x, **masks):
@@ -85,7 +110,7 @@ def call_block(what, block, x, **masks):
 def weights_hint(weights, batch, heads, length):
     """Why the weights have another shape than (B, H, T, T)."""
     if tuple(getattr(weights, "shape", ())) == (length, heads, batch, batch) and batch != length:
-        return "the attention reads x of shape (B, T, D) as (T, B, D): build it with batch_first=True"
+        return TIME_FIRST
     return "keep one (T, T) map per head: call the attention with average_attn_weights=False"
 
 
@@ -105,23 +130,27 @@ def check_block_modules(EncoderBlock, FeedForward, width, heads, hidden, norm_fi
     block = EncoderBlock(width, heads, hidden, norm_first=norm_first)
     name = f"EncoderBlock({width}, {heads}, {hidden}, norm_first={norm_first})"
     held = {row["name"]: row for row in module_tensors(block)}
-    own = {f"ffn.{row['name']}": row["shape"] for row in module_tensors(FeedForward(width, hidden))}  # Part A's
+    def ffn_of(n_in, n_hidden):  # Part A's FeedForward as you wrote it, its tensors as the block would hold them
+        return {f"ffn.{row['name']}": tuple(row["shape"]) for row in module_tensors(FeedForward(n_in, n_hidden))}
+
+    own = ffn_of(width, hidden) or {"ffn.linear1.weight": (hidden, width), "ffn.linear1.bias": (hidden,),
+                                    "ffn.linear2.weight": (width, hidden), "ffn.linear2.bias": (width,)}
     wanted = {"attention.in_proj_weight": (3 * width, width), "attention.in_proj_bias": (3 * width,),
               "attention.out_proj.weight": (width, width), "attention.out_proj.bias": (width,),
-              "norm1.weight": (width,), "norm1.bias": (width,), "norm2.weight": (width,), "norm2.bias": (width,),
-              **{f"ffn.{layer}": own.get(f"ffn.{layer}", shape) for layer, shape in (
-                  ("linear1.weight", (hidden, width)), ("linear1.bias", (hidden,)),
-                  ("linear2.weight", (width, hidden)), ("linear2.bias", (width,)))}}
+              "norm1.weight": (width,), "norm1.bias": (width,), "norm2.weight": (width,), "norm2.bias": (width,)}
     for tensor, shape in wanted.items():
         module = tensor.rsplit(".", 1)[0].replace("_weight", "").replace("_bias", "")
         check_true(tensor in held, f"{name} holds no {tensor}: {module} must be the module Part C describes "
                    "(attention = nn.MultiheadAttention(width, heads, ...), norm1 and norm2 = nn.LayerNorm(width), "
                    "ffn = your FeedForward(width, hidden))")
-        if tensor.startswith("ffn.linear1"):
-            check_true(held[tensor]["shape"] == shape, f"{name}.ffn must have hidden size {hidden}: "
-                       f"{tensor} has shape {held[tensor]['shape']}")
         check_true(held[tensor]["shape"] == shape, f"{name}.{tensor} has shape {held[tensor]['shape']}, expected "
                    f"{shape}: build {module} for width {width}")
+    built = {key: tuple(row["shape"]) for key, row in held.items() if key.startswith("ffn.")}
+    check_true(built != ffn_of(hidden, width) or width == hidden,
+               f"{name}.ffn is FeedForward({hidden}, {width}): the arguments are swapped, build it as "
+               "FeedForward(width, hidden), width first")
+    check_true(built == own, f"{name}.ffn holds {built or 'no tensors'}, but your FeedForward({width}, {hidden}) holds "
+               f"{own}: build ffn as FeedForward(width, hidden), which must have hidden size {hidden}")
     params = draw_parameters(block, gen)
     x = torch.randn(2, 3, width, generator=gen)  # B = 2, T = 3: batch first or not shows in the shapes
     attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
@@ -222,10 +251,10 @@ def check_clean_residual(EncoderBlock):  # noqa: N803 (the class under test)
     """Pre-norm keeps a clean residual path: with both sublayers outputting zero, the block returns x."""
     block = EncoderBlock(6, 3, 12, norm_first=True).eval()
     draw_parameters(block, torch.Generator().manual_seed(6))
-    held = {row["name"]: row["shape"] for row in module_tensors(block)}  # linear2's shape as your FeedForward makes it
+    ffn_zero = {row["name"]: torch.zeros(row["shape"]) for row in module_tensors(block)  # your FFN, whatever its
+                if row["name"].startswith("ffn.") and row["kind"] == "parameter"}  # layers' names: all of it 0
     load_tensors(block, {"attention.out_proj.weight": torch.zeros(6, 6), "attention.out_proj.bias": torch.zeros(6),
-                         "ffn.linear2.weight": torch.zeros(held.get("ffn.linear2.weight", (6, 12))),
-                         "ffn.linear2.bias": torch.zeros(6)})  # both sublayers output zero
+                         **ffn_zero})  # both sublayers output zero
     x = torch.randn(2, 4, 6)
     with torch.no_grad():
         out, _ = call_block("EncoderBlock(6, 3, 12, norm_first=True)", block, x)
@@ -252,23 +281,27 @@ def check_ignores_pad(masked_token_loss, encoded, target, valid):
                "PAD positions receive a gradient: multiply the per-token error by the valid mask")
 
 
-def check_gradients(masked_token_loss, block, x, pad, future=None):
-    """Through masked_token_loss every parameter of the block gets a finite gradient; returns (gradients, d loss /
-    d encoded)."""
-    block.train()
-    encoded, _ = call_block("EncoderBlock in train mode", block, x, padding_mask=pad, causal_mask=future)
+def check_gradients(masked_token_loss, layer, x, pad, future=None):
+    """Through masked_token_loss every parameter of `layer` gets a finite gradient; returns (gradients, d loss /
+    d encoded). `layer` is PyTorch's encoder block (nn.TransformerEncoderLayer), so that this judges the loss
+    whatever your block does (Part C's tests judge the block)."""
+    layer.train()
+    masks = {"src_key_padding_mask": pad, "src_mask": future}
+    encoded = layer(x, **masks)
     target = torch.randn_like(encoded)
-    loss = masked_token_loss(encoded, target, ~pad)
+    loss = attempt("masked_token_loss(encoded, target, valid)", masked_token_loss, encoded, target, ~pad,
+                   hint="make the loss tests above pass first")
     check_true(isinstance(loss, torch.Tensor) and loss.requires_grad,
                "masked_token_loss returned something without a gradient: keep it a tensor (no .item(), no float())")
     check_finite("the loss", loss)
     # back-propagate the loss in two steps: to the block's output, then through the block (the chain rule)
     d_encoded = input_gradients(masked_token_loss, (encoded, target, ~pad))[0]
-    gradients = attempt("the backward pass through EncoderBlock", parameter_gradients, block, x, d_encoded,
-                        padding_mask=pad, causal_mask=future, hint=MASKS_HINT)
+    check_finite("the gradient of masked_token_loss with respect to encoded", d_encoded)
+    gradients = parameter_gradients(layer, x, d_encoded, **masks)
     for name, grad in gradients.items():
-        check_true(grad is not None, f"{name} got no gradient: forward never uses this parameter")
-        check_finite(f"the gradient of {name}", grad)
+        check_true(grad is not None, f"{name} of the block got no gradient through masked_token_loss: the loss must "
+                   "be computed from encoded, keeping the autograd graph")
+        check_finite(f"the gradient of {name} through masked_token_loss", grad)
     return gradients, d_encoded
 
 

@@ -45,8 +45,39 @@ def check_structure(MultiHeadSelfAttention, d_model, n_heads, max_len):  # noqa:
                       "mask once in __init__ and register it with self.register_buffer")
 
 
-PART_A_FIRST = ("split_heads or merge_heads fail on this input or give another shape (a view of a slice of "
-                "self.qkv(x) raises where the same view of a tensor in one piece runs): make Part A's tests pass first")
+PART_A_FIRST = ("split_heads or merge_heads fail on the block's q, k and v or give another shape (view with a float "
+                "d_head = D / n_heads raises, and so does a straight view of q, a slice of self.qkv(x), where the "
+                "same view of a tensor in one piece runs): make Part A's tests pass first")
+
+
+SCORES_RETURNED = ("the weights returned with return_weights=True hold negative or infinite values, which no softmax "
+                   "gives: they are the scores before the softmax; return the softmax's output")
+
+
+def weights_hint(weights, hint):
+    """`hint`, unless the returned weights are plainly the scores before the softmax (negative or -inf entries)."""
+    try:
+        scores = bool((weights < 0).any()) or bool(torch.isinf(weights).any())
+    except Exception:  # noqa: BLE001 (not a tensor: the shape checks say so)
+        scores = False
+    return SCORES_RETURNED if scores else hint
+
+
+def part_a_hint(split_heads, merge_heads, B, T, D, H, words):  # noqa: N803 (the text's names)
+    """Which mistake of Part A makes the block raise: a float d_head, a straight view of a slice, or another."""
+    try:
+        split_heads(torch.zeros(B, T, D), H)
+        runs = True
+    except Exception as error:  # noqa: BLE001 (only its kind and words)
+        runs, words = False, f"{words} {type(error).__name__} {error}"
+    if "float" in words.lower() and ("size" in words or "view" in words or "TypeError" in words):
+        return ("split_heads passes a float size to view: d_head = D / n_heads is a float, use D // n_heads. "
+                "Part A's tests name it; the block runs your split_heads, so fix it there first")
+    if runs and "view size is not compatible" in words:
+        return ("split_heads views q, a slice of self.qkv(x), straight as (B, H, T, d_head), which raises for a tensor "
+                "not in one piece: view to (B, T, H, d_head), then transpose(1, 2). Part A's tests name it; the block "
+                "runs your split_heads, so fix it there first")
+    return PART_A_FIRST
 
 
 def part_a_works(split_heads, merge_heads, B, T, D, H):
@@ -71,7 +102,8 @@ def run_block(what, block, x, H, heads, **kwargs):
         max_len = int(block.mask.shape[-1])
     except Exception:  # noqa: BLE001 (a block without a mask buffer: the structure test says so)
         max_len = None
-    hint = (PART_A_FIRST if not part_a_works(*heads, B, T, D, H) or "view size is not compatible" in words else
+    hint = (part_a_hint(*heads, B, T, D, H, words) if not part_a_works(*heads, B, T, D, H)
+            or "view size is not compatible" in words else
             "the (max_len, max_len) mask must be sliced to the (T, T) corner, mask[:T, :T], before it is applied"
             if max_len is not None and str(max_len) in words else
             "run the block on a small input above and read the traceback")
@@ -135,10 +167,11 @@ def check_causal_outputs(MultiHeadSelfAttention, heads, B, T, D, H):  # noqa: N8
     x = torch.randn(B, T, D)
     out, weights = run_block(f"block(x, return_weights=True) for x of shape {(B, T, D)}", block, x, H, heads,
                              return_weights=True)
-    check_finite("the causal weights", weights, hint="a row whose keys are all masked gives NaN: masked_fill fills "
-                 "where its mask is True (the forbidden pairs), and each token must still see itself, so keep the diagonal")
+    check_finite("the causal weights", weights, hint=weights_hint(weights, "a row whose keys are all masked gives NaN: "
+                 "masked_fill fills where its mask is True (the forbidden pairs), and each token must still see itself, "
+                 "so keep the diagonal"))
     check_rows_sum_to_one("the causal weights (one row per query)", weights,
-                          hint="softmax over the key axis (dim=-1), after masking")
+                          hint=weights_hint(weights, "softmax over the key axis (dim=-1), after masking"))
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     leak = float(weights[..., future].detach().abs().max()) if T > 1 else 0.0
     check_true(leak < 1e-6, f"a query puts weight up to {leak:.3f} on a later key: the mask must hide every key above "
@@ -176,7 +209,7 @@ def check_runs_outputs(MultiHeadSelfAttention, heads, B, T, H, d_head, seed):  #
     check_shape(f"the per-head weights for B={B}, T={T}, D={D}, H={H}", weights, (B, H, T, T),
                 hint="one (T, T) matrix per sequence and head: (B, H, T, T), not averaged over heads")
     check_rows_sum_to_one(f"the per-head weights for B={B}, T={T}, D={D}, H={H}", weights,
-                          hint="softmax over the key axis (dim=-1), after masking")
+                          hint=weights_hint(weights, "softmax over the key axis (dim=-1), after masking"))
     return params, x, out, weights
 
 
@@ -190,8 +223,8 @@ def float64_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed):  # noqa: 
         out, weights = block(x, return_weights=True)
     except Exception as error:  # noqa: BLE001 (called again below, to report the error with its cause)
         hint = ("is something cast to float32 (.float(), dtype=torch.float32)?" if "Float" in str(error) or
-                "dtype" in str(error) else PART_A_FIRST if not part_a_works(*heads, B, T, H * d_head, H)
-                or "view size is not compatible" in str(error) else
+                "dtype" in str(error) else part_a_hint(*heads, B, T, H * d_head, H, str(error))
+                if not part_a_works(*heads, B, T, H * d_head, H) or "view size is not compatible" in str(error) else
                 "run the block on a small input above and read the traceback")
         out, weights = attempt("a float64 block on float64 input", block, x, return_weights=True, hint=hint)
     for name, value in (("block(x)", out), ("the weights", weights)):

@@ -37,13 +37,16 @@ from support import (
 )
 
 from instructor.repository import REPOSITORY
-from instructor.zoo import alternatives_for, library_for, variants_for
+from instructor.zoo import ONE_LOSS_PENDING, alternatives_for, library_for, parts_of, variants_for
 
 # chapters whose every failing test, for every bug of the zoo, speaks through a course check (a crash of the
 # student's code comes back from `attempt` as one sentence with the course's hint), never a bare library error:
 # every chapter
 EXACT_FEEDBACK = set(ASSIGNMENTS)
 COURSE_MESSAGE = "CheckFailed: "
+# `attempt`'s sentence without the course's hint: "<call> raised <Error> (<the library's words>)[ at <line>]" and
+# nothing after it, which names no mistake
+BARE_ERROR = re.compile(r" raised [A-Za-z_.]*(Error|Exception)\b(?: \((?:(?!\): ).)*\))?(?: at [^:]*(?::\s*\d+)?)?$")
 MAX_TEST_LINES = 5  # what a graded test cell may print when it passes
 
 
@@ -247,6 +250,21 @@ def test_bug_zoo_variant_loses_points(assignment, variant, scratch_root):
     if assignment in EXACT_FEEDBACK:
         raw = {g: result.cells[g].error for g in result.failed() if not result.cells[g].error.startswith(COURSE_MESSAGE)}
         assert not raw, f"{v.why}: a raw error, not the course's message with its hint: {raw}"
+        bare = {g: result.cells[g].error for g in result.failed() if BARE_ERROR.search(result.cells[g].error)}
+        assert not bare, f"{v.why}: a library's error with no word of the course after it: {bare}"
+    # one mistake, one loss: every test it fails lies in its own part (the part of the cells it edits, or the one
+    # it declares); a cascade the tests cannot avoid yet is declared with its reason, and must still be one
+    if assignment in ONE_LOSS_PENDING:
+        return
+    parts = parts_of(source_nb(assignment))
+    own = v.own_parts(parts)
+    assert own, f"variant {v.name} edits no cell of a part and declares none"
+    elsewhere = {g: result.cells[g].error for g in result.failed() if parts.get(g) not in own}
+    if v.crosses:
+        assert elsewhere, f"{v.name} is declared to cross parts ({v.crosses}), but loses only Part {sorted(own)}: " \
+                          "remove `crosses`"
+    else:
+        assert not elsewhere, f"{v.why}: a mistake of Part {'/'.join(sorted(own))} also costs {elsewhere}"
 
 
 @pytest.mark.parametrize("assignment,alternative", alternative_params())

@@ -11,7 +11,14 @@ from nboracle.grader.scan import scan_notebook
 
 from instructor.repository import REPOSITORY
 from instructor.substitutes import HELPER_ATTRIBUTES, substitutes_for
-from instructor.zoo import alternatives_for, chapter_modules, library_for, variants_for
+from instructor.zoo import (
+    ONE_LOSS_PENDING,
+    alternatives_for,
+    chapter_modules,
+    library_for,
+    parts_of,
+    variants_for,
+)
 
 
 def _params():
@@ -35,6 +42,14 @@ def test_zoo_applies_to_the_current_source(assignment):
         assert variant.expect, f"{variant.name} names no failing test"
         stale = set(variant.expect) - graded_tests
         assert not stale, f"{variant.name} expects failures in cells that are not graded tests: {sorted(stale)}"
+        # one mistake, one loss (the graded run checks every lost test; this says at once what the zoo claims)
+        parts = parts_of(nb)
+        own = variant.own_parts(parts)
+        assert own and own <= set(parts.values()), f"{variant.name}: its part {sorted(own)} is not one of the notebook's"
+        elsewhere = sorted(g for g in variant.expect if parts[g] not in own)
+        assert variant.crosses or not elsewhere or assignment in ONE_LOSS_PENDING, (
+            f"{variant.name}, a mistake of Part {'/'.join(sorted(own))}, expects losses in {elsewhere}: another part's "
+            "test must not pay for it (judge that test around a reference, or say why not in `crosses`)")
 
 
 @pytest.mark.parametrize("assignment", _params())

@@ -67,6 +67,16 @@ def multihead_reference(params, D, H, heads, dtype=None):  # noqa: N803 (the tex
     return reference
 
 
+QK_SWAPPED = "q and k are swapped: the fused projection is unpacked as k, q, v instead of q, k, v"
+
+
+def qk_swapped(params, D):  # noqa: N803 (the text's names)
+    """The parameters with the query and key blocks of qkv swapped: what a block that unpacks k, q, v computes."""
+    def swap(t):
+        return torch.cat([t[D:2 * D], t[:D], t[2 * D:]])
+    return {**params, **{name: swap(params[name]) for name in ("qkv.weight", "qkv.bias") if name in params}}
+
+
 def built_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed, dtype=torch.float32):  # noqa: N803
     """A block built as a user builds it (`.double()` for float64), nothing written into it: the weights it was built
     with (read from its tensors), x, its output and per-head weights. The hidden tests judge a block on these beside
@@ -93,8 +103,10 @@ def causal_agrees(MultiHeadSelfAttention, heads, B, T, D, H, as_built=False):  #
     with torch.no_grad():  # attn_mask=future: True = may NOT attend
         expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, last_changed(x)))
     hint = "scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj"
+    with torch.no_grad():
+        swapped = multihead_reference(qk_swapped(params, D), D, H, heads)(x, x, x, attn_mask=future)[0]
     check_close("block(x) with causal=True" + (", on the weights it was built with" if as_built else ""), out, expected,
-                atol=1e-5, hint=hint)
+                atol=1e-5, hint=hint, likely_causes={QK_SWAPPED: swapped})
     if not as_built:
         check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
 
@@ -109,7 +121,10 @@ def compare_with_multihead(MultiHeadSelfAttention, heads, B, T, H, d_head, seed,
     reference = multihead_reference(params, D, H, heads)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
+    swapped = multihead_reference(qk_swapped(params, D), D, H, heads)(x, x, x, attn_mask=forbidden,
+                                                                      average_attn_weights=False)[1]
     check_close(f"the per-head weights for {where}", weights, expected_weights, atol=1e-5,
-                hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head")
+                hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head",
+                likely_causes={QK_SWAPPED: swapped})
     check_close(f"block(x) for {where}", out, expected_out, atol=1e-5,
                 hint="the weights agree, so look after the softmax: weights @ v, merge_heads, then self.proj")

@@ -8,7 +8,12 @@ must occur exactly once), so a change to a solution is tested by its zoo at once
 gives a whole cell's text instead, for answers that are not a small edit (a hard-coded answer).
 ``expect`` names the test cells that must then lose points, each with a fragment of the message
 it should show; with ``only=True`` no other test cell may lose points (the text claims that
-only those tests notice the mistake, and the suite measures it). The test suite fills every
+only those tests notice the mistake, and the suite measures it). Whatever ``only`` says, one
+mistake costs one part: every test cell a variant fails lies in the part (``## Part X · ...``
+in the notebook) of the solution cells it edits, or in the part it declares with ``part``
+(:func:`parts_of`, checked by tests/test_chapters.py for every variant of every chapter). A
+variant that still costs another part says why in ``crosses``; the suite checks that it does,
+so the note goes when the cascade does. The test suite fills every
 variant into the released notebook, autogrades them all in one nbgrader run and checks both
 the lost points and the messages.
 
@@ -28,7 +33,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 Edit = tuple[str, str]
 
@@ -46,6 +52,15 @@ class Variant:
     edits: dict[str, tuple[Edit, ...]] = field(default_factory=dict)  # solution grade_id -> (old, new)...
     only: bool = False  # True: the cells of ``expect`` are the only ones that lose points (a claim of the text)
     flagged: str = ""  # LIBRARY only: a fragment of the review reason the answer must get
+    part: str = ""  # the part (a letter) the mistake belongs to, when not the part of the cells it edits
+    crosses: str = ""  # a known cascade the tests cannot avoid yet: why (the suite checks that it still crosses)
+
+    def own_parts(self, parts: dict[str, str]) -> set[str]:
+        """The parts this mistake belongs to: ``part`` if declared, else the parts of the cells it changes
+        (``parts``: grade_id -> part letter, :func:`parts_of`)."""
+        if self.part:
+            return {self.part}
+        return {parts[gid] for gid in {*self.replace, *self.edits} if gid in parts}
 
     def student_id(self, prefix: str = "zoo") -> str:
         return f"{prefix}-" + self.name.replace("_", "-")
@@ -61,6 +76,14 @@ class Variant:
         return out
 
 
+def crossing(variants: list[Variant], crosses: dict[str, str]) -> list[Variant]:
+    """``variants`` with ``crosses`` (variant name -> why it still costs another part) filled in."""
+    unknown = set(crosses) - {v.name for v in variants}
+    if unknown:
+        raise ZooError(f"crosses names unknown variants {sorted(unknown)}")
+    return [replace(v, crosses=crosses[v.name]) if v.name in crosses else v for v in variants]
+
+
 def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = "") -> str:
     """``text`` with each ``(old, new)`` applied in order; each ``old`` must occur exactly once."""
     for old, new in edits:
@@ -69,6 +92,34 @@ def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = ""
             raise ZooError(f"{where}: {old!r} occurs {count} times in the current solution, expected once")
         text = text.replace(old, new)
     return text
+
+
+# chapters whose zoo is not yet held to "one mistake, one part" (with why): the suite skips that check for them only
+ONE_LOSS_PENDING = {
+    "10_tiny_gpt": "chapter 10 is being rebuilt (issue 54); its new zoo is held to the rule when it lands",
+    "05_positional_encoding": "its expected cells are checked (tests/test_zoo.py); every lost cell of its graded run "
+                              "is not yet measured against the rule",
+    "07_seq2seq_beam_search": "its expected cells are checked (tests/test_zoo.py); every lost cell of its graded run "
+                              "is not yet measured against the rule",
+    "09_decoder": "measured 2026-12-05: 30 of its 46 variants lose points outside their part, because the block's tests "
+                  "run the student's cross_attention and the model's tests run (and train) the student's block; the "
+                  "declared `crosses` name the expected ones, the rest wait for tests judged around references",
+}
+
+PART_HEADING = re.compile(r"^#{1,3}\s*Part ([A-Z])\b", re.M)
+
+
+def parts_of(nb) -> dict[str, str]:
+    """grade_id -> the letter of the part (``## Part C · ...``, the last such heading above it) of every
+    nbgrader cell of a notebook; cells above the first part (a prediction in the opening) are part "-"."""
+    parts, current = {}, "-"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and (heading := PART_HEADING.search(cell.source)):
+            current = heading.group(1)
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid:
+            parts[gid] = current
+    return parts
 
 
 def chapter_modules() -> dict[str, list]:

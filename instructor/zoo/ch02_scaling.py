@@ -114,6 +114,13 @@ VARIANTS = [
     ),
     # ------------------------------------------------------------ Part C: softmax_jacobian
     Variant(
+        "jacobian_np_diag",
+        "the diagonal term is np.diag(p), which works for one vector only",
+        edits={"softmax_jacobian": (("diagonal = p[..., :, None] * np.eye(p.shape[-1])", "diagonal = np.diag(p)"),)},
+        expect={"test_jacobian_batched": "np.diag and np.outer handle one vector only"},
+        only=True,
+    ),
+    Variant(
         "jacobian_no_outer_product",
         "the Jacobian is diag(p) alone: the -p p^T term is missing",
         edits={"softmax_jacobian": (("return diagonal - outer", "return diagonal"),)},

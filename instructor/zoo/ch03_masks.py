@@ -1,7 +1,7 @@
 """Chapter 03: wrong answers the graded tests must catch (each the solution with one change,
 and the message it must show), and correct answers written differently that keep full marks."""
 
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "03_masks"
 
@@ -187,6 +187,15 @@ VARIANTS = [
         expect={"test_predict_allowed": "strictly before each query"},
     ),
 ]
+
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+_RUNS_YOUR_SOFTMAX = ("masked_attention runs the student's masked_softmax (measured: its tests then fail too); a "
+                      "PAD key that keeps weight moves the real tokens' outputs, so pad invariance cannot be judged "
+                      "around a softmax that lets PAD in")
+CROSSES = {name: _RUNS_YOUR_SOFTMAX for name in ("mask_multiplies_scores", "mask_after_softmax", "mask_inverted")}
+VARIANTS = crossing(VARIANTS, CROSSES)
+
 
 ALTERNATIVES = [
     Variant(

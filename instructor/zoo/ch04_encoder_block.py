@@ -56,7 +56,8 @@ VARIANTS = [
         "padding_mask_ignored",
         "the block never passes padding_mask to the attention",
         edits=_block(("key_padding_mask=padding_mask, ", "")),
-        expect={"test_block_padding_mask": "pass padding_mask to the attention as key_padding_mask"},
+        expect={"test_block_padding_mask": "pass padding_mask to the attention as key_padding_mask",
+                "test_block_post_norm": "padding_mask is not passed to the attention as key_padding_mask"},
     ),
     Variant(
         "parameter_count_without_biases",
@@ -73,17 +74,57 @@ VARIANTS = [
     ),
     # ------------------------------------------------------------------ more mistakes
     Variant(
+        "pre_norm_attention_reads_x",
+        "pre-norm attends to x instead of norm1(x)",
+        edits=_block(("attend(self.norm1(x))", "attend(x)"),),
+        expect={"test_block_modules": "reading norm1(x)",
+                "test_block_pre_norm": "the attention reads x instead of norm1(x)"},
+    ),
+    Variant(
+        "loss_divides_per_sequence",
+        "masked_token_loss divides by the number of real tokens of each sequence, valid.sum(-1), giving one loss "
+        "per sequence",
+        edits={"masked_token_loss": ((LOSS, "return (per_token * valid).sum() / valid.sum(-1)"),)},
+        expect={"test_masked_loss_values": "expected a 0-d tensor"},
+    ),
+    Variant(
+        "post_norm_on_the_branch",
+        "post-norm normalises each sublayer's output before adding it, x + norm(sublayer(x)), instead of the sum",
+        edits=_block((POST_ATTN, "x = x + self.norm1(attended)"), (POST_FFN, "x = x + self.norm2(self.ffn(x))")),
+        expect={"test_block_post_norm": "each LayerNorm is applied to its sublayer's output",
+                "test_block_padding_mask": "each LayerNorm is applied to its sublayer's output",
+                "test_block_causal_mask": "each LayerNorm is applied to its sublayer's output"},
+    ),
+    Variant(
+        "block_ffn_arguments_swapped",
+        "the block builds its FFN as FeedForward(hidden, width): the arguments in the wrong order",
+        edits=_block(("self.ffn = FeedForward(width, hidden)", "self.ffn = FeedForward(hidden, width)"),),
+        expect={"test_block_modules": "the arguments are swapped",
+                "test_block_shapes": "build it as FeedForward(width, hidden)"},
+    ),
+    Variant(
+        "ffn_layers_named_fc",
+        "FeedForward names its layers fc1 and fc2 instead of linear1 and linear2",
+        edits={"feed_forward": (("self.linear1 = nn.Linear(width, hidden)", "self.fc1 = nn.Linear(width, hidden)"),
+                                ("self.linear2 = nn.Linear(hidden, width)", "self.fc2 = nn.Linear(hidden, width)"),
+                                (FFN, "return self.fc2(torch.relu(self.fc1(x)))"))},
+        expect={"test_ffn_layers": "create self.linear1", "test_ffn_values": "name its layers linear1 and linear2"},
+        only=True,  # the block's tests judge the block around the FFN as it is
+    ),
+    Variant(
         "causal_mask_ignored",
         "the block never passes causal_mask to the attention",
         edits=_block((" attn_mask=causal_mask,", "")),
-        expect={"test_block_causal_mask": "pass causal_mask to the attention as attn_mask"},
+        expect={"test_block_causal_mask": "pass causal_mask to the attention as attn_mask",
+                "test_block_post_norm": "causal_mask is not passed to the attention as attn_mask"},
     ),
     Variant(
         "padding_mask_inverted",
         "the block passes ~padding_mask, dropping the real tokens and keeping PAD",
         edits=_block(("key_padding_mask=padding_mask",
                       "key_padding_mask=None if padding_mask is None else ~padding_mask")),
-        expect={"test_block_padding_mask": "key_padding_mask is True for keys to DROP"},
+        expect={"test_block_padding_mask": "key_padding_mask is True for keys to DROP",
+                "test_block_post_norm": "not inverted", "test_block_pre_norm": "not inverted"},
     ),
     Variant(
         "ffn_residual_missing",
@@ -113,7 +154,8 @@ VARIANTS = [
         "norm2_never_used",
         "the block applies norm1 after both sublayers and never uses norm2",
         edits=_block((PRE_FFN, "x = x + self.ffn(self.norm1(x))"), (POST_FFN, "x = self.norm1(x + self.ffn(x))")),
-        expect={"test_gradients_reach_every_parameter": "norm2.weight got no gradient"},
+        expect={"test_block_post_norm": "norm1 is used for both sublayers and norm2 never",
+                "test_block_pre_norm": "norm1 is used for both sublayers and norm2 never"},
     ),
     Variant(
         "attention_not_batch_first",
@@ -122,7 +164,10 @@ VARIANTS = [
         expect={"test_block_modules": "must be built with batch_first=True",
                 "test_block_shapes": "has shape (3, 2, 2, 2), expected (2, 2, 3, 3): the attention reads x of shape "
                                      "(B, T, D) as (T, B, D): build it with batch_first=True",
-                "test_block_padding_mask": "build it with batch_first=True"},
+                "test_block_padding_mask": "build it with batch_first=True",
+                "test_block_causal_mask": "build it with batch_first=True",
+                "test_block_post_norm": "build it with batch_first=True",
+                "test_block_pre_norm": "build it with batch_first=True"},
     ),
     Variant(
         "masks_swapped",

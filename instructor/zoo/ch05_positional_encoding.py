@@ -1,7 +1,7 @@
 """Chapter 05: wrong answers the graded tests must catch (each the solution with one change,
 and the message it must show), and correct answers written differently that keep full marks."""
 
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "05_positional_encoding"
 
@@ -283,6 +283,14 @@ VARIANTS = [
         expect={"test_predict_squared_norm": "come in sin/cos pairs"},
     ),
 ]
+
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+_RUNS_YOUR_OFFSETS = ("relative_scores indexes r with the student's relative_offsets, and the by-hand test reads "
+                      "its fixed table: not yet judged around the student's offsets")
+CROSSES = {"offsets_i_minus_j": _RUNS_YOUR_OFFSETS, "offsets_float": _RUNS_YOUR_OFFSETS}
+VARIANTS = crossing(VARIANTS, CROSSES)
+
 
 ALTERNATIVES = [
     Variant(

@@ -12,6 +12,10 @@ BUFFER = f'self.register_buffer("mask", {TRIL})'
 SOFTMAX = "weights = scores.softmax(dim=-1)"
 OUT = "out = self.proj(merge_heads(weights @ v))"
 
+CROSSES = ("the block runs the student's split_heads in the kernel, and this one raises there (or gives another "
+           "shape), so no output of the block exists to judge; judging it around a working split would need the "
+           "grader to put a function into the student's kernel, which nothing may reach (issue 54)")
+
 
 def _mhsa(*edits):
     return {"mhsa": edits}
@@ -30,8 +34,9 @@ VARIANTS = [
         "split_view_straight",
         "split_heads views (B, T, D) straight as (B, H, T, d_head), so heads get whole tokens",
         edits={"split_merge": ((SPLIT, "return x.view(B, n_heads, T, D // n_heads)"),)},
-        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)",
-                "test_mhsa_shapes": "make Part A's tests pass first"},  # the view raises on the block's slices
+        expect={"test_split_heads": "viewed straight as (B, H, T, d_head)",  # the view raises on the block's slices
+                "test_mhsa_shapes": "split_heads views q, a slice of self.qkv(x), straight as (B, H, T, d_head)"},
+        crosses=CROSSES,
     ),
     Variant(
         "split_reshape_straight",
@@ -53,7 +58,8 @@ VARIANTS = [
         edits={"split_merge": ((SPLIT, "return x.view(B, T, n_heads, D / n_heads).transpose(1, 2)"),)},
         # the message names the student's line that raised (make check's summary shows the same message)
         expect={"test_split_heads": "D / n_heads is a float",
-                "test_mhsa_shapes": "(`return x.view(B, T, n_heads, D / n_heads).transpose(1, 2)"},
+                "test_mhsa_shapes": "d_head = D / n_heads is a float, use D // n_heads"},
+        crosses=CROSSES,
     ),
     Variant(
         "three_linears",
@@ -154,6 +160,22 @@ VARIANTS = [
         edits={"split_merge": ((SPLIT, "return x.view(B, T, n_heads, D // n_heads)"),)},
         expect={"test_split_heads": "then transpose(1, 2)",
                 "test_mhsa_shapes": "make Part A's tests pass first"},
+        crosses=CROSSES,
+    ),
+    Variant(
+        "qkv_unpacked_k_q_v",
+        "the fused projection is unpacked as k, q, v instead of q, k, v",
+        edits=_mhsa(("q, k, v = (split_heads(t, self.n_heads)", "k, q, v = (split_heads(t, self.n_heads)")),
+        expect={"test_mhsa_causal": "the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_sdpa": "the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_multihead": "the fused projection is unpacked as k, q, v"},
+    ),
+    Variant(
+        "weights_before_softmax",
+        "return_weights=True returns the scores before the softmax instead of the weights",
+        edits=_mhsa(("return (out, weights) if return_weights else out", "return (out, scores) if return_weights else out")),
+        expect={"test_mhsa_causal": "they are the scores before the softmax",
+                "test_mhsa_matches_multihead": "they are the scores before the softmax"},
     ),
     Variant(
         "fuse_along_input_axis",

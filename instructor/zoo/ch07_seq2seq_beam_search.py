@@ -4,7 +4,7 @@ and the message it must show), and correct answers written differently that keep
 Every student notebook of this chapter trains a small model, so the alternatives are few and
 each changes several cells."""
 
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "07_seq2seq_beam_search"
 
@@ -165,6 +165,14 @@ VARIANTS = [
         expect={"test_predict_beam_candidates": "that counts the hypotheses extended"},
     ),
 ]
+
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+_TRAINED_ON_YOURS = ("the model of Part D is trained in the student's kernel on the student's batches and masks; "
+                     "judging it around reference ones would mean a second training run in every grading kernel")
+CROSSES = {"dec_in_not_shifted": _TRAINED_ON_YOURS, "no_causal_mask": _TRAINED_ON_YOURS}
+VARIANTS = crossing(VARIANTS, CROSSES)
+
 
 ALTERNATIVES = [
     Variant(

@@ -89,6 +89,26 @@ VARIANTS = [
 '''},
         expect={"test_linear_attention_is_linear": "that is the L x L matrix the regrouping avoids"},
     ),
+    Variant(
+        "phi_relu",
+        "phi is ReLU(x), which is 0 for every x <= 0, instead of 1 + ELU(x)",
+        edits={"phi": (("return 1 + F.elu(x)", "return F.relu(x)"),)},
+        expect={"test_phi": "that is ReLU(x)"},
+        only=True,  # the attentions are judged around the student's own phi, on inputs where it is positive
+    ),
+    Variant(
+        "causal_z_cumsum_feature_axis",
+        "the causal running sum z is taken along the feature axis, torch.cumsum(fk, dim=-1)",
+        edits={"linear_attention": (("z = torch.cumsum(fk, dim=-2)", "z = torch.cumsum(fk, dim=-1)"),)},
+        expect={"test_linear_attention_causal": "z is summed along its feature axis"},
+    ),
+    Variant(
+        "phi_applied_to_values",
+        "linear_attention applies phi to the values as well as to the queries and keys",
+        edits={"linear_attention": (("S = fk.transpose(-1, -2) @ v  # (..., d, d_v)",
+                                     "S = fk.transpose(-1, -2) @ phi(v)  # (..., d, d_v)"),)},
+        expect={"test_linear_attention_matches": "phi is applied to the values too"},
+    ),
     # ---------------------------------------------------------------- Part C
     Variant(
         "step_counts_current_twice",

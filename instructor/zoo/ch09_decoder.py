@@ -3,7 +3,7 @@
 Every variant is the current solution with one change (see ``instructor/zoo/__init__.py``).
 """
 
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "09_decoder"
 
@@ -264,6 +264,21 @@ VARIANTS = [
 ]
 
 # Correct answers written differently: each must keep full marks.
+
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+_BLOCK_RUNS_YOUR_CROSS = ("the decoder block calls the student's cross_attention (Part A) in the kernel, so the "
+                          "block's tests see its mistake; no reference may be put into the kernel in its place")
+_MODEL_RUNS_YOUR_BLOCK = ("the model of Part C runs the student's DecoderBlock (Part B) and is trained with it in the "
+                          "kernel; judging it around a reference block would mean a second model in every kernel")
+CROSSES = {"kv_from_decoder": _BLOCK_RUNS_YOUR_CROSS, "heads_averaged": _BLOCK_RUNS_YOUR_CROSS,
+           "memory_padding_ignored": _BLOCK_RUNS_YOUR_CROSS, "memory_padding_inverted": _BLOCK_RUNS_YOUR_CROSS,
+           **{name: _MODEL_RUNS_YOUR_BLOCK for name in (
+               "causal_mask_on_cross", "no_causal_self_attention", "block_ignores_memory_padding", "memory_normalised",
+               "pre_norms_2_3_swapped", "memory_detached")}}
+VARIANTS = crossing(VARIANTS, CROSSES)
+
+
 ALTERNATIVES = [
     Variant(
         "model_in_float64",

@@ -275,9 +275,19 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """attention returns output (..., Lq, d_v) and weights (..., Lq, Lk), batch axes included."""
+from course import attempt
+
+
+def run_attention(Q, K, V):
+    """attention(Q, K, V); an error reads as one sentence with where to look (the tests below use it too)."""
+    return attempt(f"attention(Q {Q.shape}, K {K.shape}, V {V.shape})", attention, Q, K, V,
+                   hint="the scores Q K^T need K's last two axes swapped (np.swapaxes(K, -1, -2)), so that "
+                        "(Lq, d_k) meets (d_k, Lk); the output is weights @ V")
+
+
 rng = np.random.default_rng(4)
 Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 6))
-result = attention(Q, K, V)
+result = run_attention(Q, K, V)
 check_true(isinstance(result, tuple) and len(result) == 2, "attention must return a pair (output, weights)")
 output, weights = result
 check_shape("weights for Q (2, 3, 4), K (2, 5, 4)", weights, (2, 3, 5))
@@ -288,7 +298,7 @@ for trial in range(4):
     batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
     lq, lk, d_k, d_v = (int(n) for n in rng.integers(1, 7, size=4))
     Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
-    output, weights = attention(Q, K, V)
+    output, weights = run_attention(Q, K, V)
     check_shape(f"weights for batch {batch}, Lq={lq}, Lk={lk}", weights, batch + (lq, lk))
     check_shape(f"output for batch {batch}, Lq={lq}, d_v={d_v}", output, batch + (lq, d_v),
                 hint="the output mixes the value vectors, so its last axis is d_v = V.shape[-1]")
@@ -298,35 +308,58 @@ for trial in range(4):
 """Each query's weights form a distribution over the keys: non-negative, summing to 1."""
 rng = np.random.default_rng(5)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-_, weights = attention(Q, K, V)
-check_rows_sum_to_one("attention weights (one row per query)", weights,
-                      hint="softmax over the key axis (the last one), not over the queries")
+# attention calls your softmax of Part A: where it does not normalise each row (its tests say so), the weights are
+# judged as that softmax makes them
+rows_ok = bool(np.allclose(np.sum(softmax(np.array([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]), axis=-1), axis=-1), 1.0))
+_, weights = run_attention(Q, K, V)
+if rows_ok:
+    check_rows_sum_to_one("attention weights (one row per query)", weights,
+                          hint="softmax over the key axis (the last one), not over the queries")
 ### BEGIN HIDDEN TESTS
+def own_weights(Q, K):
+    """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax)."""
+    return softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-1)
+
+
+def check_weights(what, Q, K, weights):
+    if rows_ok:
+        check_rows_sum_to_one(what, weights, hint="softmax over the key axis (the last one), not over the queries")
+    else:
+        check_close(what, weights, own_weights(Q, K), atol=1e-9, hint="the weights are your softmax of the scores "
+                    "Q K^T / sqrt(d_k) over the key axis (the last one)")
+
+
+check_weights("attention weights (one row per query)", Q, K, weights)
 for trial in range(4):
     lq, lk, d_k = (int(n) for n in rng.integers(2, 7, size=3))
     Q, K, V = rng.normal(size=(2, lq, d_k)), rng.normal(size=(2, lk, d_k)), rng.normal(size=(2, lk, 3))
-    _, weights = attention(Q, K, V)
-    check_rows_sum_to_one(f"attention weights for Lq={lq}, Lk={lk}", weights,
-                          hint="softmax over the key axis (the last one), not over the queries")
+    _, weights = run_attention(Q, K, V)
+    check_weights(f"attention weights for Lq={lq}, Lk={lk}", Q, K, weights)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_scaling", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """Scores are divided by sqrt(d_k): with d_k = 4 and q . k = 4 the score must be 2."""
 Q = np.array([[1.0, 1.0, 1.0, 1.0]])
 K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])  # scores before scaling: [4, 0]
-_, weights = attention(Q, K, np.eye(2))
+_, weights = run_attention(Q, K, np.eye(2))
 top = float(weights[0, 0])
-check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
-check_true(top > 0.8, f"weight on the matching key is {top:.3f}: too flat, divide by sqrt(d_k), not by d_k")
-check_close("weights for q . k = [4, 0], d_k = 4", weights, [[0.880797, 0.119203]], atol=1e-5)
+if rows_ok:  # rows_ok: whether your softmax normalises each row, from the test of the weights above
+    check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
+    check_true(top > 0.8, f"weight on the matching key is {top:.3f}: too flat, divide by sqrt(d_k), not by d_k")
+    check_close("weights for q . k = [4, 0], d_k = 4", weights, [[0.880797, 0.119203]], atol=1e-5)
 ### BEGIN HIDDEN TESTS
+# own_weights is defined in the hidden part of test_attention_weights
+if not rows_ok:
+    check_close("weights for q . k = [4, 0], d_k = 4", weights, own_weights(Q, K), atol=1e-9,
+                hint="divide the scores by sqrt(d_k) before your softmax")
 rng = np.random.default_rng(6)
 for d_k in (2, 9, 16):
     Q, K = rng.normal(size=(3, d_k)), rng.normal(size=(5, d_k))
-    _, weights = attention(Q, K, np.eye(5))
+    _, weights = run_attention(Q, K, np.eye(5))
     raw = torch.from_numpy(Q @ K.T)
     check_close(f"weights for d_k={d_k}", weights,
-                F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy(),
+                F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy()
+                if rows_ok else own_weights(Q, K),
                 atol=1e-6, likely_causes={
                     "the scores are not divided by sqrt(d_k)": torch.softmax(raw, -1).numpy(),
                     "the scores are divided by d_k instead of sqrt(d_k)": torch.softmax(raw / d_k, -1).numpy(),
@@ -341,9 +374,11 @@ for trial in range(6):
     batch = tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(0, 3)))
     lq, lk, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=4))
     Q, K, V = (rng.normal(size=batch + s) for s in ((lq, d_k), (lk, d_k), (lk, d_v)))
-    output, weights = attention(Q, K, V)
+    output, weights = run_attention(Q, K, V)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     true_weights = F.scaled_dot_product_attention(q, k, torch.eye(lk, dtype=torch.float64).expand(*batch, lk, lk))
+    if not rows_ok:  # judged around your softmax (own_weights: the hidden part of test_attention_weights)
+        true_weights = torch.from_numpy(np.asarray(own_weights(Q, K), dtype=np.float64))
     raw = q @ k.transpose(-1, -2)
     check_close(f"attention weights for batch {batch}, Lq={lq}, Lk={lk}, d_k={d_k}", weights, true_weights.numpy(),
                 atol=1e-6, likely_causes={
@@ -353,14 +388,20 @@ for trial in range(6):
                         torch.softmax(raw / d_k ** 0.5, -2).numpy(),
                 })
     check_close(f"attention output for batch {batch}, Lq={lq}, d_v={d_v}", output,
-                F.scaled_dot_product_attention(q, k, v).numpy(), atol=1e-6,
+                (true_weights @ v).numpy(), atol=1e-6,
                 hint="output = weights @ V, the weighted average of the value vectors")
 ### END HIDDEN TESTS
 torch.manual_seed(0)
 q4, k4, v4 = torch.randn(3, 4, 8).unbind(0)
-output4, _ = attention(q4.numpy(), k4.numpy(), v4.numpy())
-check_close("attention output for the seed-0 tokens", output4,
-            F.scaled_dot_product_attention(q4, k4, v4).numpy(), atol=1e-6)
+output4, _ = run_attention(q4.numpy(), k4.numpy(), v4.numpy())
+if rows_ok:  # else judged around your softmax
+    check_close("attention output for the seed-0 tokens", output4,
+                F.scaled_dot_product_attention(q4, k4, v4).numpy(), atol=1e-6)
+### BEGIN HIDDEN TESTS
+if not rows_ok:
+    check_close("attention output for the seed-0 tokens", output4, own_weights(q4.numpy(), k4.numpy()) @ v4.numpy(),
+                atol=1e-6, hint="output = weights @ V, the weighted average of the value vectors")
+### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_equal_keys", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """With identical keys every weight is equal and the output is the plain mean of the values."""
@@ -368,19 +409,24 @@ rng = np.random.default_rng(8)
 K = np.tile(rng.normal(size=(1, 4)), (5, 1))  # five copies of one key
 V = rng.normal(size=(5, 3))
 for query in (rng.normal(size=(1, 4)), 10 * rng.normal(size=(1, 4))):
-    output, weights = attention(query, K, V)
-    check_close("weights over five identical keys", weights, np.full((1, 5), 0.2), atol=1e-6)
-    check_close("output over five identical keys", output, V.mean(axis=0, keepdims=True), atol=1e-6,
-                hint="the output must be the weights times the values V")
+    output, weights = run_attention(query, K, V)
+    if rows_ok:  # rows_ok: from the test of the weights above; else judged around your softmax
+        check_close("weights over five identical keys", weights, np.full((1, 5), 0.2), atol=1e-6)
+        check_close("output over five identical keys", output, V.mean(axis=0, keepdims=True), atol=1e-6,
+                    hint="the output must be the weights times the values V")
 ### BEGIN HIDDEN TESTS
+    else:  # own_weights is defined in the hidden part of test_attention_weights
+        check_close("output over five identical keys", output, own_weights(query, K) @ V, atol=1e-6,
+                    hint="the output must be the weights times the values V")
 for trial in range(3):
     lk, d_v = int(rng.integers(2, 8)), int(rng.integers(1, 6))
     K = np.tile(rng.normal(size=(1, 3)), (lk, 1))
     V = rng.normal(size=(2, lk, d_v))
-    output, _ = attention(rng.normal(size=(2, 4, 3)), K, V)
+    query = rng.normal(size=(2, 4, 3))
+    output, _ = run_attention(query, K, V)
     check_close(f"output over {lk} identical keys", output,
-                np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v)), atol=1e-6,
-                hint="the output must be the weights times the values V")
+                np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v)) if rows_ok else own_weights(query, K) @ V,
+                atol=1e-6, hint="the output must be the weights times the values V")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -314,9 +314,14 @@ stats = score_statistics(16, np.random.default_rng(21), n_queries=500, n_keys=8)
 check_true(isinstance(stats, dict), f"score_statistics returned a {type(stats).__name__}, expected a dict")
 wanted = {"raw_std", "scaled_std", "raw_top", "scaled_top"}
 check_true(set(stats) == wanted, f"score_statistics returned the keys {sorted(stats)}, expected {sorted(wanted)}")
+# scaled_top and raw_top are your Part A's mean_top_weight of the scores: its type and values are judged there
+two_rows = mean_top_weight(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))  # largest weights 0.665241 and 1/3
+top_is_float = isinstance(two_rows, float)
+part_a_right = bool(abs(float(two_rows) - (0.665241 + 1 / 3) / 2) < 1e-6)
 for key in sorted(wanted):
     check_true(np.ndim(stats[key]) == 0, f"stats[{key!r}] has shape {np.shape(stats[key])}: expected one number")
-    check_type(f"stats[{key!r}]", stats[key], float, hint="each statistic is one Python float, float(...)")
+    if top_is_float or not key.endswith("_top"):
+        check_type(f"stats[{key!r}]", stats[key], float, hint="each statistic is one Python float, float(...)")
     check_finite(f"stats[{key!r}]", stats[key])
 check_true(3.4 < stats["raw_std"] < 4.6, f"raw_std is {stats['raw_std']:.3g} for d_k = 16, expected about "
            "sqrt(16) = 4: the raw scores are the dot products of q and k, one per (query, key) pair")
@@ -324,8 +329,8 @@ check_true(stats["scaled_std"] < 1.15, f"scaled_std is {stats['scaled_std']:.3g}
            "divide the raw scores by sqrt(d_k)")
 check_true(stats["scaled_std"] > 0.85, f"scaled_std is {stats['scaled_std']:.3g} for d_k = 16, expected about 1: "
            "divide the raw scores by sqrt(d_k), not by d_k")
-check_true(1 / 8 < stats["scaled_top"] < stats["raw_top"] < 1, "expected 1/8 < scaled_top < raw_top < 1 "
-           "for d_k = 16: raw_top is mean_top_weight of the raw scores, scaled_top of the scaled ones")
+check_true(not part_a_right or 1 / 8 < stats["scaled_top"] < stats["raw_top"] < 1, "expected 1/8 < scaled_top < "
+           "raw_top < 1 for d_k = 16: raw_top is mean_top_weight of the raw scores, scaled_top of the scaled ones")
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(22)
 for trial in range(3):
@@ -372,11 +377,13 @@ for trial in range(3):
     wrong["score_statistics makes its own np.random.default_rng(0) instead of drawing from `rng`"] = \
         _reference_statistics(d_k, 0, n_q, n_k)
     expected = _reference_statistics(d_k, seed, n_q, n_k)
+    for key in ("raw_top", "scaled_top"):  # judged around your mean_top_weight (Part A's tests judge it)
+        try:
+            expected[key] = float(mean_top_weight(expected[key.replace("_top", "")]))
+        except Exception:  # noqa: BLE001 (Part A's tests report it; then the right value is expected here)
+            pass
     for key in ("raw_std", "scaled_std", "raw_top", "scaled_top"):
         causes = {cause: w[key] for cause, w in wrong.items()}
-        if key.endswith("_top"):
-            causes["mean_top_weight is wrong (make Part A's tests pass first)"] = \
-                mean_top_weight(expected[key.replace("_top", "")])
         check_close(f"{key} for d_k={d_k}, n_queries={n_q}, n_keys={n_k}", mine[key], expected[key],
                     atol=1e-9, rtol=1e-6, likely_causes=causes,
                     hint="draw q (n_queries, 1, d_k) then k (n_queries, n_keys, d_k) from `rng`, "
@@ -389,8 +396,9 @@ for call, (d_k, expected) in enumerate(TABLE.items()):
     stats = score_statistics(d_k, rng)
     printed = (f"{stats['raw_std']:.2f}", f"{stats['scaled_std']:.2f}",
                f"{stats['raw_top']:.3f}", f"{stats['scaled_top']:.3f}")
-    check_true(printed == expected, f"call {call + 1} (d_k = {d_k}) on the shared generator gives {printed}, "
-               f"the table says {expected}: draw q, then k, from the `rng` argument, "
+    shown = 4 if part_a_right else 2  # part_a_right: from the test of the keys; the tops are your Part A's
+    check_true(printed[:shown] == expected[:shown], f"call {call + 1} (d_k = {d_k}) on the shared generator gives "
+               f"{printed[:shown]}, the table says {expected[:shown]}: draw q, then k, from the `rng` argument, "
                "one generator for all three widths")
 
 # %% nbgrader={"grade": true, "grade_id": "test_statistics_uses_rng", "locked": true, "points": 1, "schema_version": 3, "solution": false}

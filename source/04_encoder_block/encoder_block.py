@@ -51,7 +51,7 @@ import torch.nn as nn
 
 from course import check_choice, check_close, check_shape, check_true
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
-from nboracle import draw_parameters, parameter_gradients, read_state
+from nboracle import draw_parameters, read_state
 from course.plots import plot_attention
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -162,7 +162,10 @@ for trial in range(6):
     ffn = FeedForward(width, hidden)
     params = draw_parameters(ffn, gen) if trial < 5 else read_parameters(ffn)  # the last: as built, nothing written
     x = torch.randn(2, int(torch.randint(1, 6, (1,), generator=gen)), width, generator=gen)
-    w1, b1, w2, b2 = (params[f"linear{i}.{part}"] for i in (1, 2) for part in ("weight", "bias"))
+    names = [f"linear{i}.{part}" for i in (1, 2) for part in ("weight", "bias")]
+    check_true(all(name in params for name in names), f"FeedForward({width}, {hidden}) holds {sorted(params)}, not "
+               "linear1.weight, linear1.bias, linear2.weight and linear2.bias: name its layers linear1 and linear2")
+    w1, b1, w2, b2 = (params[name] for name in names)
     with torch.no_grad():
         pre = x @ w1.T + b1
         check_close(f"FeedForward({width}, {hidden})(x)", ffn(x), torch.relu(pre) @ w2.T + b2, atol=1e-5,
@@ -563,20 +566,12 @@ for trial in range(5):
 ### BEGIN HIDDEN TESTS
 from nboracle import read_parameters
 
-from course.encoder_block_checks import call_block, own_ffn, weights_hint
-from instructor.references.encoder_block import reference_layer  # the grader's side only
-
-
-def block_like(layer, x, pad, future, pre, attn_res=True, ffn_res=True, swap=False, res_norm=False):
-    """The block computed by hand from the reference layer's parts, with one named mistake switched on."""
-    n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
-    ffn = layer._ff_block  # the block's own FFN
-    attn = lambda h: layer.self_attn(h, h, h, key_padding_mask=pad, attn_mask=future, need_weights=False)[0]
-    if pre:
-        x = (n1(x) if res_norm else x if attn_res else 0) + attn(n1(x))
-        return (n2(x) if res_norm else x if ffn_res else 0) + ffn(n2(x))
-    x = n1((x if attn_res else 0) + attn(x))
-    return n2((x if ffn_res else 0) + ffn(x))
+from course.encoder_block_checks import call_block, forward_hint, own_ffn, weights_hint
+from instructor.references.encoder_block import (  # the grader's side only
+    block_mistakes,
+    gradients_agree,
+    reference_layer,
+)
 
 
 def compare_with_pytorch(norm_first, seed):
@@ -597,16 +592,9 @@ def compare_with_pytorch(norm_first, seed):
                                       causal_mask=future)
             layer = reference_layer(params, width, heads, hidden, norm_first, own_ffn(block))
             expected = layer(x, src_mask=future, src_key_padding_mask=pad)
-            hand = lambda **mistake: block_like(layer, x, pad, future, **{"pre": norm_first, **mistake})
             check_close(f"EncoderBlock(norm_first={norm_first}) output ({where})", out, expected, atol=1e-5,
-                        hint="compare your forward with the formulas of Part C", likely_causes={
-                            ("post-norm is used although norm_first=True" if norm_first else
-                             "pre-norm is used although norm_first=False"): hand(pre=not norm_first),
-                            "the residual around the attention sublayer is missing": hand(attn_res=False),
-                            "the residual around the FFN sublayer is missing": hand(ffn_res=False),
-                            "norm1 and norm2 are swapped": hand(swap=True),
-                            "the residual adds norm(x) instead of x": hand(res_norm=True),
-                        })
+                        hint=forward_hint(block, out, width),
+                        likely_causes=block_mistakes(layer, x, pad, future, norm_first))
             attn_in = layer.norm1(x) if norm_first else x
             check_shape(f"EncoderBlock(norm_first={norm_first}) weights ({where})", weights,
                         (batch, heads, length, length), hint=weights_hint(weights, batch, heads, length))
@@ -623,6 +611,7 @@ def compare_with_pytorch(norm_first, seed):
 
 
 compare_with_pytorch(norm_first=False, seed=18)
+gradients_agree(EncoderBlock, norm_first=False, seed=22)
 ### END HIDDEN TESTS
 from course.encoder_block_checks import check_post_norm_ends_with_a_norm
 
@@ -633,6 +622,7 @@ check_post_norm_ends_with_a_norm(EncoderBlock)
 """norm_first=True is pre-norm, x = x + sublayer(norm(x)); compared with nn.TransformerEncoderLayer by the post-norm test's helper."""
 ### BEGIN HIDDEN TESTS
 compare_with_pytorch(norm_first=True, seed=19)
+gradients_agree(EncoderBlock, norm_first=True, seed=23)
 ### END HIDDEN TESTS
 from course.encoder_block_checks import check_clean_residual
 
@@ -758,63 +748,23 @@ for (encoded, target, valid), loss in probed_points(masked_token_loss):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_gradients_reach_every_parameter", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Through masked_token_loss, every parameter of the block gets a finite gradient."""
+"""Through masked_token_loss, every parameter of an encoder block gets a finite gradient."""
 from course.encoder_block_checks import check_gradients
 
 torch.manual_seed(8)
-block = EncoderBlock(4, 2, 8)
-draw_parameters(block, torch.Generator().manual_seed(8))
-gradient_report = check_gradients(masked_token_loss, block, torch.randn(2, 3, 4),
+layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)  # PyTorch's block: this judges your loss
+gradient_report = check_gradients(masked_token_loss, layer, torch.randn(2, 3, 4),
                                   torch.tensor([[False, False, True], [False] * 3]))  # (gradients, d_encoded)
 ### BEGIN HIDDEN TESTS
-from nboracle import probed_points, read_parameters
-
-from instructor.references.encoder_block import PYTORCH_NAMES  # the grader's side only
-
 gen = torch.Generator().manual_seed(22)
-for trial in range(4):
+for trial in range(3):
     heads, batch = (int(n) for n in torch.randint(1, 4, (2,), generator=gen))
     d_head, length = int(torch.randint(2, 4, (1,), generator=gen)), int(torch.randint(2, 7, (1,), generator=gen))
     pad = torch.arange(length) >= torch.randint(1, length + 1, (batch,), generator=gen)[:, None]
     future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1) if trial else None
-    width, norm_first = heads * d_head, bool(trial % 2)
-    block = EncoderBlock(width, heads, 9, norm_first=norm_first)
-    params = draw_parameters(block, gen) if trial < 3 else read_parameters(block)  # the last: as built, nothing written
-    x = torch.randn(batch, length, width, generator=gen)
-    # the loss's outputs at the points of its own gradient check give only the direction of this backward
-    # pass; what this test scores is the block's gradients along the test's direction, below (the loss tests
-    # judge masked_token_loss, its gradient-check points included)
-    check_gradients(masked_token_loss, block, x, pad, future)  # the loss's gradients exist and are finite
-    # the block's gradients along a direction of the test's own, against the same backward pass through
-    # nn.TransformerEncoderLayer holding the same parameters
-    direction = torch.randn(batch, length, width, generator=gen)  # (B, T, D)
-    gradients = parameter_gradients(block, x, direction, padding_mask=pad, causal_mask=future)
-    probe = torch.randn(batch, length, width, generator=gen)
-    reference = {}
-    # another FFN than Part A's (its shapes or its formula) is Part A's tests' business: then no comparison
-    if tuple(getattr(params.get("ffn.linear1.weight"), "shape", ())) == (9, width):
-        layer = reference_layer(params, width, heads, 9, norm_first)
-        with torch.no_grad():
-            same_ffn = torch.allclose(own_ffn(block)(probe), layer._ff_block(probe), atol=1e-5)
-        if same_ffn:
-            (layer(x, src_mask=future, src_key_padding_mask=pad) * direction).sum().backward()
-            reference = dict(layer.named_parameters())
-    for name, grad in gradients.items():
-        theirs = [pt + name[len(mine):] for mine, pt in PYTORCH_NAMES.items() if name.startswith(mine)]
-        if theirs and theirs[0] in reference:
-            check_close(f"the gradient of {name} (width {width}, {heads} heads, T={length}, norm_first={norm_first})",
-                        grad, reference[theirs[0]].grad, atol=1e-4,
-                        hint="the block's forward differs from nn.TransformerEncoderLayer: make the post-norm and "
-                             "pre-norm tests pass first")
-    if reference:  # the outputs at the points the gradient checks moved a parameter to are answers too: judged as well
-        for moved, output in probed_points(block):
-            with torch.no_grad():
-                expected = reference_layer({**params, **moved}, width, heads, 9, norm_first)(
-                    x, src_mask=future, src_key_padding_mask=pad)
-            check_close(f"the block's output with {', '.join(moved)} moved a little (width {width}, {heads} heads, "
-                        f"T={length}, norm_first={norm_first})", output, expected, atol=1e-4,
-                        hint="the forward must compute the block for any parameter values, also for values a hair "
-                             "away from the ones it saw last")
+    torch.manual_seed(220 + trial)
+    layer = nn.TransformerEncoderLayer(heads * d_head, heads, 9, dropout=0.0, batch_first=True, norm_first=bool(trial % 2))
+    check_gradients(masked_token_loss, layer, torch.randn(batch, length, heads * d_head, generator=gen), pad, future)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -644,6 +644,8 @@ def reference_and_mistakes(params, x, H):
         "the output projection proj is not applied to the merged heads": glue(right),
         "the heads are merged by reshaping (B, H, T, d_head) to (B, T, D) without transposing back":
             project(right.reshape(B, T, D)),
+        "q and k are swapped: the fused projection is unpacked as k, q, v instead of q, k, v":
+            project(glue(F.scaled_dot_product_attention(kh, qh, vh, is_causal=True))),
         "(B, T, D) is viewed straight as (B, H, T, d_head) when splitting the heads":
             project(glue(F.scaled_dot_product_attention(*(by_head_wrongly(t) for t in (q, k, v)), is_causal=True))),
     }

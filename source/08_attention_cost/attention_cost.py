@@ -489,6 +489,9 @@ print("smallest φ on [-4, 3]:", float(phi(xs).min()))
 xs = torch.linspace(-10, 10, 101, dtype=torch.float64)
 features = phi(xs)
 check_shape("phi(x) for x of shape (101,)", features, (101,))
+check_true(bool((features[xs <= 0] != 0).any()) or not bool((features[xs > 0] == xs[xs > 0]).all()),
+           "phi(x) is 0 for every x <= 0 and x for x > 0: that is ReLU(x), whose zero features can leave a query "
+           "with no weight at all (0 / 0); use 1 + ELU(x), positive everywhere")
 check_true(bool((features > 0).all()), f"phi(x) has {int((features <= 0).sum())} entries <= 0 (smallest "
            f"{float(features.min()):.3g}): features must be positive so that every weight phi(q).phi(k) is "
            "positive and the normaliser never reaches 0; use 1 + ELU(x)")
@@ -592,8 +595,11 @@ plt.show()
 
 # %% nbgrader={"grade": true, "grade_id": "test_linear_attention_quadratic", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """linear_attention_quadratic normalises phi(q).phi(k) per query and respects the causal mask."""
+from course.attention_cost_checks import positive_inputs
+
 gen = torch.Generator().manual_seed(83)
 q, k, v = (torch.randn(2, 6, n, generator=gen, dtype=torch.float64) for n in (4, 4, 3))
+q, k = positive_inputs(phi, q, k)  # judged around your phi, on inputs where it is positive
 out = linear_attention_quadratic(q, k, v)
 check_shape("linear_attention_quadratic(q (2, 6, 4), k, v (2, 6, 3))", out, (2, 6, 3))
 same_keys = k[:, :1].expand(2, 6, 4)
@@ -618,6 +624,7 @@ for trial in range(4):
     L, d, d_v = (int(n) for n in torch.randint(2, 9, (3,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
+    q, k = positive_inputs(phi, q, k)
     raw = own_phi(phi, q) @ own_phi(phi, k).transpose(-1, -2)
     raw_elu = F.elu(q) @ F.elu(k).transpose(-1, -2)
     for causal in (False, True):
@@ -647,6 +654,7 @@ for trial in range(5):
     L, d, d_v = (int(n) for n in torch.randint(2, 12, (3,), generator=gen))
     q, k = (2 * torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
+    q, k = positive_inputs(phi, q, k)
     fq, fk, ek = own_phi(phi, q), own_phi(phi, k), F.elu(k)
     kernel = torch.einsum("...id,...jd->...ij", fq, fk)
     check_close(f"linear_attention for batch {batch}, L={L}, d={d}, d_v={d_v}", linear_attention(q, k, v),
@@ -657,12 +665,17 @@ for trial in range(5):
                     "phi(x) = ELU(x), without the 1 +":
                         (F.elu(q) @ (ek.transpose(-1, -2) @ v)) / (F.elu(q) @ ek.sum(-2).unsqueeze(-1)),
                     "softmax attention was computed instead of phi(q).phi(k)": F.scaled_dot_product_attention(q, k, v),
+                    "phi is applied to the values too: S = phi(K)^T V takes v as it is":
+                        (fq @ (fk.transpose(-1, -2) @ own_phi(phi, v))) / (fq @ fk.sum(-2).unsqueeze(-1)),
                     "the causal running sums were used although causal=False":
                         (kernel.tril() @ v) / kernel.tril().sum(-1, keepdim=True),
                 }, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
 ### END HIDDEN TESTS
+from course.attention_cost_checks import positive_inputs
+
 gen = torch.Generator().manual_seed(84)
 q, k, v = (torch.randn(3, 7, n, generator=gen, dtype=torch.float64) for n in (5, 5, 2))
+q, k = positive_inputs(phi, q, k)  # judged around your phi, on inputs where it is positive
 out = linear_attention(q, k, v)
 check_shape("linear_attention(q (3, 7, 5), k, v (3, 7, 2))", out, (3, 7, 2),
             hint="the output has one row of width d_v per query")
@@ -697,8 +710,12 @@ for trial in range(5):
     d, d_v = (int(n) for n in torch.randint(2, 7, (2,), generator=gen))
     q, k = (torch.randn(*batch, L, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, L, d_v, generator=gen, dtype=torch.float64)
+    q, k = positive_inputs(phi, q, k)
     fq, fk = own_phi(phi, q), own_phi(phi, k)
     w = (fq @ fk.transpose(-1, -2)).tril() + torch.diag_embed((fq * fk).sum(-1))  # current token counted twice
+    outer = fk.unsqueeze(-1) * v.unsqueeze(-2)  # (..., L, d, d_v)
+    def read_out(S, z):
+        return (fq.unsqueeze(-1) * S).sum(-2) / (fq * z).sum(-1, keepdim=True)
     check_close(f"linear_attention(causal=True) for batch {batch}, L={L}, d={d}, d_v={d_v}",
                 linear_attention(q, k, v, causal=True), hidden_masked_reference(q, k, v, -L, 0), atol=1e-9,
                 likely_causes={
@@ -709,10 +726,20 @@ for trial in range(5):
                         hidden_masked_reference(q, k, v, -L, L),
                     "the running sums run from the end (they use tokens j >= i)":
                         hidden_masked_reference(q, k, v, 0, L),
-                }, hint="query i uses S_i = sum_{j<=i} phi(k_j) v_j^T and z_i = sum_{j<=i} phi(k_j) (torch.cumsum)")
+                    "z is summed along its feature axis (torch.cumsum(..., dim=-1)) instead of the token axis, dim=-2":
+                        read_out(outer.cumsum(-3), fk.cumsum(-1)),
+                    "S is summed along its feature axis (torch.cumsum(..., dim=-2)) instead of the token axis, dim=-3":
+                        read_out(outer.cumsum(-2), fk.cumsum(-2)),
+                    "S and z are summed along a feature axis instead of the token axis (dim=-3 of S, dim=-2 of z)":
+                        read_out(outer.cumsum(-2), fk.cumsum(-1)),
+                }, hint=("query i uses S_i = sum_{j<=i} phi(k_j) v_j^T and z_i = sum_{j<=i} phi(k_j): torch.cumsum along the "
+                        "token axis, dim=-2 of z (..., L, d) and dim=-3 of S (..., L, d, d_v)"))
 ### END HIDDEN TESTS
+from course.attention_cost_checks import positive_inputs
+
 gen = torch.Generator().manual_seed(85)
 q, k, v = (torch.randn(2, 6, n, generator=gen, dtype=torch.float64) for n in (4, 4, 3))
+q, k = positive_inputs(phi, q, k)  # judged around your phi, on inputs where it is positive
 out = linear_attention(q, k, v, causal=True)
 check_shape("linear_attention(..., causal=True)", out, (2, 6, 3))
 check_close("causal output of token 0", out[:, 0], v[:, 0], atol=1e-10,
@@ -724,7 +751,8 @@ leaked = not torch.allclose(out_changed[:, :-1], out[:, :-1], atol=1e-9)  # mess
 check_true(not leaked, "the causal outputs of tokens 0..4 changed when the last value changed: a later token "
            "changed an earlier output, so the running sums look into the future")
 ### BEGIN HIDDEN TESTS
-hint = "query i uses S_i = sum_{j<=i} phi(k_j) v_j^T and z_i = sum_{j<=i} phi(k_j) (torch.cumsum)"
+hint = ("query i uses S_i = sum_{j<=i} phi(k_j) v_j^T and z_i = sum_{j<=i} phi(k_j): torch.cumsum along the token "
+        "axis, dim=-2 of z (..., L, d) and dim=-3 of S (..., L, d, d_v)")
 check_close("linear_attention(q (2, 6, 4), k, v (2, 6, 3), causal=True)", out, hidden_masked_reference(q, k, v, -6, 0),
             atol=1e-9, hint=hint)
 check_close("causal outputs after changing the last value", out_changed, hidden_masked_reference(q, k, changed, -6, 0),
@@ -748,6 +776,7 @@ from course.attention_cost_checks import own_phi
 
 for causal in (False, True):
     q, k, v = (torch.randn(2, 2, 1200, n, generator=gen, dtype=torch.float64) for n in (6, 6, 5))
+    q, k = positive_inputs(phi, q, k)
     out, largest = largest_tensor(linear_attention, q, k, v, causal=causal)
     check_true(largest.entries < 1200 * 1200 // 2,
                f"linear_attention(causal={causal}) built a tensor of shape {largest.shape} at L = 1200 with "
@@ -760,6 +789,7 @@ for causal in (False, True):
 # 128 GiB, which no grading machine (and no sandbox) holds; the regrouped form needs 3 MB
 L = 2 ** 17
 q, k, v = (torch.randn(1, L, 2, generator=gen, dtype=torch.float64) for _ in range(3))
+q, k = positive_inputs(phi, q, k)
 fq, fk = own_phi(phi, q), own_phi(phi, k)
 for causal in (False, True):
     try:
@@ -899,6 +929,7 @@ for trial in range(4):
     d, d_v = (int(n) for n in torch.randint(2, 7, (2,), generator=gen))
     q, k = (torch.randn(*batch, T, d, generator=gen, dtype=torch.float64) for _ in range(2))
     v = torch.randn(*batch, T, d_v, generator=gen, dtype=torch.float64)
+    q, k = positive_inputs(phi, q, k)
     state, outputs = None, []
     for t in range(T):
         out_t, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
@@ -916,8 +947,11 @@ for trial in range(4):
                 }, hint="add phi(k_t) v_t^T to S and phi(k_t) to z first, then read out_t = phi(q_t)^T S_t / "
                         "(phi(q_t) . z_t)")
 ### END HIDDEN TESTS
+from course.attention_cost_checks import positive_inputs
+
 gen = torch.Generator().manual_seed(88)
 q, k, v = (torch.randn(2, 5, n, generator=gen, dtype=torch.float64) for n in (4, 4, 3))
+q, k = positive_inputs(phi, q, k)  # judged around your phi, on inputs where it is positive
 out_0, _ = causal_linear_attention_step(None, q[:, 0], k[:, 0], v[:, 0])
 check_close("output of the first token", out_0, v[:, 0], atol=1e-10,
             hint="the first token sees only itself, so out_0 must be v_0: add the current token to S and z "
