@@ -178,10 +178,10 @@ VARIANTS = [
                 "test_quiz_q5": "(c) float64 keeps about 16 digits"},
     ),
     Variant(
-        "predict_parameters_wrong",
-        "predicts the parameters of qkv alone (3D^2 + 3D)",
-        replace={"predict_parameters": "PREDICTED_PARAMETERS = 27936\n"},
-        expect={"test_predict_parameters": "the output projection proj adds"},
+        "predict_element_wrong",
+        "predicts the element as if the transposed shape (B, H, T, d_head) were the order of memory",
+        replace={"predict_element": "PREDICTED_ELEMENT = 185\n"},
+        expect={"test_predict_element": "the transpose moves no data"},
     ),
 ]
 

@@ -354,44 +354,46 @@ assert all(np.isfinite(r) and r > 0 for r in ratios.values())  # a measurement, 
 # %% [markdown]
 # ### Predict, then run (1 point)
 #
-# Part C's block holds the fused projection `qkv` (from $D$ to $3D$ features) and the output
-# projection `proj` (from $D$ to $D$), both with biases. Before you build it, predict its
-# **number of parameters** for $D = 96$ and 8 heads, and assign it to `PREDICTED_PARAMETERS`.
-# A prediction within 0.2 % counts (a count is exact
-# arithmetic). The cell after the test counts the parameters of
-# `nn.MultiheadAttention(96, 8)`, which holds the same projections.
+# Part A's `split_heads` moves no data: it gives the same memory new axes. Take
+# `x = torch.arange(960).view(2, 10, 48)` (2 sequences of 10 tokens, $D = 48$), in which each
+# number is its own position in memory, and split it into 6 heads. Predict the number at
+# `split_heads(x, 6)[0, 2, 3, 1]` (sequence 0, head 2, token 3, feature 1 of that head) and
+# assign it to `PREDICTED_ELEMENT`. Only the exact number counts. The cell after the test looks
+# it up.
 
-# %% nbgrader={"grade": false, "grade_id": "predict_parameters", "locked": false, "schema_version": 3, "solution": true}
-PREDICTED_PARAMETERS = None  # replace None with your prediction, a number
+# %% nbgrader={"grade": false, "grade_id": "predict_element", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_ELEMENT = None  # replace None with your prediction, a number
 ### BEGIN SOLUTION
-PREDICTED_PARAMETERS = (96 * 3 * 96 + 3 * 96) + (96 * 96 + 96)
+PREDICTED_ELEMENT = 3 * 48 + 2 * 8 + 1  # token 3 starts at 3 D; head 2 is features 16 to 23 of it
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "test_predict_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""PREDICTED_PARAMETERS: the number of parameters of the block at D = 96 with 8 heads."""
+# %% nbgrader={"grade": true, "grade_id": "test_predict_element", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_ELEMENT: the number at split_heads(arange(960).view(2, 10, 48), 6)[0, 2, 3, 1]."""
 from course import check_number
 
-prediction = check_number("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS)  # your number, read as the grader reads it
+prediction = check_number("PREDICTED_ELEMENT", PREDICTED_ELEMENT)  # your number, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_prediction
 
-prediction = check_prediction("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS, 37248, rel=0.002, known=(
-    (27936, "3D^2 + 3D counts only the fused qkv projection: the output projection proj adds D^2 + D"),
-    (36864, "4D^2 leaves out the biases, one per output feature of qkv (3D) and of proj (D)"),
-    (297984, "the heads are slices of the D features, so the count does not grow with the number of heads"),
-    (4656, "the heads are slices of one D-wide projection, so the count does not shrink with the number of "
-           "heads either"),
+prediction = check_prediction("PREDICTED_ELEMENT", PREDICTED_ELEMENT, 161, rel=0, known=(
+    (185, "that reads the (B, H, T, d_head) shape as the order of memory: the transpose moves no data, and "
+          "the features of token 3 are still side by side"),
+    (152, "that takes head 2 as every 6th feature (feature 6 j + 2); a head is one contiguous slice of "
+          "d_head = 8 features of each token"),
+    (17, "that is in token 0; the element belongs to token 3, three rows of D = 48 numbers further on"),
 ),
-                              hint="count the weights and biases of qkv (D to 3D) and of proj (D to D)")
+                              hint="token t of sequence 0 starts at t * D, and head h holds its features h * d_head "
+                                   "to (h + 1) * d_head - 1")
 ### END HIDDEN TESTS
 
 # %%
-pytorch_attention = nn.MultiheadAttention(96, 8)
-print("parameters of nn.MultiheadAttention(96, 8):", sum(p.numel() for p in pytorch_attention.parameters()))
+x = torch.arange(960).view(2, 10, 48)
+print("split_heads(x, 6)[0, 2, 3, 1] =", x.view(2, 10, 6, 8).transpose(1, 2)[0, 2, 3, 1].item())
 
 # %% [markdown]
-# Eight heads or one, the count is the same: heads cut the $D$ features into slices, they add
-# no weights.
+# A head is a slice of each token's features, not a copy of the sequence: the view and the
+# transpose only change how the same numbers are indexed (`x.view(...).transpose(1, 2)` shares
+# `x`'s memory), which is why splitting into heads costs nothing.
 
 # %% [markdown]
 # ## Part C · The block (10 points)
