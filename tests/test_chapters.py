@@ -128,7 +128,7 @@ def test_graded_cells_follow_conventions(assignment):
                 f"{meta.get('grade_id')}: `{KERNEL_ONLY}` marks a locked provided cell")
             assert lines[0] == KERNEL_ONLY and lines[1].startswith("# ("), (
                 f"{meta.get('grade_id')}: `{KERNEL_ONLY}` is the cell's first line, and the next one explains it to "
-                "the student (`# (a note for the grader; nothing to do for you: ...)`)")
+                "the student (`# (this cell runs in your notebook only: ...)`)")
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     meta = first_code.metadata.get("nbgrader", {})
     assert "import" in first_code.source and meta.get("locked") and not meta.get("solution"), (

@@ -153,11 +153,11 @@ VARIANTS = [
     Variant(
         "quiz_wrong_answers",
         "every quiz answer is a tempting wrong one (Q1 not even a letter)",
-        replace={"quiz": 'Q1 = "16"\nQ2 = "c"\nQ3 = "b"\nQ4 = "a"'},
+        replace={"quiz": 'Q1 = "24"\nQ2 = "c"\nQ3 = "b"\nQ4 = "a"'},
         expect={"test_quiz_q1": "answer with one letter as a string",
-                "test_quiz_q2": "Q2 is not right: (c) overflow is already prevented",
-                "test_quiz_q3": "Q3 is not right: (b) dividing by d_k",
-                "test_quiz_q4": "Q4 is not right: (a) the mean is the limit c -> 0"},
+                "test_quiz_q2": "Q2 is not right: (c) 0.81 is p_1 squared",
+                "test_quiz_q3": "Q3 is not right: (b) the last axis, shape[-1], is the width d_k",
+                "test_quiz_q4": "Q4 is not right: (a) the raw spread is sqrt(256) = 16"},
     ),
     Variant(
         "predict_spread_wrong",
@@ -194,7 +194,7 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q2 = "a"', 'Q2 = "A"'), ('Q3 = "d"', 'Q3 = "d "'),
-                        ('Q4 = "b"', 'Q4 = " B"'))},
+        edits={"quiz": (('Q1 = "d"', 'Q1 = " D "'), ('Q2 = "b"', 'Q2 = "B"'), ('Q3 = "a"', 'Q3 = "a "'),
+                        ('Q4 = "c"', 'Q4 = " C"'))},
     ),
 ]

@@ -174,11 +174,11 @@ VARIANTS = [
     Variant(
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
-        replace={"quiz": 'Q1 = "c"\nQ2 = "a"\nQ3 = "a"\nQ4 = "c"\n'},
-        expect={"test_quiz_q1": "Q1 is not right: (c) a causal mask hides the future",
-                "test_quiz_q2": "Q2 is not right: (a) the source sentence is known in full",
-                "test_quiz_q3": "Q3 is not right: (a) a key padding mask hides PAD keys",
-                "test_quiz_q4": "Q4 is not right: (c) a boolean mask of the right shape is accepted silently"},
+        replace={"quiz": 'Q1 = "a"\nQ2 = "b"\nQ3 = "a"\nQ4 = "a"\n'},
+        expect={"test_quiz_q1": "Q1 is not right: (a) 21 is the causal mask alone",
+                "test_quiz_q2": "Q2 is not right: (b) 0.844 is what filling the masked score with 0 gives",
+                "test_quiz_q3": "Q3 is not right: (a) PyTorch's boolean masks say the opposite",
+                "test_quiz_q4": "Q4 is not right: (a) the sum is the same, but .mean divides it by 5"},
     ),
     Variant(
         "predict_allowed_wrong",
@@ -223,6 +223,6 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": (('Q1 = "b"', 'Q1 = " B "'), ('Q3 = "c"', 'Q3 = "C"'))},
+        edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q3 = "d"', 'Q3 = "D"'))},
     ),
 ]

@@ -251,18 +251,18 @@ VARIANTS = [
     Variant(
         "quiz_wrong",
         "a wrong letter for every quiz question",
-        replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "a", "a", "b", "c", "a", "c"\n'},
-        expect={"test_quiz_q1": "(a) a decoder-only model hides every later word",
-                "test_quiz_q2": "(a) encoder-only is BERT's family",
-                "test_quiz_q3": "(b) a mask changes which scores are used",
-                "test_quiz_q4": "(c) that is the pattern of causal attention",
-                "test_quiz_q5": "(a) a weight says how much of a value",
-                "test_quiz_q6": "(c) LayerNorm of a sum is not the sum"},
+        replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "b", "a", "a", "a", "c", "c"\n'},
+        expect={"test_quiz_q1": "(b) 2.5 averages the two sequences' means",
+                "test_quiz_q2": "(a) the residual connection adds the input back",
+                "test_quiz_q3": "(a) an average of weights still describes mixing",
+                "test_quiz_q4": "(a) the whole input is there before any prediction",
+                "test_quiz_q5": "(c) attention's mixing weights are computed",
+                "test_quiz_q6": "(c) a causal mask lets each query read its own key"},
     ),
     Variant(
         "quiz_not_letters",
-        "quiz answers written as words instead of letters",
-        replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "BERT", "c", "a", "b", "c", "a"\n'},
+        "quiz answers written as the option's text instead of its letter",
+        replace={"quiz_answers": 'Q1, Q2, Q3, Q4, Q5, Q6 = "1.86", "c", "b", "c", "a", "b"\n'},
         expect={"test_quiz_q1": 'answer with one letter as a string, "a", "b" or "c"'},
     ),
     Variant(
@@ -304,6 +304,6 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz_answers": (('"b", "c", "a", "b", "c", "a"', '" B", "C ", "a", "B", " c ", "A"'),)},
+        edits={"quiz_answers": (('"a", "c", "b", "c", "a", "b"', '" A", "C ", "b", "C", " a ", "B"'),)},
     ),
 ]

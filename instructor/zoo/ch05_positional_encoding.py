@@ -265,15 +265,16 @@ VARIANTS = [
     Variant(
         "quiz_wrong",
         "picks a plausible wrong answer to every question",
-        replace={"quiz": 'Q1 = "c"\nQ2 = "b"\nQ3 = "b"\nQ4 = "c"\n'},
-        expect={"test_quiz_q1": "(c) adding a position vector to each token changes no shape",
-                "test_quiz_q2": "(b) nothing wraps around", "test_quiz_q3": "(b) dropout at 0 removes randomness",
-                "test_quiz_q4": "(c) j - i runs from -(T - 1) to T - 1"},
+        replace={"quiz": 'Q1 = "c"\nQ2 = "b"\nQ3 = "b"\nQ4 = "b"\n'},
+        expect={"test_quiz_q1": "(c) the FFN acts on each token on its own",
+                "test_quiz_q2": "(b) 1 000 is the divisor of the position",
+                "test_quiz_q3": "(b) a row of an embedding table gets a gradient only when",
+                "test_quiz_q4": "(b) 11 is 2 x 6 - 1"},
     ),
     Variant(
         "quiz_not_a_letter",
         "answers Q4 with a number instead of a letter",
-        replace={"quiz": 'Q1 = "b"\nQ2 = "c"\nQ3 = "c"\nQ4 = 19\n'},
+        replace={"quiz": 'Q1 = "b"\nQ2 = "d"\nQ3 = "c"\nQ4 = 9\n'},
         expect={"test_quiz_q4": 'answer with one letter as a string, "a", "b", "c" or "d"'},
     ),
     Variant(
@@ -327,6 +328,6 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": (('Q1 = "b"', 'Q1 = " B "'), ('Q4 = "b"', 'Q4 = "B"'))},
+        edits={"quiz": (('Q1 = "b"', 'Q1 = " B "'), ('Q4 = "a"', 'Q4 = "A"'))},
     ),
 ]

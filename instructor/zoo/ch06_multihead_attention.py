@@ -192,18 +192,18 @@ VARIANTS = [
     Variant(
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
-        replace={"quiz": 'Q1 = "a"\nQ2 = "b"\nQ3 = "a"\nQ4 = "b"\nQ5 = "a"\n'},
-        expect={"test_quiz_q1": "(a) the heads are slices of one D-wide projection",
-                "test_quiz_q2": "(b) the scale acts on the scores before softmax",
-                "test_quiz_q3": "(a) the positions to hide are fixed by the task",
-                "test_quiz_q4": "(b) the count is 4D^2 + 4D for any number of heads",
-                "test_quiz_q5": "(a) a causal mask is for generating left to right"},
+        replace={"quiz": 'Q1 = "a"\nQ2 = "b"\nQ3 = "a"\nQ4 = "a"\nQ5 = "c"\n'},
+        expect={"test_quiz_q1": "(a) (2, 10, 6, 8) is the view before the transpose",
+                "test_quiz_q2": "(b) reshape only needs the same number of elements",
+                "test_quiz_q3": "(a) only nn.Parameter objects are trained",
+                "test_quiz_q4": "(a) 20 counts one distribution per query",
+                "test_quiz_q5": "(c) float64 keeps about 16 digits"},
     ),
     Variant(
-        "predict_parameters_wrong",
-        "predicts the parameters of qkv alone (3D^2 + 3D)",
-        replace={"predict_parameters": "PREDICTED_PARAMETERS = 27936\n"},
-        expect={"test_predict_parameters": "the output projection proj adds"},
+        "predict_element_wrong",
+        "predicts the element as if the transposed shape (B, H, T, d_head) were the order of memory",
+        replace={"predict_element": "PREDICTED_ELEMENT = 185\n"},
+        expect={"test_predict_element": "the transpose moves no data"},
     ),
 ]
 
@@ -240,7 +240,7 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q3 = "d"', 'Q3 = "D"'), ('Q5 = "b"', 'Q5 = "b "'))},
+        edits={"quiz": (('Q1 = "d"', 'Q1 = " D "'), ('Q3 = "c"', 'Q3 = "C"'), ('Q5 = "d"', 'Q5 = "d "'))},
     ),
 ]
 

@@ -148,9 +148,9 @@ VARIANTS = [
     Variant(
         "quiz_wrong",
         "every quiz answer is a plausible wrong option",
-        replace={"quiz": 'Q1 = "b"\nQ2 = "b"\nQ3 = "a"\nQ4 = "a"\n'},
-        expect={"test_quiz_q1": "(b) the queries come from the decoder", "test_quiz_q2": "(b) under teacher forcing",
-                "test_quiz_q3": "(a) with alpha = 1 each sum is divided by lp", "test_quiz_q4": "(a) a beam only searches"},
+        replace={"quiz": 'Q1 = "a"\nQ2 = "a"\nQ3 = "b"\nQ4 = "b"\n'},
+        expect={"test_quiz_q1": "(a) rows are queries", "test_quiz_q2": "(a) with alpha = 1 each summed",
+                "test_quiz_q3": "(b) with labels equal to the input", "test_quiz_q4": "(b) a beam only searches"},
     ),
     Variant(
         "predict_beam_candidates_full_first_step",
@@ -183,7 +183,7 @@ ALTERNATIVES = [
                                (SORT, "kept = heapq.nlargest(width, candidates, key=lambda c: c[1])")),
                "length_penalty": (("return float(((5 + n) / 6) ** alpha)", "return math.pow((5 + n) / 6, alpha)"),),
                "beam_decode": ((SOFTMAX, "torch.log_softmax(logits.double(), dim=-1).exp()"),),
-               "quiz": (('Q1 = "a"', 'Q1 = " A "'), ('Q4 = "d"', 'Q4 = "D"'))},
+               "quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q4 = "a"', 'Q4 = "A"'))},
     ),
     Variant(
         "padded_batch_and_bool_mask",

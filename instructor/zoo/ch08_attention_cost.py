@@ -172,7 +172,7 @@ VARIANTS = [
     Variant(
         "quiz_all_wrong",
         "every quiz answer is a plausible wrong option",
-        replace={"quiz": 'Q1 = "b"\nQ2 = "a"\nQ3 = "b"\nQ4 = "b"\n'},
+        replace={"quiz": 'Q1 = "b"\nQ2 = "a"\nQ3 = "a"\nQ4 = "a"\n'},
         expect={"test_quiz_q1": "re-read 'Images: the stride decides'",
                 "test_quiz_q2": "re-read 'Why softmax needs the whole L x L matrix'",
                 "test_quiz_q3": "re-read the introduction of Part D",
@@ -183,6 +183,12 @@ VARIANTS = [
         "predicts one head's weights only",
         replace={"predict_weights_memory": "PREDICTED_MIB = 64.0\n"},
         expect={"test_predict_weights_memory": "one head's matrix"},
+    ),
+    Variant(
+        "predict_weights_memory_in_mb",
+        "predicts the memory in MB (536.9, 10^6 bytes) instead of MiB (2^20 bytes)",
+        replace={"predict_weights_memory": "PREDICTED_MIB = 8 * 4096 * 4096 * 4 / 1e6\n"},
+        expect={"test_predict_weights_memory": "that is in MB"},
     ),
 ]
 
@@ -214,6 +220,6 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q3 = "a"', 'Q3 = "A"'))},
+        edits={"quiz": (('Q1 = "a"', 'Q1 = " A "'), ('Q3 = "b"', 'Q3 = "B"'))},
     ),
 ]

@@ -15,7 +15,7 @@ POST_CROSS = "x = self.norm2(x + attended)"
 POST_FFN = "x = self.norm3(x + self.ffn(x))"
 BLOCK_CALL = "x, weights = block(x, memory, causal_mask=future, memory_padding_mask=memory_padding_mask)"
 FUTURE = "torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)"
-ANSWERS = 'Q1, Q2, Q3, Q4 = "a", "b", "c", "c"'
+ANSWERS = 'Q1, Q2, Q3, Q4 = "b", "c", "a", "d"'
 SELF_MODULE = "self.self_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"
 CROSS_MODULE = "self.cross_attention = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)"
 SEQUENCE_FIRST = """class SequenceFirst(nn.MultiheadAttention):
@@ -243,18 +243,18 @@ VARIANTS = [
                                         "            return self.encoder_norm(x)"),)},
             expect={"test_model_gradients": "must not run under torch.no_grad()"}, only=True),
     # ------------------------------------------------------------ Part D: quiz
-    Variant("quiz_causal_everywhere", "Q1: the causal mask on both attentions",
-            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "b", "c", "c"'),)},
-            expect={"test_quiz_q1": "Q1 is not right: (b) cross-attention reads the source"}),
-    Variant("quiz_weights_transposed", "Q2: (batch, head, key, query)",
-            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "a", "c", "c"'),)},
-            expect={"test_quiz_q2": "Q2 is not right: (a) the rows are the queries"}),
-    Variant("quiz_mask_protects", "Q3: the causal mask makes the shift-right unnecessary",
-            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "b", "c"'),)},
-            expect={"test_quiz_q3": "Q3 is not right: (b) the causal mask hides later"}),
-    Variant("quiz_norm_both", "Q4: pre-norm normalises the memory too",
-            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "b", "c", "b"'),)},
-            expect={"test_quiz_q4": "Q4 is not right: (b) norm2 is one LayerNorm"}),
+    Variant("quiz_cross_mask_harmless", "Q1: a causal mask on the cross-attention hides nothing",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "a", "c", "a", "d"'),)},
+            expect={"test_quiz_q1": "Q1 is not right: (a) a mask hides whatever it is told to hide"}),
+    Variant("quiz_copy_anti_diagonal", "Q2: a copy task keeps the anti-diagonal",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "a", "a", "d"'),)},
+            expect={"test_quiz_q2": "Q2 is not right: (a) the order in which the source is read is learned"}),
+    Variant("quiz_encoder_every_step", "Q3: the encoder runs again for every new token",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "c", "b", "d"'),)},
+            expect={"test_quiz_q3": "Q3 is not right: (b) the encoder reads only the source"}),
+    Variant("quiz_encoder_mask_enough", "Q4: the encoder's padding mask also covers the cross-attention",
+            edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "c", "a", "a"'),)},
+            expect={"test_quiz_q4": "Q4 is not right: (a) the memory still has a row at each PAD position"}),
     Variant(
         "predict_decoder_parameters_wrong",
         "predicts an encoder block's parameters (no cross-attention)",
@@ -349,7 +349,7 @@ ALTERNATIVES = [
     Variant(
         "quiz_capitals_and_spaces",
         "the right letters typed in capitals with spaces around them",
-        edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = " A ", "B", "c ", "C"'),)},
+        edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = " B ", "C", "a ", "D"'),)},
     ),
 ]
 

@@ -28,9 +28,7 @@
 # `(..., Lk, d_k)`: one key per position, the same width as the queries so that they can be
 # compared by a dot product. `V` is `(..., Lk, d_v)`: one value per key, of any width `d_v`.
 #
-# **Time:** about 1.5 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 14 points.
+# **Time:** about 1.5 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** Python and NumPy (arrays, broadcasting, matrix products); no earlier chapter.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -494,6 +492,7 @@ check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), right_output, a
 # * 1 point: uniform weights make the output the mean of the values; selection needs keys
 #   that differ (or: softmax depends only on score differences).
 # * 0 points for restating the claim without the equal-scores argument.
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

@@ -24,9 +24,7 @@
 # solution cell, a cell that runs your code, and graded test cells; the grader also runs
 # hidden tests on random sizes and seeds.
 #
-# **Time:** about 2 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 17 points.
+# **Time:** about 2 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapter 01 (softmax, scaled dot-product attention); the mean and variance of a sum of independent random numbers.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -610,102 +608,104 @@ for trial in range(4):
 #
 # Answer each question with one letter, as a string, for example `Q1 = "a"`.
 #
-# **Q1.** The components of $q$ and $k$ are independent, with mean 0 and variance 1, and
-# $d_k = 256$. The standard deviation of the raw score $q \cdot k$ is about
+# **Q1.** The components of $q$ have variance 1 and those of $k$ variance 9, all independent with
+# mean 0, and $d_k = 64$. The standard deviation of the *scaled* score $q \cdot k / \sqrt{d_k}$ is about
 #
 # * a) 1
-# * b) 256
-# * c) 16
-# * d) 1/16
+# * b) 9
+# * c) 24
+# * d) 3
 #
-# **Q2.** Why are the scores divided by $\sqrt{d_k}$ before the softmax?
+# **Q2.** A row of two keys has the weights $p = (0.9, 0.1)$. How much does $p_1$ move per unit
+# change of its own score $s_1$, that is, what is $\partial p_1 / \partial s_1$?
 #
-# * a) so the spread of the scores stays near 1 and softmax does not saturate
-# * b) so that every row of attention weights sums to exactly 1 at any width
-# * c) so that `exp` does not overflow when the scores of a row are large
-# * d) so that attention is cheaper, since small numbers take fewer operations
+# * a) 0.9
+# * b) 0.09
+# * c) 0.81
+# * d) 0.1
 #
-# **Q3.** In a trained model one head's attention is almost one-hot, although the scores are
-# divided by $\sqrt{d_k}$. What does that tell you?
+# **Q3.** `Q` has the shape `(batch, T, d_k)`. A classmate scales the scores with
+# `scores = Q @ K.transpose(-2, -1) / Q.shape[-2] ** 0.5`. When is this right?
 #
-# * a) that head skips the division by $\sqrt{d_k}$, so its scores were never scaled
-# * b) the scaling is wrong for wide heads: it should divide by $d_k$ instead
-# * c) `exp` overflowed in that head, and the weights came out as a one-hot row
-# * d) nothing alarming: training may make scores large when sharp weights help
+# * a) only when T happens to equal $d_k$: `shape[-2]` counts the tokens
+# * b) always: `shape[-2]` is the width of each query vector, that is $d_k$
+# * c) only when the batch holds one sequence, as `shape[-2]` is the batch
+# * d) always, since any positive divisor keeps each row's argmax in place
 #
-# **Q4.** Multiply every score of a row by $c$ and let $c \to \infty$. The attention output
-# tends to
+# **Q4.** At initialisation $q$ and $k$ have independent unit-variance components, $d_k = 256$, and a
+# bug divides the scores by $d_k$ instead of $\sqrt{d_k}$. What are the scores and the weights like?
 #
-# * a) the plain mean of the values of all keys
-# * b) the value of the key with the largest score
-# * c) a vector of zeros, as every weight underflows
-# * d) the value of the key with the smallest score
+# * a) spread about 1, as with $\sqrt{d_k}$: either divisor normalises the scores
+# * b) spread about 1/16, so each row is nearly one-hot: outputs copy one value
+# * c) spread about 1/16, so each row is nearly uniform: outputs near the mean value
+# * d) spread about 1/256, so the rows are uniform to many decimal places
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 # Assign one letter to each of Q1, Q2, Q3 and Q4, for example Q1 = "a".
 ### BEGIN SOLUTION
-Q1 = "c"
-Q2 = "a"
-Q3 = "d"
-Q4 = "b"
+Q1 = "d"
+Q2 = "b"
+Q3 = "a"
+Q4 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: the spread of a raw score."""
+"""Q1: the spread of a scaled score when q and k differ in spread."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "1 is the spread after the division by sqrt(d_k); the raw score is a sum of 256 products whose "
-         "variances add up (re-read 'The variance argument')",
-    "b": "256 is the variance of the raw score; the question asks for its standard deviation, the square root"
-         " of the variance",
-    "d": "1/16 is the factor the score is multiplied by, not the spread of the raw score"})
+    "a": "1 holds only when q and k both have unit-variance components: the division by sqrt(d_k) "
+         "removes the growth with d_k, not the spread of the components themselves",
+    "b": "9 is the variance of the scaled score (64 products of variance 1 x 9 add up to 576, divided "
+         "by 64); the question asks for its square root",
+    "c": "24 is the spread of the raw score, sqrt(64 x 9); the scaled score is divided by sqrt(64) = 8 "
+         "as well"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: what the division by sqrt(d_k) is for."""
+"""Q2: one entry of the softmax Jacobian."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "b": "softmax already makes every row sum to 1, whatever the scale of the scores; the division changes "
-         "how peaked the row is, not its sum",
-    "c": "overflow is already prevented by subtracting the row maximum (chapter 01's stable softmax), and "
-         "that subtraction does not change how peaked the weights are: saturation remains",
-    "d": "the division adds one operation per score and changes no count of operations; it is about the "
-         "gradient that reaches the keys (Part C)"})
+    "a": "0.9 is p_1 itself, as if softmax were its own derivative like exp; raising s_1 also raises "
+         "the denominator, which brings a factor (1 - p_1)",
+    "c": "0.81 is p_1 squared; the diagonal of the Jacobian is p_i (1 - p_i), and -p_i p_j is the form "
+         "of the other entries (re-read Part C)",
+    "d": "0.1 is 1 - p_1 alone; the diagonal entry p_1 (1 - p_1) has the factor p_1 too"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: sharp attention in a trained model."""
+"""Q3: which axis holds d_k."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "every head runs the same code and divides by sqrt(d_k); sharp weights only say that this head's "
-         "queries and keys grew large and aligned during training",
-    "b": "dividing by d_k would leave a spread of 1/sqrt(d_k) at initialisation, which the variance argument "
-         "does not ask for, and it says nothing about a trained model",
-    "c": "overflow gives inf or NaN, not a clean one-hot row, and the stable softmax subtracts the row "
-         "maximum so it cannot overflow (re-read 'The argument holds at initialisation')"})
+    "b": "the last axis, shape[-1], is the width d_k; shape[-2] is T, the number of tokens, so this "
+         "scale changes with the length of the sentence",
+    "c": "negative indices count from the end: shape[-2] is the second axis from the end, T; the batch "
+         "is shape[0]",
+    "d": "the argmax stays, but the weights do not: a divisor too small or too large makes the rows too "
+         "sharp or too flat (re-read 'What large scores do to softmax')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: the limit of very large scores."""
+"""Q4: dividing by d_k instead of sqrt(d_k)."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "the mean is the limit c -> 0, where all scores become equal; a growing c pushes the weights apart, "
-         "not together (re-read 'What large scores do to softmax')",
-    "c": "softmax divides by the sum, so the weights sum to 1 for every c and cannot all vanish",
-    "d": "a large positive c keeps the order of the scores: the key that scores highest keeps scoring highest"
-         " and takes all the weight"})
+    "a": "the raw spread is sqrt(256) = 16, and dividing by d_k leaves 16 / 256; only sqrt(d_k) brings "
+         "it to 1",
+    "b": "small scores make a flat row, not a peaked one: the softmax of nearly equal scores gives "
+         "nearly equal weights (re-read 'What large scores do to softmax')",
+    "d": "1/256 is the variance of the divided scores; their spread, the standard deviation, is its "
+         "square root"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -726,6 +726,7 @@ answer = check_option("Q4", Q4, {
 # * 1 point: the spread of the raw scores grows like $\sqrt{d_k}$ (variances of the $d_k$ products add up).
 # * 1 point: spread scores saturate softmax, and a saturated softmax passes almost no gradient (the Jacobian vanishes).
 # * 0 points for "to avoid overflow" or "so the weights sum to 1" alone.
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

@@ -35,9 +35,7 @@
 # runs your code on a small example, and graded test cells; the grader also runs hidden tests
 # on random shapes and values.
 #
-# **Time:** about 2.5 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 22 points.
+# **Time:** about 2.5 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 and 02; PyTorch tensors and boolean indexing.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -49,6 +47,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course import attempt, check_choice, check_close, check_dtype, check_finite, check_rows_sum_to_one, check_shape, check_true
+# under_nbgrader() is True while your notebook is being graded: the long demos are skipped then
 from course import under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import call_keeping_arguments, draw_parameters, fresh
@@ -986,106 +985,103 @@ if not under_nbgrader():
 #
 # Answer each question with the letter of one option, as a string: `Q1 = "a"`.
 #
-# **Q1.** A sentiment classifier reads a whole review before predicting one label; a language
-# model writes its reply one token at a time. Which of them needs a causal mask in its
-# self-attention?
+# **Q1.** One sequence of $T = 6$ positions, whose last 2 are PAD, runs with a causal mask and a key
+# padding mask together. How many of its 36 (query, key) pairs are allowed?
 #
-# * a) the classifier only: its label must not use words it has not read
-# * b) the language model only: it must not see the tokens it has to predict
-# * c) both of them, because self-attention always needs a causal mask
-# * d) neither of them: a padding mask already hides everything it needs to hide
+# * a) 21
+# * b) 10
+# * c) 18
+# * d) 24
 #
-# **Q2.** In an encoder-decoder translator, the decoder's cross-attention lets target
-# positions read the encoded source sentence. Which mask belongs on the cross-attention
-# scores?
+# **Q2.** The scores of one row are $(3, 1, 5)$ and the third key is masked. What is the weight of
+# the first key, to three decimals?
 #
-# * a) a causal mask over the source positions, as in the decoder's self-attention
-# * b) a padding mask for the source's PAD tokens, and no causal mask
-# * c) the decoder's own causal mask, copied over unchanged
-# * d) no mask at all, not even one for the source's padding
+# * a) 0.881
+# * b) 0.844
+# * c) 0.117
+# * d) 0
 #
-# **Q3.** A self-attention layer runs with a key padding mask on a batch that contains PAD
-# tokens. What comes out at a PAD *query* position?
+# **Q3.** A classmate builds `valid = torch.arange(T) < lengths[:, None]` (True = a real token) and
+# passes it unchanged as `key_padding_mask` to `nn.MultiheadAttention`. What comes out?
 #
-# * a) an all-zero vector, since the key padding mask zeroes that row
-# * b) NaN, since the whole row of scores of a PAD query is masked out
-# * c) an ordinary-looking vector: pooling and losses need the valid mask
-# * d) nothing at all: the output is shorter than the input by the number of PADs
+# * a) the right output: PyTorch's masks also mark with True the keys to be used
+# * b) an error, as PyTorch checks which convention a mask was built with
+# * c) NaN at the PAD positions only; rows of real tokens are unaffected
+# * d) queries read only the PAD keys; a sequence without PAD gives NaN rows
 #
-# **Q4.** You pass the course's `causal_mask(T)` (True = may attend), unchanged, as `attn_mask`
-# to `nn.MultiheadAttention` (with its default `need_weights=True`). What happens?
+# **Q4.** A sentence of 3 real tokens, whose vectors have the mean $m$, is padded with 2 PAD tokens,
+# and the PAD rows are zeroed. A classmate then pools with `x.mean(dim=1)` over the 5 rows. What comes out?
 #
-# * a) the same result as with the right mask, as both masks are boolean
-# * b) queries see only later keys; the last row has no key left and is NaN
-# * c) PyTorch raises an error saying that the mask has the wrong convention
-# * d) the mask is ignored, because a boolean `attn_mask` means nothing
+# * a) $m$: the zeroed PAD rows add nothing to the sum
+# * b) $0.6\,m$: the sum of 3 rows is divided by 5
+# * c) $1.67\,m$: 5 rows share the weight of 3 rows
+# * d) $0.4\,m$: 2 of the 5 rows are PAD rows
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-Q1 = "b"
-Q2 = "b"
-Q3 = "c"
+Q1 = "c"
+Q2 = "a"
+Q3 = "d"
 Q4 = "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: which model needs a causal mask."""
+"""Q1: pairs allowed by a causal and a padding mask together."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "the classifier reads the whole review before it predicts: every word is already there, so hiding "
-         "later words would only throw information away",
-    "c": "a causal mask hides the future; only a model that generates left to right has a future to hide (re-"
-         "read 'Two reasons to hide a key')",
-    "d": "a padding mask hides PAD tokens only: a language model with no causal mask reads the very token it "
-         "is asked to predict"})
+    "a": "21 is the causal mask alone, 1 + 2 + ... + 6; the key padding mask also hides keys 4 and 5 "
+         "from the rows that could read them",
+    "b": "10 counts the real queries only; a key padding mask hides PAD keys, and the PAD queries 4 and "
+         "5 still read keys 0 to 3",
+    "d": "24 is the padding mask alone, 6 queries times 4 real keys; the causal mask also hides every "
+         "key after its query"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: the mask of cross-attention."""
+"""Q2: a masked softmax by hand."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "the source sentence is known in full before decoding starts: no source position lies in the future "
-         "of a target position",
-    "c": "the decoder's causal mask is (T, T), target by target; cross-attention scores are (T, S), target by"
-         " source, and the source has no future to hide",
-    "d": "the source's PAD tokens are not words: without a padding mask, target positions mix their vectors "
-         "into the output"})
+    "b": "0.844 is what filling the masked score with 0 gives: exp(0) = 1 still takes a share; a hidden "
+         "key needs a score of minus infinity",
+    "c": "0.117 is the weight with no mask, or with weights zeroed after the softmax and not "
+         "renormalised: the hidden key's exp(5) is still in the sum",
+    "d": "0 reads the mask backwards: only the third key is hidden, and the first two share the whole "
+         "row"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: what a PAD query produces."""
+"""Q3: the course's mask given to PyTorch as a key padding mask."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "a key padding mask hides PAD keys (columns), not PAD queries (rows): a PAD query still attends to "
-         "the valid keys and gets their weighted average",
-    "b": "a row is NaN only when every key of that row is hidden; a PAD query still sees the valid keys of "
-         "its sequence (re-read 'PAD queries still produce vectors')",
-    "d": "attention returns one vector per query and every position, PAD or not, is a query: the output has "
-         "the input's length"})
+    "a": "PyTorch's boolean masks say the opposite: True marks a key to hide (re-read 'Speaking "
+         "nn.MultiheadAttention's language')",
+    "b": "a boolean tensor carries no convention: PyTorch cannot tell the two apart, and reads the mask "
+         "in its own convention",
+    "c": "a key padding mask hides keys, not queries, and the same keys in every row: each row loses "
+         "the real keys and keeps the PAD ones"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: the course's mask handed to nn.MultiheadAttention."""
+"""Q4: a mean over a padded sentence."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "PyTorch's boolean attn_mask means True = may NOT attend, the opposite of the course's causal_mask: "
-         "the same tensor hides the opposite keys",
-    "c": "a boolean mask of the right shape is accepted silently: PyTorch cannot know which convention you "
-         "meant (re-read the conventions table of Part D)",
-    "d": "a boolean attn_mask is used, with True marking the keys to hide, so the course's mask, passed "
-         "unchanged, hides the wrong keys"})
+    "a": "the sum is the same, but .mean divides it by 5, the number of rows, not by 3, the number of "
+         "real tokens (re-read 'a masked-mean baseline')",
+    "c": "5/3 turns the ratio upside down: the sum of 3 real rows divided by 5 makes the mean smaller, "
+         "not larger",
+    "d": "0.4 is the share of PAD rows; the real rows are 3 of the 5, and the mean is 3/5 of m"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1106,6 +1102,7 @@ answer = check_option("Q4", Q4, {
 # * 1 point: PAD keys are hidden so that real queries do not mix padding into their outputs (the result would depend on the amount of padding).
 # * 1 point: PAD queries still produce vectors, which pooling and losses must exclude with the valid mask.
 # * 0 points for "PAD tokens are masked everywhere" without the key/query distinction.
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

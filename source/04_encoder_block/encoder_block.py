@@ -38,9 +38,7 @@
 # is True at real tokens (`valid = ~padding_mask`). Dropout is 0 throughout, so every check
 # is deterministic.
 #
-# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 23 points.
+# **Time:** about 3 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 03 (attention, the scaling, masks); `nn.Module` and a PyTorch training step.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -845,128 +843,129 @@ plt.show()
 #
 # Answer each question with one letter, `"a"`, `"b"` or `"c"`, in the cell below.
 #
-# **Q1.** Every review is available in full before the model labels it positive or negative.
-# Which family fits best?
+# **Q1.** A batch holds two sequences of 5 positions. The first has 5 real tokens with a loss of 1.0
+# each; the second has 2 real tokens with a loss of 4.0 each, then 3 PAD. What is the loss over real tokens?
 #
-# * a) decoder-only, like GPT: it reads the review from left to right
-# * b) encoder-only, like BERT: each token uses context on both sides
-# * c) encoder-decoder, like T5: a decoder has to generate the label as text
+# * a) 1.86
+# * b) 2.5
+# * c) 1.3
 #
-# **Q2.** What are T5 and BART?
+# **Q2.** In a post-norm block, the output projection of the attention sublayer is set to all zeros.
+# What does the attention half of the block output for an input $x$?
 #
-# * a) encoder-only models that label or classify the whole of an input
-# * b) decoder-only models that continue a prompt token by token
-# * c) encoder-decoder models: one stack reads, the other writes
+# * a) a tensor of zeros, as the attention sublayer now outputs zeros
+# * b) $x$ itself, unchanged, since a zero output adds nothing to it
+# * c) LayerNorm($x$): the residual carries $x$, then the norm acts
 #
-# **Q3.** Why does bidirectional attention suit text classification better than text generation?
+# **Q3.** In a sentiment model, the `[CLS]` query of one head puts weight 0.8 on the word "not", and
+# the model says "negative". Which experiment would show that "not" *causes* that prediction?
 #
-# * a) a classifier has its whole input at once; a generator must not see later tokens
-# * b) bidirectional attention needs fewer parameters than a causal attention layer
-# * c) a causal mask makes the softmax numerically unstable on long inputs
+# * a) averaging that weight over every head and layer: it stays high
+# * b) replacing "not" by another word, and seeing the prediction change
+# * c) checking that "not" has the largest weight of its row in every layer
 #
-# **Q4.** You change the vector of token 3 at the input of a `FeedForward` (only the FFN, not
-# the whole block). Which positions of its output change?
+# **Q4.** A model reads a question and a paragraph, both given in full, and must mark the start and
+# the end of the answer inside the paragraph. Which family fits best?
 #
-# * a) all of them, because the FFN mixes information across all the tokens
-# * b) only position 3, because the FFN acts on each token on its own
-# * c) position 3 and every later one, as in a causal attention layer
+# * a) decoder-only: it reads the question first, then the paragraph
+# * b) encoder-decoder: the question is a source, the span a target
+# * c) encoder-only: each position of the paragraph is scored as a start or end
 #
-# **Q5.** In one head of layer 5, the query of the `[CLS]` token puts weight 0.8 on the word
-# "not", and the model predicts "negative". What does this show?
+# **Q5.** A classmate writes the FFN as one `nn.Linear(T * d, hidden)` over the flattened sequence,
+# then one back to `T * d`. What changes compared with the position-wise FFN?
 #
-# * a) that the word "not" is what caused the model to predict "negative"
-# * b) nothing at all, because attention weights are just random numbers
-# * c) that this head mixes mostly the value of "not" into `[CLS]` here
+# * a) it mixes positions with fixed weights, and works for one length T only
+# * b) the parameter count only: each token is still transformed on its own
+# * c) it becomes a kind of attention: the tokens now read one another by content
 #
-# **Q6.** A checkpoint trained with a post-norm block is loaded into an otherwise identical
-# pre-norm block. What happens?
+# **Q6.** You run the block with a causal mask on 6 tokens and change only the *last* token. Which of
+# the block's 6 outputs change?
 #
-# * a) it loads without an error, names and shapes match, but the outputs are wrong
-# * b) `load_state_dict` fails, because the two blocks name their parameters differently
-# * c) nothing changes, because a LayerNorm commutes with the residual addition
+# * a) all six: after attention, the FFN spreads the change to every token
+# * b) only the last: no earlier query reads it; the FFN is per token
+# * c) none: the causal mask hides each token even from its own query
 
 # %% nbgrader={"grade": false, "grade_id": "quiz_answers", "locked": false, "schema_version": 3, "solution": true}
 Q1 = Q2 = Q3 = Q4 = Q5 = Q6 = None  # replace each None with "a", "b" or "c"
 ### BEGIN SOLUTION
-Q1, Q2, Q3, Q4, Q5, Q6 = "b", "c", "a", "b", "c", "a"
+Q1, Q2, Q3, Q4, Q5, Q6 = "a", "c", "b", "c", "a", "b"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: the family for classifying complete reviews."""
+"""Q1: a loss over real tokens, by hand."""
 answer = check_choice("Q1", Q1, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "a decoder-only model hides every later word from each token, but the whole review is there before "
-         "the label: that hides context for nothing",
-    "c": "a label is one choice among classes, not a new sequence: generating it with a decoder adds nothing "
-         "the encoder's output cannot give (re-read 'Three families built from the same blocks')"}, "abc")
+    "b": "2.5 averages the two sequences' means, (1 + 4) / 2, which gives each token of the short "
+         "sequence more weight than a token of the long one",
+    "c": "1.3 divides the 13 of real loss by all 10 positions, PAD included; the loss over real tokens "
+         "divides by the real ones only"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: what kind of models T5 and BART are."""
+"""Q2: a post-norm block whose attention output is zero."""
 answer = check_choice("Q2", Q2, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "encoder-only is BERT's family; T5 and BART generate text (translations, summaries), which takes a "
-         "decoder",
-    "b": "decoder-only is GPT's family; T5 and BART first read the whole input with an encoder, then generate"
-         " from it (re-read the table of the three families)"}, "abc")
+    "a": "the residual connection adds the input back: the sum is x + 0, not 0",
+    "b": "in post-norm the LayerNorm comes after the residual addition, so x + 0 is still normalised (x "
+         "itself is what a pre-norm block would give)"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: why bidirectional attention suits classification rather than generation."""
+"""Q3: what shows that a word causes a prediction."""
 answer = check_choice("Q3", Q3, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "b": "a mask changes which scores are used, not the weights: the same block has the same parameters with "
-         "or without a causal mask",
-    "c": "a causal row always keeps its own key, so it is never empty, and softmax over it is as stable as "
-         "over any other row"}, "abc")
+    "a": "an average of weights still describes mixing: other heads, the FFN and the residual stream "
+         "can carry or cancel the word's effect",
+    "c": "a large weight in every layer shows how much of a value is mixed in, not that the output "
+         "depends on it: only changing the input tests a cause"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: which outputs of a FeedForward move when one token changes."""
+"""Q4: the family for extracting an answer span."""
 answer = check_choice("Q4", Q4, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "the FFN applies the same two Linear layers to each row on its own: only attention mixes tokens (re-"
-         "read Part A and run its check-it cell again)",
-    "c": "that is the pattern of causal attention; the FFN has no attention and no mask, and reads one "
-         "position at a time"}, "abc")
+    "a": "the whole input is there before any prediction: hiding the later words from each token throws "
+         "context away for nothing",
+    "b": "nothing new is generated: a start and an end are positions of the input, scored from the "
+         "encoder's output, so a decoder adds nothing"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q5: what a large attention weight shows."""
+"""Q5: an FFN applied to the whole flattened sequence."""
 answer = check_choice("Q5", Q5, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q5", Q5, {
-    "a": "a weight says how much of a value one head mixes in at one layer, not what caused the output: other"
-         " heads, layers and the FFN act too, and a cause is shown by removing or replacing the word",
-    "b": "the weights are computed from queries and keys, not drawn at random: they are mixing coefficients, "
-         "and that is what they show (re-read 'Reading attention weights')"}, "abc")
+    "b": "each output of a Linear over the flattened vector depends on every input: every token's "
+         "output now reads every other token, with weights that fix T",
+    "c": "attention's mixing weights are computed from the tokens of each input; these weights are "
+         "fixed after training, the same for every sentence"}, "abc")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q6", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q6: loading a post-norm checkpoint into a pre-norm block."""
+"""Q6: which outputs move in a causal block."""
 answer = check_choice("Q6", Q6, "abc")  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q6", Q6, {
-    "b": "post-norm and pre-norm blocks hold the same layers under the same names and shapes; only the order "
-         "of the computation differs, so nothing stops the load",
-    "c": "LayerNorm of a sum is not the sum of LayerNorms: normalising before the sublayer or after the "
-         "residual addition gives different numbers (re-read the start of Part C)"}, "abc")
+    "a": "the FFN acts on each position on its own; only attention mixes tokens, and under a causal "
+         "mask no earlier query reads the last token",
+    "c": "a causal mask lets each query read its own key: the diagonal is allowed, so the last output "
+         "reads the changed token"}, "abc")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -985,10 +984,10 @@ answer = check_option("Q6", Q6, {
 # correction, and gradients reach early layers directly through the sum: that is what lets
 # blocks stack deep and still train.
 #
-# **Rubric (2 points).**
-# * 1 point: attention mixes across positions, the FFN computes (nonlinearly) within each position; neither does the other's job.
-# * 1 point: the residual lets a sublayer learn a correction to its input and gives gradients a direct path, so deep stacks train.
-# * 0 points for "the FFN adds parameters" alone.
+# **Rubric (2 points, one idea each).**
+# * 1 point, the division of labour: attention is the only sublayer in which positions exchange information, and the FFN transforms each position on its own, nonlinearly, so neither can do the other's job. Earns it: both roles named, in any words ("attention mixes the tokens, the FFN processes each one"). Does not: "the FFN adds parameters" or "makes the model deeper", with no word of what each part does.
+# * 1 point, the residual: each sublayer's input is added to its output, an identity path around it. Earns it: that path with one of its consequences (the sublayer only learns a correction to its input; gradients reach earlier blocks through the sum). Does not: "it helps training" or "it stabilises the model" without saying what is added to what.
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the FFN also mixes the tokens" costs the first point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

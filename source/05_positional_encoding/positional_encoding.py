@@ -31,9 +31,7 @@
 # tokens of width `D`, tokens along axis 1 (PyTorch's `batch_first=True`). A single
 # sequence's queries and keys are `(T, d_k)`.
 #
-# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 25 points.
+# **Time:** about 3 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 04 (attention, masks and the encoder layer, whose symmetry this chapter tests).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -43,6 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
+# under_nbgrader() is True while your notebook is being graded: the long demos are skipped then
 from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, check_type, error_raised, under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import draw_parameters, fresh, module_tensors, parameter_gradients
@@ -933,99 +932,102 @@ for trial in range(6):
 #
 # Answer each question with one letter (a string), in one cell: `Q1 = "a"`, and so on.
 #
-# **Q1.** What do positional encodings fix?
+# **Q1.** An encoder layer with no positional encoding and no mask reads "dog bites man", then
+# "man bites dog". How do the two output vectors of "dog" compare?
 #
-# * a) softmax overflowing on long sequences, by keeping the scores small
-# * b) self-attention cannot tell order: permuting inputs permutes outputs
-# * c) the quadratic cost of attention, by telling tokens where to look
-# * d) the need for a causal mask in a decoder, as positions say what is later
+# * a) they differ: "dog" has other neighbours on each side in each sentence
+# * b) they are equal: the same vector, moved to another row of the output
+# * c) they are equal only once the FFN is removed, since the FFN reads order
+# * d) they are equal only under a causal mask, which keeps the order
 #
-# **Q2.** A model with a learned table of 512 positions receives 600 tokens. What happens?
+# **Q2.** In the sin/cos table with $d = 8$, over how many positions does the slowest pair of columns
+# (columns 6 and 7) complete one full period, to the nearest whole number?
 #
-# * a) the table extrapolates rows 512 to 599 from the rows it was trained on
-# * b) positions wrap around, so token 600 reuses row 88 and nothing is lost
-# * c) tokens 513 to 600 have no row: a rule for long inputs is needed first
-# * d) nothing: a learned table has no length limit, unlike the sin/cos one
+# * a) 10 000
+# * b) 1 000
+# * c) 62 832
+# * d) 6 283
 #
-# **Q3.** An encoder layer has no positional encoding but uses a fixed causal mask. Is it
-# permutation-equivariant?
+# **Q3.** A model with a learned table of 128 positions was trained only on sequences of at most 64
+# tokens. At test time it reads 100 tokens. What happens?
 #
-# * a) yes: a mask never matters for permutation equivariance at all
-# * b) yes, as long as dropout is 0 and the layer is deterministic
-# * c) no: the mask is tied to the slots, so it carries order itself
-# * d) no, because the FFN mixes the tokens and breaks the symmetry
+# * a) an error: 100 is longer than every sequence seen during training
+# * b) it works: rows 64 to 99 were trained along with the whole table
+# * c) it runs, but rows 64 to 99 never had a gradient and are still random
+# * d) it runs, with rows 64 to 99 interpolated from their trained neighbours
 #
-# **Q4.** Self-attention with relative positions over $T = 10$ tokens. How many different
-# offset vectors $r_{j-i}$ can a score use?
+# **Q4.** Cross-attention with relative positions: 6 queries, 4 keys, and the offset $j - i$ for query
+# $i$ and key $j$. How many different offsets can a score use?
 #
-# * a) 10
-# * b) 19
-# * c) 20
-# * d) 100
+# * a) 9
+# * b) 11
+# * c) 24
+# * d) 7
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
 Q1 = "b"
-Q2 = "c"
+Q2 = "d"
 Q3 = "c"
-Q4 = "b"
+Q4 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: what positional encodings fix."""
+"""Q1: one word in two orders, without positions."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "overflow is prevented by subtracting the row maximum; positional encodings are added to the inputs "
-         "and do not bound the scores",
-    "c": "adding a position vector to each token changes no shape: the score matrix stays L x L (chapter 08 "
-         "counts that cost)",
-    "d": "a decoder still needs its causal mask: a position tells a token where it is, not which keys it may "
-         "read (re-read Part A, what an encoder layer does to permuted tokens)"})
+    "a": "without positions, attention sees a set: the neighbours' places are not in its input, so a "
+         "token's output depends only on which tokens there are (re-read Part A)",
+    "c": "the FFN acts on each token on its own and sees no order at all: the layer is "
+         "permutation-equivariant with it",
+    "d": "a causal mask is tied to the slots and breaks the symmetry: under it, the first 'dog' reads "
+         "one token and the second reads three"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: a learned table of 512 rows and 600 tokens."""
+"""Q2: the period of the slowest pair of the sin/cos table."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "a learned table is a lookup of max_len trained rows: there is no formula to extend it, unlike the "
-         "sin/cos table (re-read Part C, what a table of max_len rows holds)",
-    "b": "nothing wraps around: an index past the table fails, and if it wrapped, two positions would share "
-         "one vector",
-    "d": "it is the other way round: the sin/cos formula gives a vector for any position, a learned table "
-         "only the max_len rows it holds"})
+    "a": "10 000 is the base of the formula; at d = 8 the slowest pair divides the position by "
+         "10000^(6/8), not by 10000",
+    "b": "1 000 is the divisor of the position, 10000^(6/8); one full period of sin(p / 1000) takes 2 "
+         "pi times as many positions",
+    "c": "62 832 is 2 pi x 10 000, the limit as d grows; at d = 8 the last pair's exponent is 6/8"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: a fixed causal mask and permutations."""
+"""Q3: rows of a learned table that training never reached."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "a fixed mask lets slot i read slots 0 to i; after a permutation the same token sits in another slot"
-         " and reads other tokens (re-read 'Masks carry order too' in Part A)",
-    "b": "dropout at 0 removes randomness, not order: the causal mask still treats slot 0 and slot 5 "
-         "differently",
-    "d": "the FFN acts on each position on its own and cannot break the symmetry (chapter 04, Part A)"})
+    "a": "the table has 128 rows, so positions 0 to 99 all exist and the lookup succeeds; the limit is "
+         "the table's size, not the training lengths",
+    "b": "a row of an embedding table gets a gradient only when its position occurs, and no training "
+         "sequence reached position 64",
+    "d": "a lookup reads one row, and nothing fills untrained rows from their neighbours (the sin/cos "
+         "table is a formula, a learned table is not)"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: how many relative offsets for T = 10."""
+"""Q4: relative offsets between sequences of different lengths."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "10 counts the positions; the offsets j - i run from -9 to +9 (re-read Part D, the range of j - i "
-         "for T tokens)",
-    "c": "j - i runs from -(T - 1) to T - 1: that is 2T - 1 values, with the offset 0 counted once",
-    "d": "100 counts the (i, j) pairs, and many pairs share the same offset j - i"})
+    "b": "11 is 2 x 6 - 1, the count for 6 queries over 6 keys; here there are 4 keys, and the offsets "
+         "run from -5 to 3",
+    "c": "24 counts the (query, key) pairs; many pairs share an offset, such as (0, 0) and (1, 1)",
+    "d": "7 is 2 x 4 - 1, the count for 4 queries over 4 keys; there are 6 queries, so the offsets "
+         "reach -5"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1047,6 +1049,7 @@ answer = check_option("Q4", Q4, {
 # * 1 point: attention (and the FFN) treat the tokens as a set: permuting the inputs only permutes the outputs.
 # * 1 point: a position vector added at each slot makes a token's input depend on where it sits, which breaks the symmetry.
 # * 0 points for "positions make attention faster" or for restating the claim without the permutation argument.
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

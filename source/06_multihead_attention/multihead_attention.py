@@ -38,9 +38,7 @@
 # | scores and weights, one `(T, T)` matrix per head | `(B, H, T, T)` |
 # | causal mask (a buffer) | `(max_len, max_len)`, sliced to `(T, T)` |
 #
-# **Time:** about 3 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 22 points.
+# **Time:** about 3 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 04 (attention, the $\sqrt{d_k}$ scaling, causal masks, chapter 04's parameter count).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -356,44 +354,46 @@ assert all(np.isfinite(r) and r > 0 for r in ratios.values())  # a measurement, 
 # %% [markdown]
 # ### Predict, then run (1 point)
 #
-# Part C's block holds the fused projection `qkv` (from $D$ to $3D$ features) and the output
-# projection `proj` (from $D$ to $D$), both with biases. Before you build it, predict its
-# **number of parameters** for $D = 96$ and 8 heads, and assign it to `PREDICTED_PARAMETERS`.
-# A prediction within 0.2 % counts (a count is exact
-# arithmetic). The cell after the test counts the parameters of
-# `nn.MultiheadAttention(96, 8)`, which holds the same projections.
+# Part A's `split_heads` moves no data: it gives the same memory new axes. Take
+# `x = torch.arange(960).view(2, 10, 48)` (2 sequences of 10 tokens, $D = 48$), in which each
+# number is its own position in memory, and split it into 6 heads. Predict the number at
+# `split_heads(x, 6)[0, 2, 3, 1]` (sequence 0, head 2, token 3, feature 1 of that head) and
+# assign it to `PREDICTED_ELEMENT`. Only the exact number counts. The cell after the test looks
+# it up.
 
-# %% nbgrader={"grade": false, "grade_id": "predict_parameters", "locked": false, "schema_version": 3, "solution": true}
-PREDICTED_PARAMETERS = None  # replace None with your prediction, a number
+# %% nbgrader={"grade": false, "grade_id": "predict_element", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_ELEMENT = None  # replace None with your prediction, a number
 ### BEGIN SOLUTION
-PREDICTED_PARAMETERS = (96 * 3 * 96 + 3 * 96) + (96 * 96 + 96)
+PREDICTED_ELEMENT = 3 * 48 + 2 * 8 + 1  # token 3 starts at 3 D; head 2 is features 16 to 23 of it
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "test_predict_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""PREDICTED_PARAMETERS: the number of parameters of the block at D = 96 with 8 heads."""
+# %% nbgrader={"grade": true, "grade_id": "test_predict_element", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""PREDICTED_ELEMENT: the number at split_heads(arange(960).view(2, 10, 48), 6)[0, 2, 3, 1]."""
 from course import check_number
 
-prediction = check_number("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS)  # your number, read as the grader reads it
+prediction = check_number("PREDICTED_ELEMENT", PREDICTED_ELEMENT)  # your number, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_prediction
 
-prediction = check_prediction("PREDICTED_PARAMETERS", PREDICTED_PARAMETERS, 37248, rel=0.002, known=(
-    (27936, "3D^2 + 3D counts only the fused qkv projection: the output projection proj adds D^2 + D"),
-    (36864, "4D^2 leaves out the biases, one per output feature of qkv (3D) and of proj (D)"),
-    (297984, "the heads are slices of the D features, so the count does not grow with the number of heads"),
-    (4656, "the heads are slices of one D-wide projection, so the count does not shrink with the number of "
-           "heads either"),
+prediction = check_prediction("PREDICTED_ELEMENT", PREDICTED_ELEMENT, 161, rel=0, known=(
+    (185, "that reads the (B, H, T, d_head) shape as the order of memory: the transpose moves no data, and "
+          "the features of token 3 are still side by side"),
+    (152, "that takes head 2 as every 6th feature (feature 6 j + 2); a head is one contiguous slice of "
+          "d_head = 8 features of each token"),
+    (17, "that is in token 0; the element belongs to token 3, three rows of D = 48 numbers further on"),
 ),
-                              hint="count the weights and biases of qkv (D to 3D) and of proj (D to D)")
+                              hint="token t of sequence 0 starts at t * D, and head h holds its features h * d_head "
+                                   "to (h + 1) * d_head - 1")
 ### END HIDDEN TESTS
 
 # %%
-pytorch_attention = nn.MultiheadAttention(96, 8)
-print("parameters of nn.MultiheadAttention(96, 8):", sum(p.numel() for p in pytorch_attention.parameters()))
+x = torch.arange(960).view(2, 10, 48)
+print("split_heads(x, 6)[0, 2, 3, 1] =", x.view(2, 10, 6, 8).transpose(1, 2)[0, 2, 3, 1].item())
 
 # %% [markdown]
-# Eight heads or one, the count is the same: heads cut the $D$ features into slices, they add
-# no weights.
+# A head is a slice of each token's features, not a copy of the sequence: the view and the
+# transpose only change how the same numbers are indexed (`x.view(...).transpose(1, 2)` shares
+# `x`'s memory), which is why splitting into heads costs nothing.
 
 # %% [markdown]
 # ## Part C · The block (10 points)
@@ -1048,7 +1048,7 @@ plt.show()
 # ### Beyond this block
 #
 # * **No feed-forward network here.** A Transformer layer wraps this block and a two-layer MLP,
-#   each with a residual connection and layer normalisation; that is the next chapter.
+#   each with a residual connection and layer normalisation: chapter 04's encoder block.
 # * **Rotary (RoPE) and ALiBi positions** are not implemented, but fit in this block: they act
 #   on `q` and `k` (or on the scores) just before the matrix multiplication.
 # * **A KV cache** for fast generation stores the keys and values of earlier positions between
@@ -1059,122 +1059,127 @@ plt.show()
 #
 # Answer each question with one letter, as a string: `Q1 = "a"`.
 #
-# **Q1.** A block has $D = 512$. How does its number of parameters change from 8 heads to 16?
+# **Q1.** $D = 48$ with 6 heads, a batch of 2 sequences of 10 tokens. After the split into heads, what
+# is the shape of the queries that enter $QK^\top$?
 #
-# * a) it doubles, since there are twice as many heads to project
-# * b) it halves, since each head is now half as wide as before
-# * c) it does not change: it is $4D^2 + 4D$ for any number of heads
-# * d) it grows by $512 \cdot 8$, one bias per feature of each new head
+# * a) `(2, 10, 6, 8)`
+# * b) `(2, 6, 10, 48)`
+# * c) `(2, 6, 8, 10)`
+# * d) `(2, 6, 10, 8)`
 #
-# **Q2.** Why are the scores divided by $\sqrt{d_\text{head}}$ and not by $\sqrt{D}$?
+# **Q2.** After attention, `out` has the shape `(B, H, T, d_head)`. A classmate merges the heads with
+# `out.reshape(B, T, H * d_head)`, with no transpose first. What happens?
 #
-# * a) each score is a dot product of two `d_head`-wide vectors, not `D`-wide
-# * b) the output has $D$ features, and dividing by $\sqrt{D}$ would shrink it
-# * c) it makes the row of weights of each head sum to one over the keys
-# * d) PyTorch's matmul needs the width of a head as a divisor of the scores
+# * a) no error, but each row mixes pieces of several tokens
+# * b) an error: reshape cannot turn four axes into three without a permute
+# * c) the right result: the reshape lays the heads side by side per token
+# * d) the right result, except that the heads come in the reverse order
 #
-# **Q3.** Why is the causal mask registered as a buffer rather than created as an
-# `nn.Parameter`?
+# **Q3.** A classmate stores the causal mask as a plain attribute,
+# `self.mask = torch.tril(torch.ones(L, L, dtype=torch.bool))`, neither a buffer nor a parameter. What goes wrong?
 #
-# * a) so that the optimiser can learn which of the positions to hide
-# * b) buffers are faster to slice than parameters in a forward pass
-# * c) a parameter cannot hold booleans, and the causal mask is boolean
-# * d) it moves and is saved with the module, but is never trained
+# * a) the optimiser updates it, as every tensor attribute of a module is trained
+# * b) nothing: `Module.to` and `state_dict` handle every tensor attribute
+# * c) `model.to(device)` leaves it behind, and `state_dict()` does not save it
+# * d) it stays in place, but each training step computes a gradient for it
 #
-# **Q4.** What does multi-head attention give a query that a single head of the same total
-# width does not?
+# **Q4.** A block with 4 heads runs on a batch of 2 sequences of 10 tokens. How many separate softmax
+# distributions over the keys does it compute?
 #
-# * a) several softmax distributions over the keys at once, one per head
-# * b) more parameters than a single head of the same total width has
-# * c) access to the future tokens that a single causal head cannot see
-# * d) a cheaper softmax, since the rows of scores of each head are shorter
+# * a) 20
+# * b) 80
+# * c) 800
+# * d) 200
 #
-# **Q5.** A BERT-style encoder reads a whole sentence to classify it. Should its
-# self-attention use this causal mask?
+# **Q5.** Your float64 block differs from a float64 reference by 3e-8, although its output's dtype is
+# `torch.float64`; a correct float64 version agrees to 1e-15. What is the likely cause?
 #
-# * a) yes: self-attention always needs a causal mask to be correct
-# * b) no: the input is all there, so each token may use both sides
-# * c) yes, because without it training a deep encoder is unstable
-# * d) only at test time, so that the model cannot peek at the labels
+# * a) the heads come in another order than in the reference implementation
+# * b) the scores are divided by $\sqrt{D}$ where $\sqrt{d_\text{head}}$ is meant
+# * c) float64 arithmetic itself: rounding errors near 1e-8 are its usual size
+# * d) one step ran in float32, such as a softmax with `dtype=torch.float32`
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 # One letter per question, as a string, e.g. Q1 = "a".
 ### BEGIN SOLUTION
-Q1 = "c"
+Q1 = "d"
 Q2 = "a"
-Q3 = "d"
-Q4 = "a"
-Q5 = "b"
+Q3 = "c"
+Q4 = "b"
+Q5 = "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: how the parameter count depends on the number of heads."""
+"""Q1: the shape of the queries after the split into heads."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "the heads are slices of one D-wide projection: more heads means narrower slices, not more weights "
-         "(re-read the note under Part C's check-it cell)",
-    "b": "narrower heads are slices of the same D x 3D and D x D matrices, and the matrices keep their shape",
-    "d": "the biases belong to the qkv and proj layers, 3D + D of them, whatever the number of heads"})
+    "a": "(2, 10, 6, 8) is the view before the transpose: a matmul over its last two axes would mix "
+         "heads, not tokens",
+    "b": "a head is a slice of the features, d_head = 48 / 6 = 8 wide, not a full D-wide copy (re-read "
+         "Part A)",
+    "c": "(2, 6, 8, 10) is the layout of the transposed keys, the right-hand factor; the queries keep "
+         "tokens before features"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: why the scores are divided by sqrt(d_head)."""
+"""Q2: merging the heads without the transpose."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "b": "the scale acts on the scores before softmax, not on the output: the output's width plays no part in"
-         " the spread of a score",
-    "c": "softmax makes every row sum to one whatever the scale; the scale sets how peaked the row is "
-         "(chapter 02)",
-    "d": "matmul takes no divisor: the scale is there for the statistics of the scores (re-read step 2, "
-         "Scores, of Part C)"})
+    "b": "reshape only needs the same number of elements, B x H x T x d_head = B x T x D: nothing "
+         "fails, which is why the mistake is silent",
+    "c": "reshape reads the elements in memory order, head by head, so a row of the result is "
+         "consecutive tokens of one head; transpose(1, 2) first puts each token's heads together",
+    "d": "the heads are not permuted: the elements are read head by head, so a row takes several tokens "
+         "of one head"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: why the causal mask is a buffer."""
+"""Q3: a causal mask kept as a plain attribute."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "the positions to hide are fixed by the task, the future; a learnt mask could learn to read the "
-         "future, which is what the mask forbids",
-    "b": "slicing costs the same for both; the difference is what the optimiser and the state_dict do with "
-         "them (re-read 'The mask is a buffer' in Part C)",
-    "c": "the mask could be stored as floats as well; the point is that it follows .to() and .double() and is"
-         " saved, yet is never trained"})
+    "a": "only nn.Parameter objects are trained, and a boolean tensor cannot even be one: "
+         "model.parameters() does not list a plain attribute",
+    "b": "a Module tracks parameters, buffers and submodules; a plain tensor attribute is none of them, "
+         "so .to() and state_dict() skip it",
+    "d": "a boolean tensor has no gradient, and autograd tracks only tensors that require one; the "
+         "trouble is where the mask lives, not its gradient"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: what several heads give a query."""
+"""Q4: how many softmax rows one batch computes."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "b": "the count is 4D^2 + 4D for any number of heads: splitting a projection into heads adds no weights",
-    "c": "every head uses the same causal mask, so no head sees the future",
-    "d": "each head's row of scores has one entry per key, as long as a single head's: there are more "
-         "softmaxes, not cheaper ones (re-read 'Eight heads')"})
+    "a": "20 counts one distribution per query; each head has its own queries and keys, so each of the "
+         "4 heads adds its own 20",
+    "c": "800 counts the weights, 2 x 4 x 10 x 10; one distribution is a row of 10 of them",
+    "d": "200 counts the weights of a single head, 2 x 10 x 10; a distribution is a row, and each head "
+         "has its own rows"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q5", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q5: encoders and the causal mask."""
+"""Q5: a float64 result with float32 accuracy."""
 answer = check_choice("Q5", Q5)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q5", Q5, {
-    "a": "a causal mask is for generating left to right, like GPT: it hides tokens that do not exist yet, and"
-         " an encoder has them all",
-    "c": "the mask changes what a token may read, not the stability of training; BERT trains without one",
-    "d": "at test time an encoder reads the same whole sentence as in training; hiding half of it then would "
-         "give another model's outputs"})
+    "a": "heads in another order move whole features: the error would be of the size of the outputs, "
+         "not 3e-8",
+    "b": "a wrong scale changes every weight visibly, with errors near 0.1, not 3e-8",
+    "c": "float64 keeps about 16 digits: a correct float64 computation agrees to about 1e-15, as the "
+         "question says"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1191,10 +1196,10 @@ answer = check_option("Q5", Q5, {
 # others. The projections are the same size either way; what the heads buy is several
 # independent ways of mixing, concatenated and recombined by the output projection.
 #
-# **Rubric (2 points).**
-# * 1 point: one softmax distribution per head, so a query can look at several places in different ways at once.
-# * 1 point: the parameter count is the same ($4D^2 + 4D$), so the gain is in the structure (separate mixing), not in size.
-# * 0 points for "more heads, more parameters" or "heads see the future".
+# **Rubric (2 points, one idea each).**
+# * 1 point, several distributions: each head computes its own scores and its own softmax over the keys, so one query gets eight separate distributions of weights at once. Earns it: each head weighs the keys on its own. Does not: "eight heads see more", or "the heads run in parallel, so it is faster".
+# * 1 point, what the single head loses: one head has one distribution per query, so relations that need different keys (the previous token, a related word far away) must share one weighted average, and sharpening it for one blurs the others. Earns it: a concrete conflict of this kind, or the one average that must serve every relation. Does not: restating that the parameter counts are equal, or "one head of width 512 is too wide to learn".
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "each head sees only part of the sentence" costs the first point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

@@ -27,9 +27,7 @@
 # Each exercise has a solution cell, a cell that runs your code, and graded tests; the
 # grader also runs hidden tests on random tables and small random models.
 #
-# **Time:** about 4 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 31 points.
+# **Time:** about 4 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 06, in particular masks (03), positions (05) and multi-head attention (06).
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -893,7 +891,7 @@ def train(model, steps=301, batch_size=64, lr=3e-3):
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
-# (a note for the grader; nothing to do for you: the tests read the model this cell trains in your notebook)
+# (this cell runs in your notebook only: it trains your model, and the tests below read that model)
 torch.manual_seed(0)
 model = ReversalTransformer()
 losses = train(model)
@@ -1429,24 +1427,16 @@ for alpha in (0.0, 0.6):
 #
 # Answer each question with one letter, `Q1 = "a"` and so on.
 #
-# **Q1.** The source has 12 tokens and the decoder has produced 5 so far. In one head of a
-# cross-attention layer, what is the shape of $QK^\top$, and does it need a causal mask?
+# **Q1.** The source has 9 tokens and the decoder has produced 4 so far. In one head of a
+# cross-attention layer, what is the shape of $QK^\top$?
 #
-# * a) 5 × 12, and no causal mask
-# * b) 12 × 5, with a causal mask
-# * c) 5 × 5, with a causal mask
-# * d) 12 × 12, and no causal mask
+# * a) 9 × 4
+# * b) 4 × 4
+# * c) 4 × 9
+# * d) 9 × 9
 #
-# **Q2.** You trained an encoder-decoder and forgot the mask of the decoder's self-attention. The
-# training loss reached 0.001. Which measurement exposes the mistake?
-#
-# * a) whether the training loss keeps on falling with more steps
-# * b) teacher-forced exact match on new, unseen sequences
-# * c) greedy free-running exact match on new, unseen sequences
-# * d) training longer, and checking that the loss reaches 0
-#
-# **Q3.** Beam search ends with two finished hypotheses. A has 3 tokens (`<EOS>` included) and
-# summed log-probability −1.8; B has 7 tokens and −2.4. With
+# **Q2.** Beam search ends with two finished hypotheses. A has 4 tokens (`<EOS>` included) and the
+# summed log-probability −2.0; B has 9 tokens and −2.9. With
 # $\operatorname{lp} = ((5 + |\mathbf{y}|)/6)^\alpha$, which is chosen for $\alpha = 0$ and for
 # $\alpha = 1$?
 #
@@ -1455,79 +1445,87 @@ for alpha in (0.0, 0.6):
 # * c) B for both values of $\alpha$
 # * d) B for $\alpha = 0$, A for $\alpha = 1$
 #
-# **Q4.** A summariser scores a very high per-token accuracy under teacher forcing on the
-# validation set, but its free-running summaries start well and drift off topic halfway. The best
-# explanation?
+# **Q3.** The target sequence is `A B C`. With teacher forcing, which pair (decoder input, labels)
+# does its training example use?
 #
-# * a) the beam is too narrow, and a larger $B$ would fix the drift
-# * b) the cross-attention has a causal mask, hiding the source's end
-# * c) the model overfits its training set and fails on new inputs
-# * d) exposure bias: training saw only correct prefixes, not its own
+# * a) input `A B C <EOS>`, labels `<BOS> A B C`
+# * b) input `<BOS> A B C`, labels `<BOS> A B C`
+# * c) input `A B C`, labels `B C <EOS>`
+# * d) input `<BOS> A B C`, labels `A B C <EOS>`
+#
+# **Q4.** A summariser scores a very high per-token accuracy under teacher forcing on its validation
+# set, but its own summaries start well and drift off topic halfway. The best explanation?
+#
+# * a) exposure bias: training never showed it a prefix with its own errors
+# * b) the beam is too narrow, and a larger $B$ would keep the summary on topic
+# * c) the cross-attention has a causal mask that hides the end of the source
+# * d) it overfits its training set, and so fails on every new input
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-Q1 = "a"
-Q2 = "c"
-Q3 = "b"
-Q4 = "d"
+Q1 = "c"
+Q2 = "b"
+Q3 = "d"
+Q4 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: the shape of the cross-attention scores and their mask."""
+"""Q1: the shape of one head's cross-attention scores."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "b": "the queries come from the decoder (5 tokens) and the keys from the source (12): rows are queries, "
-         "and the source has no future to hide",
-    "c": "5 x 5 is the decoder's self-attention; in cross-attention the keys are the 12 source tokens",
-    "d": "12 x 12 is the encoder's self-attention; in cross-attention the queries are the decoder's 5 tokens "
-         "(re-read 'Cross-attention in the Transformer')"})
+    "a": "rows are queries: the queries come from the decoder's 4 tokens, the keys from the 9 source "
+         "tokens",
+    "b": "4 x 4 is the decoder's self-attention; in cross-attention the keys are the 9 source tokens",
+    "d": "9 x 9 is the encoder's self-attention; in cross-attention the queries are the decoder's 4 "
+         "tokens (re-read 'Cross-attention in the Transformer')"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: which measurement exposes a missing decoder mask."""
+"""Q2: the length penalty choosing between two hypotheses."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "a decoder that reads the token it must predict lowers its loss by copying it: a falling loss is "
-         "what the mistake produces",
-    "b": "under teacher forcing the right next token is in the input, so an unmasked decoder copies it on new"
-         " data too: this measurement stays perfect (re-read 'The mistake that training loss cannot see')",
-    "d": "copying the next token can drive the loss to 0: a lower loss hides the mistake rather than showing "
-         "it"})
+    "a": "with alpha = 1 each summed log-probability is divided by its own lp, and the longer "
+         "hypothesis is divided by more: compute both quotients before you compare",
+    "c": "with alpha = 0 the penalty is 1 for both, and -2.0 is larger than -2.9: without a penalty the "
+         "shorter, more probable hypothesis wins",
+    "d": "this reverses the penalty's effect: alpha = 0 ranks by raw log-probability, where the shorter "
+         "A is ahead, and alpha > 0 helps the longer hypothesis"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: the length penalty at alpha = 0 and alpha = 1."""
+"""Q3: the decoder input and labels of teacher forcing."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "with alpha = 1 each sum is divided by lp, which grows with the length: compute -1.8 / lp(3) and "
-         "-2.4 / lp(7) and compare again",
-    "c": "with alpha = 0, lp = 1 and the higher summed log-probability wins: -1.8 is higher than -2.4",
-    "d": "a log-probability closer to 0 is the higher one, and alpha = 0 compares the raw sums; work out both"
-         " cases again (re-read 'Decoding: why search at all')"})
+    "a": "that is the shift the wrong way round: each position would have to predict the token before "
+         "the one it reads",
+    "b": "with labels equal to the input, each position is asked for the token it already reads, which "
+         "the causal mask allows: the model learns to copy",
+    "c": "without <BOS> at the start, nothing is trained to produce the first token, A, which "
+         "generation needs first"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: teacher-forced accuracy high, free-running output drifts."""
+"""Q4: teacher-forced accuracy high, free-running output drifting."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "a beam only searches among the model's own continuations: once its prefixes drift, every beam goes "
-         "on from prefixes it never saw in training",
-    "b": "a causal mask on the cross-attention would spoil the teacher-forced accuracy too, and that accuracy"
-         " is very high here",
-    "c": "the teacher-forced accuracy is high on the validation set, so the model does generalise when it is "
-         "given correct prefixes (re-read 'Evaluation: teacher-forced and free-running')"})
+    "b": "a beam only searches among the model's own continuations: once its prefixes drift, every beam "
+         "goes on from prefixes it never saw in training",
+    "c": "a causal mask on the cross-attention would spoil the teacher-forced accuracy too, and that "
+         "accuracy is very high here",
+    "d": "the teacher-forced accuracy is high on the validation set, so the model does generalise when "
+         "it is given correct prefixes (re-read 'Evaluation: teacher-forced and free-running')"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1548,6 +1546,7 @@ answer = check_option("Q4", Q4, {
 # * 1 point: teacher forcing gives the decoder the correct prefix (or, with a missing mask, the answer), which generation does not.
 # * 1 point: free-running decoding (greedy or beam) on new data is the measurement that exposes it.
 # * 0 points for "the model overfits" alone, or for "train longer".
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

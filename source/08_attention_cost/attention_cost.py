@@ -33,9 +33,7 @@
 # **Shapes.** `B` batch, `L` (or `T`) tokens, `d` model width, `H` heads of width
 # `d_head = d // H`, `d_v` value width.
 #
-# **Time:** about 4 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 31 points.
+# **Time:** about 4 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 06: chapter 06's multi-head block is the one the KV cache speeds up, and masks are chapter 03's.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -73,7 +71,9 @@ torch.set_num_threads(1)  # one core: steadier timings on a shared machine, same
 # and the memory for the stored scores is $O(B H L^2)$, one $L \times L$ matrix per head.
 # Doubling $L$ doubles the projections but **quadruples** the score part. The two are equal
 # when $4 B L^2 d = 8 B L d^2$, that is at $L = 2d$: beyond twice the model width, the
-# $L^2$ terms dominate.
+# $L^2$ terms dominate the attention layer. A whole Transformer block also has a feed-forward
+# network of hidden width $4d$: two more matrices of $4d^2$ weights, $16 B L d^2$ FLOPs. For the
+# block the two parts meet at $4 B L^2 d = 24 B L d^2$, that is near $L = 6d$.
 
 # %% [markdown]
 # ### Predict, then run (1 point)
@@ -81,7 +81,7 @@ torch.set_num_threads(1)  # one core: steadier timings on a shared machine, same
 # A layer with 8 heads reads one sequence of $L = 4096$ tokens and stores its attention weights
 # in float32 (4 bytes a number). Predict the **memory of the stored weights in MiB**
 # ($2^{20}$ bytes) and assign it to `PREDICTED_MIB` before you run the cell that measures it.
-# A prediction within 5 % counts.
+# A prediction within 2 % counts.
 
 # %% nbgrader={"grade": false, "grade_id": "predict_weights_memory", "locked": false, "schema_version": 3, "solution": true}
 PREDICTED_MIB = None  # replace None with your prediction, a number
@@ -97,7 +97,9 @@ prediction = check_number("PREDICTED_MIB", PREDICTED_MIB)  # your number, read a
 ### BEGIN HIDDEN TESTS
 from course import check_prediction
 
-prediction = check_prediction("PREDICTED_MIB", PREDICTED_MIB, 512.0, rel=0.05, known=(
+prediction = check_prediction("PREDICTED_MIB", PREDICTED_MIB, 512.0, rel=0.02, known=(
+    (8 * 4096 * 4096 * 4 / 1e6, "that is in MB, 10^6 bytes; a MiB is 2^20 = 1 048 576 bytes"),
+    (0.5, "that is in GiB, 2^30 bytes; the question asks for MiB, 2^20 bytes"),
     (64.0, "that is one head's matrix; each of the 8 heads stores its own L x L matrix of weights"),
     (1024.0, "that is 8 bytes a number, float64; float32 takes 4"),
     (0.125, "that counts L numbers per head, one row; a head stores a weight for every (query, key) pair, L x"
@@ -1574,100 +1576,101 @@ for label, measured, expected in rows:
 #
 # Answer each question with the letter of one option, as a string (`Q1 = "a"`).
 #
-# **Q1.** A $640 \times 640$ image is fed to attention at stride 8 instead of stride 32. The number
-# of query-key pairs grows by
+# **Q1.** A $512 \times 512$ image is fed to attention at stride 16 instead of stride 32. The number of
+# query-key pairs grows by
 #
-# * a) 4x
-# * b) 16x
-# * c) 256x
-# * d) 4096x
+# * a) 16x
+# * b) 4x
+# * c) 2x
+# * d) 64x
 #
-# **Q2.** Why can softmax attention not be regrouped like linear attention to avoid the
-# $L \times L$ matrix?
+# **Q2.** Linear attention with feature maps of width $d = 64$ over $L = 4096$ tokens, non-causal.
+# What is the shape of the matrix $\phi(K)^\top V$ it keeps in place of the $L \times L$ weights?
 #
-# * a) softmax is not differentiable unless the full $L \times L$ matrix is stored
-# * b) $\exp(q \cdot k)$ is not a finite feature product $\phi(q) \cdot \phi(k)$
-# * c) the keys would have to be sorted by score before the regrouping
-# * d) the values are wider than the keys, so the regrouped product does not fit
+# * a) 4096 × 4096
+# * b) 4096 × 64
+# * c) 64 × 4096
+# * d) 64 × 64
 #
-# **Q3.** In greedy decoding with a KV cache, what is computed for the new token only?
+# **Q3.** Greedy decoding with a KV cache has produced 100 tokens and now computes token 101. How many
+# query-key scores does one head of one layer compute for this step?
 #
-# * a) its query, key and value; earlier keys and values come from the cache
-# * b) the keys and values of all the tokens; the queries come from the cache
-# * c) the full `(T, T)` matrix of weights, as in a whole forward pass
-# * d) nothing: the cache stores the outputs of all the earlier steps
+# * a) 10 201
+# * b) 101
+# * c) 100
+# * d) 1
 #
-# **Q4.** Why sort sentences by length before batching them (bucketing)?
+# **Q4.** A batch pairs a sentence of 10 tokens with one of 50, padded to a common length, with a
+# padding mask. How many attention scores per head does the batch compute?
 #
-# * a) a batch is padded to its longest sentence, and attention costs $L^2$
-# * b) short sentences are easier to learn, so sorted batches make training faster
-# * c) attention cannot mask padding unless the lengths in a batch match
-# * d) it turns the cost of the projections from $O(L d^2)$ into $O(L d)$
+# * a) 2 600
+# * b) 3 600
+# * c) 5 000
+# * d) 2 500
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
-Q1 = "c"
-Q2 = "b"
-Q3 = "a"
-Q4 = "a"
+Q1 = "a"
+Q2 = "d"
+Q3 = "b"
+Q4 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: pairs at stride 8 versus stride 32."""
+"""Q1: query-key pairs at a finer stride."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "a": "4x is the ratio of the strides along one axis; the grid has two axes, and pairs count the tokens "
-         "twice (re-read 'Images: the stride decides')",
-    "b": "16x is how many more tokens there are; query-key pairs grow as the square of the number of tokens "
-         "(re-read 'Images: the stride decides')",
-    "d": "4096x is 16 cubed: the number of tokens grows 16x and the pairs as its square, not its cube"})
+    "b": "4x is the growth of the number of tokens (2x along each of two axes); query-key pairs grow as "
+         "its square (re-read 'Images: the stride decides')",
+    "c": "2x is the ratio of the strides along one axis; the grid has two axes, and pairs count the "
+         "tokens twice (re-read 'Images: the stride decides')",
+    "d": "64x cubes the growth of the tokens; attention pairs each query with each key, the square"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: why softmax attention keeps the L x L matrix."""
+"""Q2: the size of what linear attention keeps."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "softmax is differentiable whatever is stored: the obstacle is in the algebra of exp(q . k) (re-read"
-         " 'Why softmax needs the whole L x L matrix')",
-    "c": "regrouping (Q K^T) V as Q (K^T V) needs no order of the keys; it needs a score that splits into "
-         "features of q times features of k",
-    "d": "linear attention regroups with any value width d_v: the widths change the cost, not whether the "
-         "regrouping is allowed"})
+    "a": "4096 x 4096 is the matrix of weights that softmax attention stores; the regrouping computes "
+         "phi(K)^T V first and never forms it (re-read 'Why softmax needs the whole L x L matrix')",
+    "b": "4096 x 64 is the shape of V or of phi(K); their product phi(K)^T V sums over the tokens, "
+         "which removes the L axis",
+    "c": "64 x 4096 is phi(K)^T alone; multiplied by V (4096 x 64) it sums the 4096 tokens away"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: what a KV-cached step computes."""
+"""Q3: scores computed for one new token with a KV cache."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "b": "it is the other way round: earlier tokens' keys and values never change, so they are cached, and "
-         "each step needs only the new token's query (re-read the introduction of Part D)",
-    "c": "the new token's query meets T keys: that is one row of weights, (1, T), not the full matrix",
-    "d": "the new token's output depends on its own query, which did not exist before: the cache keeps keys "
-         "and values, not outputs"})
+    "a": "10 201 = 101^2 is the whole forward pass over the sequence again; with a cache only the new "
+         "token's query is scored (re-read the introduction of Part D)",
+    "c": "100 leaves out the new token's own key: it is appended to the cache, and the query may read "
+         "it",
+    "d": "the new query reads every cached key, not only its own: the cache spares recomputing old "
+         "keys, not scoring them"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: why bucket by length."""
+"""Q4: the scores a padded batch computes."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "b": "bucketing changes no sentence's difficulty: it removes padding, and attention spends work quadratic"
-         " in the padded length (re-read 'Padding pays L² too')",
-    "c": "a key padding mask handles any mix of lengths (chapter 03); bucketing is about the work spent on "
-         "padding",
-    "d": "the projections cost O(L d^2) per sentence whatever the batching; bucketing saves the work spent on"
-         " padding"})
+    "a": "2 600 = 10^2 + 50^2 counts the real pairs only: a padding mask changes which scores are used, "
+         "not which are computed (re-read 'Padding pays L² too: bucket by length')",
+    "b": "3 600 = 60^2 treats the two sentences as one sequence; each is padded to 50 and scored on its "
+         "own",
+    "d": "2 500 counts one sentence of 50; the batch has two of them, each 50 x 50 after padding"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1689,6 +1692,7 @@ answer = check_option("Q4", Q4, {
 # * 1 point: the score factors as $\phi(q)\cdot\phi(k)$, so $K^\top V$ (the state $S$) is computed once and the $L \times L$ matrix never forms.
 # * 1 point: it is a different attention (no exact softmax, typically less sharp weights), not the same numbers computed faster.
 # * 0 points for "it skips tokens" or "it uses a mask".
+# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

@@ -38,9 +38,7 @@
 # above the diagonal; a memory padding mask is `(B, S)`, True at PAD positions of the source.
 # Dropout is 0 throughout, so every check is deterministic.
 #
-# **Time:** about 3.5 hours for a capable student. That is an estimate from the chapter's
-# size, not a measurement: its text read at about 100 words a minute, plus about 6 minutes
-# for each of its 28 points.
+# **Time:** about 3.5 hours for a capable student (an estimate, not a measurement).
 # **Assumes:** chapters 01 to 07: chapter 04's encoder block and chapter 07's task, batches and decoding.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -53,6 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# under_nbgrader() is True while your notebook is being graded: the long demos are skipped then
 from course import attempt, check_choice, check_close, check_true, under_nbgrader
 from course.diagrams import draw_encoder_decoder
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
@@ -406,8 +405,8 @@ print("parameters of nn.TransformerDecoderLayer(32, 4, 128):",
 # memory_padding_mask=None)` returns `(out, cross_weights)`: `out` `(B, T, D)` and the
 # cross-attention weights of every head `(B, H, T, S)`. Your `cross_attention` from Part A
 # is there to be used. Mind the two names: `self.cross_attention` is the block's
-# `nn.MultiheadAttention` *module* (the name the graded API and `nn.TransformerDecoderLayer`'s
-# comparison expect), `cross_attention` is your Part A *function*, which takes that module as its
+# `nn.MultiheadAttention` *module* (the name the tests and the comparison with
+# `nn.TransformerDecoderLayer` expect), `cross_attention` is your Part A *function*, which takes that module as its
 # first argument: `cross_attention(self.cross_attention, h, memory, memory_padding_mask)`. This is the computation of `nn.TransformerDecoderLayer(width, heads,
 # hidden, dropout=0.0, activation="relu", batch_first=True, norm_first=...)`.
 
@@ -1144,7 +1143,7 @@ for trial in range(2):
 
 # %% nbgrader={"grade": false, "grade_id": "training", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
-# (a note for the grader; nothing to do for you: the tests read the model this cell trains in your notebook)
+# (this cell runs in your notebook only: it trains your model, and the tests below read that model)
 def train(model, steps=60, batch_size=64, lr=3e-3):
     """Teacher-forcing training on fresh reversal batches; returns the loss of every step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # one update for all parameters
@@ -1317,7 +1316,7 @@ with torch.no_grad():
 #   notice: the embeddings are shared and still learn through the decoder, a random encoder
 #   passes each token on at its own position, and the cross-attention learns to read that. With
 #   the detach the model still reaches exact match 1.000, teacher-forced and greedy, with a
-#   clean anti-diagonal (the bug zoo of this chapter checks it: only the gradient test fails).
+#   clean anti-diagonal: of this chapter's tests, only the gradient test fails.
 #   On a real task a frozen random encoder costs a lot; only a gradient check finds it at once.
 # * **The weights of the wrong block, or in the wrong order.** `decode` returns one map per
 #   block, first block first, so that `weights[0]` is the first block's; the anti-diagonal of the
@@ -1328,97 +1327,101 @@ with torch.no_grad():
 #
 # Answer each question with one letter, `"a"` to `"d"`, in the cell below.
 #
-# **Q1.** Which masks go where in a decoder block?
+# **Q1.** A classmate also puts a lower-triangular mask of shape $5 \times 12$ on the cross-attention
+# (5 target positions, 12 source tokens). What does target position $i$ read?
 #
-# * a) the causal mask on the self-attention, the source's padding mask on the cross
-# * b) the causal mask on both attentions, and a padding mask on neither
-# * c) the causal mask on the cross-attention, the source's padding mask on the self
-# * d) no masks at all: once the targets are shifted right, none is needed
+# * a) the whole source, as before: the source has no future for a mask to hide
+# * b) only source tokens 0 to $i$, so the early positions miss most of the source
+# * c) only source tokens $i$ to 11, as the mask hides the tokens before $i$
+# * d) the whole source, but no longer its own earlier target positions
 #
-# **Q2.** A batch of 2, a decoder input of 5 tokens, a source of 12 tokens, 4 heads. What is the
-# shape of one decoder block's `cross_weights`?
+# **Q2.** The chapter's model learned to reverse digits. If the same model were trained to *copy* them
+# instead, what would the cross-attention map of the trained model look like?
 #
-# * a) `(2, 4, 12, 5)`
-# * b) `(2, 4, 5, 12)`
-# * c) `(2, 5, 12)`
-# * d) `(2, 4, 5, 5)`
+# * a) anti-diagonal as well: cross-attention reads the source from its end
+# * b) uniform: copying needs no alignment between the outputs and the source
+# * c) diagonal: output position i reads mostly source position i
+# * d) lower-triangular, the pattern that the causal mask gives each output
 #
-# **Q3.** A classmate feeds `dec_out` (the target followed by `<EOS>`) as the decoder input
-# *and* as the labels, with the causal mask in place. What happens?
+# **Q3.** Generating 10 output tokens greedily from one source sentence, how many times must the
+# encoder run?
 #
-# * a) training does not converge: the loss stays near $\ln 12$
-# * b) nothing changes, since the causal mask protects the model
-# * c) the loss falls to almost 0, but greedy generation fails
-# * d) the cross-attention map becomes diagonal, not anti-diagonal
+# * a) once: its output, the memory, depends on the source alone
+# * b) 10 times, once for each new token, as the memory changes each time
+# * c) 55 times, once per prefix token, as 1 + 2 + ... + 10
+# * d) never: the decoder reads the source embeddings directly
 #
-# **Q4.** In a pre-norm decoder block, what is normalised by `norm2` before the cross-attention?
+# **Q4.** The source sentences of a batch are padded and the encoder masks its PAD keys, but the
+# cross-attention gets no `memory_key_padding_mask`. Which outputs can change?
 #
-# * a) the memory only, which provides the keys and the values
-# * b) both the decoder stream and the memory, each on its own
-# * c) the decoder stream only, which provides the queries
-# * d) nothing: pre-norm normalises after each sublayer instead
+# * a) none: the encoder's mask already removed the PAD tokens from the memory
+# * b) only the outputs at the target's own PAD positions, which the loss skips
+# * c) only the encoder's outputs at PAD positions, which nothing reads
+# * d) every target position of a padded sentence, as each reads PAD memory
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true}
 Q1 = Q2 = Q3 = Q4 = None  # replace each None with "a", "b", "c" or "d"
 ### BEGIN SOLUTION
-Q1, Q2, Q3, Q4 = "a", "b", "c", "c"
+Q1, Q2, Q3, Q4 = "b", "c", "a", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q1: which masks go where."""
+"""Q1: a causal mask placed on the cross-attention."""
 answer = check_choice("Q1", Q1)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q1", Q1, {
-    "b": "cross-attention reads the source, which is known in full: a causal mask there hides source tokens "
-         "for no reason, and the source's PAD tokens stay visible",
-    "c": "the two masks are swapped: the future to hide is in the decoder's own stream, and the PAD tokens to"
-         " hide are in the source",
-    "d": "shifting right makes position i predict token i + 1; without the causal mask position i still reads"
-         " token i + 1 in its input and copies it"})
+    "a": "a mask hides whatever it is told to hide: the source has no future, which is why this mask is "
+         "a mistake, not why it does nothing",
+    "c": "a lower-triangular mask allows key j when j <= i: it keeps the start of the source and hides "
+         "the rest",
+    "d": "the cross-attention's keys are source tokens; the decoder's own positions are read by the "
+         "self-attention, whose mask is unchanged"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q2: the shape of the cross-attention weights."""
+"""Q2: the cross-attention map of a copy task."""
 answer = check_choice("Q2", Q2)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q2", Q2, {
-    "a": "the rows are the queries, which come from the decoder (5 tokens), and the columns the keys, which "
-         "come from the source (12)",
-    "c": "that shape has lost the heads: the block keeps one map of weights per head",
-    "d": "(5, 5) is the decoder's self-attention; the keys of cross-attention are the 12 source tokens"})
+    "a": "the order in which the source is read is learned: reversal makes output i read the source "
+         "from the end, copying makes it read source token i",
+    "b": "each output digit must come from one source digit: the map concentrates where that digit is, "
+         "as in reversal",
+    "d": "the causal mask is on the decoder's self-attention; the cross-attention may read every source "
+         "token, and learns which"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q3: a decoder input that was not shifted right."""
+"""Q3: how often the encoder runs during generation."""
 answer = check_choice("Q3", Q3)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q3", Q3, {
-    "a": "it is the opposite: position i sees in its input the very token it must predict, so copying it "
-         "drives the loss down fast",
-    "b": "the causal mask hides later input positions, but here the label of position i is the input at "
-         "position i itself, which the mask lets it see",
-    "d": "the decoder stops needing the source at all, since the answer is in its own input: the loss says "
-         "nothing is wrong, generation does"})
+    "b": "the encoder reads only the source, which does not change while the decoder writes: its output "
+         "can be computed once and reused",
+    "c": "that counts the decoder's work without a cache; the encoder sees no target token at all",
+    "d": "the cross-attention reads the encoder's output, the memory; the source embeddings alone have "
+         "not been through any encoder layer"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q4", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Q4: what norm2 normalises in a pre-norm decoder block."""
+"""Q4: a missing padding mask on the cross-attention."""
 answer = check_choice("Q4", Q4)  # your letter, read as the grader reads it
 ### BEGIN HIDDEN TESTS
 from course import check_option
 
 answer = check_option("Q4", Q4, {
-    "a": "norm2 sits in the decoder's residual stream; the memory comes already normalised by the encoder's "
-         "final LayerNorm",
-    "b": "norm2 is one LayerNorm of the decoder's stream; the memory comes already normalised by the "
-         "encoder's final LayerNorm",
-    "d": "that is post-norm; pre-norm normalises the input of each sublayer, before the sublayer runs"})
+    "a": "the memory still has a row at each PAD position; the encoder's mask stopped the encoder's "
+         "tokens from reading it, not the cross-attention",
+    "b": "the PAD keys are in the source, and every target query reads them, at real and PAD positions "
+         "alike",
+    "c": "the cross-attention reads every row of the memory, PAD rows included, unless its own mask "
+         "hides them"})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1436,10 +1439,11 @@ answer = check_option("Q4", Q4, {
 # the future and a causal mask there would only hide information; the source's PAD tokens are not
 # words, so the padding mask keeps them out of every average.
 #
-# **Rubric (2 points).**
-# * 1 point: queries from the decoder, keys and values from the encoder's output (the memory).
-# * 1 point: no causal mask because the source is complete (nothing in it is future); a padding mask because PAD tokens carry no meaning.
-# * 0 points for swapping the roles of decoder and encoder.
+# **Rubric (2 points, one idea per part).**
+# * 1 point, the sources: the queries come from the decoder's stream, the keys and values from the encoder's output (the memory). Earns it: both sides right, in any words. Does not: the roles swapped, or "it attends to the source" without saying which side asks.
+# * ½ point, no causal mask: the whole source is known before decoding starts, so none of it is in the future. Does not: "the decoder's self-attention already has one" as the only reason.
+# * ½ point, the padding mask: the source's PAD positions are not words, so no average may include them. Does not: "for efficiency" (a mask saves no computation).
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the memory is masked causally" costs the ½ point on the causal mask); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary
