@@ -122,10 +122,16 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "09_decoder": {"cross_attention": frozenset(),
                    "DecoderBlock": LAYERS | {"torch.nn.MultiheadAttention"},
                    "EncoderDecoder": LAYERS},
-    "10_tiny_gpt": {"lm_batch": frozenset(), "Block": LAYERS, "GPT": LAYERS, "next_token_probs": SOFTMAX_TAUGHT,
-                    "sample_next": frozenset(),
+    "10_tiny_gpt": {"lm_batch": frozenset(),
+                    "MultiHeadSelfAttention": LAYERS | SOFTMAX_TAUGHT | {".qkv",
+                                                                         "torch.nn.functional.scaled_dot_product_attention"},
+                    "FeedForward": LAYERS, "Block": LAYERS, "GPT": LAYERS,
+                    "train_step": frozenset({".zero_grad", ".backward", ".step", "torch.nn.utils.clip_grad_norm_",
+                                             ".parameters", "torch.nn.utils.clip_grad.clip_grad_norm_"}),
+                    "next_token_probs": SOFTMAX_TAUGHT, "sample_next": frozenset(),
                     "cached_step": LAYERS | SOFTMAX_TAUGHT | BLOCK_PARTS
-                    | {"torch.nn.functional.scaled_dot_product_attention"}},
+                    | {"torch.nn.functional.scaled_dot_product_attention"},
+                    "generate": frozenset()},
 }
 
 def _allowed(assignment: str, exercise: str, extra: frozenset[str]) -> tuple[str, ...]:
