@@ -94,6 +94,12 @@ SOFTMAX_TAUGHT = frozenset({"torch.softmax", "torch.log_softmax", ".softmax", ".
 BLOCK_PARTS = frozenset({".qkv", ".proj", ".ffn", ".head", ".norm", ".norm1", ".norm2", ".token_embedding",
                          ".position_embedding", ".attention"})
 
+# reading Vietnamese syllables (chapter 10's meter): Unicode's own tables, string methods, regular expressions
+TEXT = frozenset({"unicodedata.normalize", "unicodedata.combining", "unicodedata.name", "unicodedata.category",
+                  "unicodedata.decomposition", "re.compile", "re.match", "re.fullmatch", "re.search", "re.sub",
+                  "re.findall", "re.split", ".match", ".fullmatch", ".search", ".sub", ".group", ".groups",
+                  ".translate", ".maketrans", ".lstrip", ".rstrip", ".casefold", ".isalpha", ".isspace", "ord", "chr"})
+
 # assignment -> {exercise: what its text hands the student beyond BASE}
 EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "01_two_keys": {"softmax": frozenset(), "attention": frozenset()},
@@ -131,7 +137,8 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
                     "next_token_probs": SOFTMAX_TAUGHT, "sample_next": frozenset(),
                     "cached_step": LAYERS | SOFTMAX_TAUGHT | BLOCK_PARTS
                     | {"torch.nn.functional.scaled_dot_product_attention"},
-                    "generate": frozenset()},
+                    "generate": frozenset(),
+                    "tone": TEXT, "rhyme_part": TEXT, "meter_report": TEXT | {"math.isnan"}},
 }
 
 def _allowed(assignment: str, exercise: str, extra: frozenset[str]) -> tuple[str, ...]:
