@@ -220,15 +220,48 @@ def compare_ffn(FeedForward, width, hidden, seed):  # noqa: N803 (the class unde
 # ---------------------------------------------------------------- Part C: the block, around its own sublayers
 
 
+def own_sublayers(what, block, width):
+    """The block's own attention and FFN as functions (whatever they compute: Part B's tests judge them), refused when
+    either gives every input the same answer: the block is judged around the parts the student wrote."""
+    def attention(h):
+        return _first(attempt(f"{what}.attention", block.attention, h, hint="make the test of MultiHeadSelfAttention "
+                                                                            "pass first"))
+
+    def ffn(h):
+        return attempt(f"{what}.ffn", block.ffn, h, hint="make the test of FeedForward pass first")
+
+    gen = torch.Generator().manual_seed(width)
+    probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
+    for name, part in (("attention", attention), ("ffn", ffn)):
+        first, second = (part(h) for h in probes)
+        check_true(not torch.allclose(first, second), f"{what}.{name} gives two different inputs the same answer, so "
+                   f"no block built on it can be judged: make the test of "
+                   f"{'MultiHeadSelfAttention' if name == 'attention' else 'FeedForward'} pass first")
+    return attention, ffn
+
+
+def own_blocks(what, model, layers, width):
+    """The model's own blocks as functions, in order (whatever they compute: Part C's tests judge them), refused when
+    one gives every input the same answer: the model is judged around the blocks the student wrote."""
+    blocks = [attempt(f"{what}.blocks[{i}]", lambda i=i: model.blocks[i], hint="make the test of Block pass first")
+              for i in range(layers)]
+
+    def run(i):
+        return lambda x: attempt(f"{what}.blocks[{i}](x)", blocks[i], x, hint="make the test of Block pass first")
+
+    gen = torch.Generator().manual_seed(width)
+    probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
+    for i in range(layers):
+        first, second = (run(i)(h) for h in probes)
+        check_true(not torch.allclose(first, second), f"{what}.blocks[{i}] gives two different inputs the same "
+                   "answer, so no model built on it can be judged: make the test of Block pass first")
+    return [run(i) for i in range(layers)]
+
+
 def _judge_block(what, block, out, x, state):
     """The block's output against x + attention(norm1(x)), then + ffn(norm2(.)), with the block's own attention and
     FFN (whatever they compute: Part B judges them) and the norms' parameters `state`."""
-    def attention(h):
-        return _first(attempt(f"{what}.attention", block.attention, h))
-
-    def ffn(h):
-        return attempt(f"{what}.ffn", block.ffn, h)
-
+    attention, ffn = own_sublayers(what, block, x.shape[-1])
     norm1, norm2 = _layer_norm(state, "norm1"), _layer_norm(state, "norm2")
     with torch.no_grad():
         h = x + attention(norm1(x))
@@ -264,14 +297,15 @@ def compare_block(Block, batch, length, width, heads, seed):  # noqa: N803 (the 
 
 def _judge_logits(what, model, logits, idx, state, layers):
     """The logits against embeddings + positions, the model's own blocks in order, the final norm and the head."""
-    state = {k: v.to(logits.dtype) for k, v in state.items()}  # a model kept in float64 is judged in float64
+    dtype = read_state(model)["head.weight"].dtype  # a model kept in float64 is judged in float64
+    state = {k: v.to(dtype) for k, v in state.items()}
     tokens, positions = state["token_embedding.weight"], state["position_embedding.weight"]
     head, norm = _linear(state, "head"), _layer_norm(state, "norm")
-    blocks = [attempt(f"{what}.blocks[{i}]", lambda i=i: model.blocks[i]) for i in range(layers)]
+    blocks = own_blocks(what, model, layers, tokens.shape[1])
 
     def stack(x):
-        for i, block in enumerate(blocks):
-            x = attempt(f"{what}.blocks[{i}](x)", block, x)
+        for block in blocks:
+            x = block(x.to(dtype))
         return x
 
     with torch.no_grad():

@@ -244,7 +244,6 @@ VARIANTS = [
         edits={"sampling": (("return torch.multinomial(probs, 1, generator=generator)",
                              "return probs.argmax(dim=-1, keepdim=True)"),)},
         expect={"test_sample_next": "an argmax"},
-        only=True,
     ),
     Variant(
         "nucleus_mask_sorted_order",
@@ -253,28 +252,24 @@ VARIANTS = [
                              "drop = before >= top_p"),)},
         expect={"test_probs_top_p": "the top-p mask is applied in sorted order",
                 "test_probs_combined": "the top-p mask is applied in sorted order"},
-        only=True,
     ),
     Variant(
         "top_p_before_top_k",
         "top-p is applied to the softmax of all the logits, before top-k removes any",
         replace={"sampling": TOP_P_FIRST},
         expect={"test_probs_combined": "top-p is applied before top-k"},
-        only=True,
     ),
     Variant(
         "nucleus_before_temperature",
         "top-k and the nucleus are chosen on the raw logits, and the temperature divides what is left",
         replace={"sampling": NUCLEUS_FIRST},
         expect={"test_probs_combined": "the nucleus is chosen before the temperature"},
-        only=True,
     ),
     Variant(
         "cache_positions_restart",
         "every cached step embeds its character at position 0",
         edits={"cached_step": (("model.position_embedding(torch.tensor([start]))", "model.position_embedding(torch.tensor([0]))"),)},
         expect={"test_cached_step": "embedded at position 0"},
-        only=True,
     ),
     Variant(
         "cache_wrong_axis",
@@ -282,7 +277,6 @@ VARIANTS = [
         edits={"cached_step": ((CACHE_K, "k = torch.cat([caches[index][0], k], dim=1)"),
                                (CACHE_V, "v = torch.cat([caches[index][1], v], dim=1)"))},
         expect={"test_cached_step": "along dim 2"},
-        only=True,
     ),
     Variant(
         "cache_holds_token_ids",
@@ -303,7 +297,6 @@ VARIANTS = [
         "the cached step gives its one new query is_causal=True, which with many keys keeps only the first",
         edits={"cached_step": (("y = F.scaled_dot_product_attention(q, k, v)", "y = F.scaled_dot_product_attention(q, k, v, is_causal=True)"),)},
         expect={"test_cached_step": "is_causal=True"},
-        only=True,
     ),
     Variant(
         "generate_first_position_logits",

@@ -39,7 +39,7 @@
 # minute and a half of one CPU thread, the full model about 3 minutes, the measurements after it
 # a minute or two more (longer on a busy machine).
 #
-# **Time:** about 4 hours for a capable student, an estimate from the length of the text and
+# **Time:** about 5 hours for a capable student, an estimate from the length of the text and
 # the work of each of its 37 points.
 # **Assumes:** chapters 01 to 09: chapter 06's attention, chapter 04's pre-norm block, chapter
 # 05's learned positions, chapter 08's KV cache, and chapter 07's step-by-step decoding.
