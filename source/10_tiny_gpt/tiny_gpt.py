@@ -687,7 +687,7 @@ plt.show()
 # %% [markdown]
 # In the run this text was written from (your numbers will differ a little), the six rungs
 # needed 3.134, 3.144, 3.087, 2.801, 2.686 and 2.632 bits per character, in the order of the
-# table, and their training took 83 s of CPU time. What each step down says:
+# table, and their training took about 80 s of CPU time. What each step down says:
 #
 # * **neural bigram ≈ counted bigram** (3.144 against 3.134): it sees the same single
 #   character, so the table of counts is the best it can learn; training only approaches it.
@@ -768,8 +768,8 @@ assert quick or margin > 0.5, "the trained GPT should beat the bigram clearly"
 # In the run this text was written from (your numbers will differ a little), the trained GPT
 # needed 2.351 bits per character on verse it had never read: 0.783 fewer than the bigram
 # model's 3.134, and less than half of the unigram model's 5.016; the full model of the ladder,
-# with the same parts and 300 steps, had reached 2.632. Its 1,000 steps took 140 s of CPU time,
-# the whole chapter's training 223 s. A fraction of a bit per character is a lot: over the 28
+# with the same parts and 300 steps, had reached 2.632. Its 1,000 steps took about 140 s of CPU
+# time, the whole chapter's training about 220 s. A fraction of a bit per character is a lot: over the 28
 # characters of the poem's first line, 0.783 bits per character is a factor of about
 # $2^{0.783 \cdot 28} \approx 2^{22}$ in the probability the two models give the line.
 
