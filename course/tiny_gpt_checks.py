@@ -282,3 +282,28 @@ def check_generate(generate, GPT, vocab, width, heads, layers, max_len, seed):  
         check_shape(call, texts[use_cache], (2, 3 + max_len), hint="the prompt followed by the n_new characters drawn")
         check_true(torch.equal(texts[use_cache][:, :3], prompt), f"{call} does not start with the prompt: return "
                    "the prompt followed by the characters drawn")
+
+
+def check_attention(MultiHeadSelfAttention, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
+    """check_attention_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_attention_outputs(MultiHeadSelfAttention, batch, length, width, heads, seed)
+
+
+def check_ffn(FeedForward, width, hidden, seed):  # noqa: N803 (the class under test)
+    """check_ffn_outputs, returning nothing."""
+    check_ffn_outputs(FeedForward, width, hidden, seed)
+
+
+def check_block(Block, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
+    """check_block_outputs, returning nothing."""
+    check_block_outputs(Block, batch, length, width, heads, seed)
+
+
+def check_model(GPT, vocab, width, heads, layers, max_len, batch, length, seed):  # noqa: N803 (the class under test)
+    """check_model_outputs, returning nothing."""
+    check_model_outputs(GPT, vocab, width, heads, layers, max_len, batch, length, seed)
+
+
+def check_loss(GPT, vocab, width, layers, batch, length, seed):  # noqa: N803 (the class under test)
+    """check_loss_outputs, returning nothing."""
+    check_loss_outputs(GPT, vocab, width, layers, batch, length, seed)
