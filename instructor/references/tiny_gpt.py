@@ -240,7 +240,7 @@ def own_sublayers(what, block, width):
     return attention, ffn
 
 
-def own_blocks(what, model, layers, width):
+def own_blocks(what, model, layers, width, dtype=torch.float32):
     """The model's own blocks as functions, in order (whatever they compute: Part C's tests judge them), refused when
     one gives every input the same answer: the model is judged around the blocks the student wrote."""
     blocks = [attempt(f"{what}.blocks[{i}]", lambda i=i: model.blocks[i], hint="make the test of Block pass first")
@@ -250,7 +250,7 @@ def own_blocks(what, model, layers, width):
         return lambda x: attempt(f"{what}.blocks[{i}](x)", blocks[i], x, hint="make the test of Block pass first")
 
     gen = torch.Generator().manual_seed(width)
-    probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
+    probes = [torch.randn(1, 3, width, generator=gen).to(dtype) for _ in range(2)]
     for i in range(layers):
         first, second = (run(i)(h) for h in probes)
         check_true(not torch.allclose(first, second), f"{what}.blocks[{i}] gives two different inputs the same "
@@ -301,7 +301,7 @@ def _judge_logits(what, model, logits, idx, state, layers):
     state = {k: v.to(dtype) for k, v in state.items()}
     tokens, positions = state["token_embedding.weight"], state["position_embedding.weight"]
     head, norm = _linear(state, "head"), _layer_norm(state, "norm")
-    blocks = own_blocks(what, model, layers, tokens.shape[1])
+    blocks = own_blocks(what, model, layers, tokens.shape[1], dtype)
 
     def stack(x):
         for block in blocks:
