@@ -136,8 +136,7 @@ CH06_VARIANT, CH06_CELL, CH06_CLASS = "scale_by_sqrt_d_model", "mhsa", "MultiHea
 # block that sees its weights written since it was built, and is right only then, is graded on its right branch
 # (every graded call comes after a load). Not a point bought with wrong code: the right code is handed in and is
 # what runs when graded; reading _version is flagged for review (docs/GRADING.md)
-CH06_VERSIONS = {
-    "graded-by-weight-versions": _BUILD_RIGHT + """
+_RIGHT_WHEN_WRITTEN = _BUILD_RIGHT + """
 class MultiHeadSelfAttention(MultiHeadSelfAttention):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -147,8 +146,8 @@ class MultiHeadSelfAttention(MultiHeadSelfAttention):
         if [p._version for p in nn.Module.parameters(self)] != self._born:
             return _Right.forward(self, *args, **kwargs)
         return super().forward(*args, **kwargs)
-""",
-}
+"""
+CH06_VERSIONS = {"graded-by-weight-versions": _RIGHT_WHEN_WRITTEN}
 CH06_ATTACKS = {
     # the points of the gradient check, a hair away from the last call, answered with the right output; the
     # graded call itself answers the wrong output with the right gradients (straight through)
@@ -207,19 +206,7 @@ def test_chapter06_a_block_right_only_on_written_weights_earns_no_more_than_the_
 # Chapter 10 judges each module twice: on the weights a test loads, and on the ones it was built with, read
 # (nboracle.read_state), never written (issue 52). A module right only on written weights, wrong as built, then
 # loses the points the wrong code loses; the same for an attention, a block and a model.
-CH10_VERSIONS = {
-    "attention-graded-by-weight-versions": _BUILD_RIGHT + """
-class MultiHeadSelfAttention(MultiHeadSelfAttention):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._born = [p._version for p in nn.Module.parameters(self)]
-
-    def forward(self, *args, **kwargs):
-        if [p._version for p in nn.Module.parameters(self)] != self._born:
-            return _Right.forward(self, *args, **kwargs)
-        return super().forward(*args, **kwargs)
-""",
-}
+CH10_VERSIONS = {"attention-graded-by-weight-versions": _RIGHT_WHEN_WRITTEN}
 
 
 def test_chapter10_an_attention_right_only_on_written_weights_earns_no_more_than_the_wrong_code(tmp_path_factory):
