@@ -9,6 +9,7 @@ in the rhyme, a share over lines instead of couplets, ...), never the expected a
 from __future__ import annotations
 
 import math
+import numbers
 import random
 import re
 import unicodedata
@@ -314,8 +315,8 @@ EXTRA_MISTAKES = {
 
 
 def _same(value, expected):
-    return (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[1], int)
-            and value[1] == expected[1] and isinstance(value[0], (int, float))
+    return (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[1], numbers.Integral)
+            and value[1] == expected[1] and isinstance(value[0], numbers.Real)
             and (math.isnan(expected[0]) and math.isnan(value[0]) or abs(value[0] - expected[0]) < 1e-9))
 
 
