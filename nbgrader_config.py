@@ -115,7 +115,8 @@ c.OracleExecute.test_modules = ["course.scaling_checks", "course.masks_checks", 
                                 "instructor.references.as_built", "instructor.references.decoder",
                                 "instructor.references.tiny_gpt", "instructor.references.seq2seq_beam_search",
                                 "instructor.references.encoder_block", "instructor.references.multihead_attention",
-                                "instructor.references.scaling"]
+                                "instructor.references.scaling",
+                                "instructor.references.lucbat"]
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

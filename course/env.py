@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["grading_mode", "under_nbgrader"]
+__all__ = ["grading_mode", "short_demos", "under_nbgrader"]
 
 
 def grading_mode() -> str | None:
@@ -19,3 +19,9 @@ def grading_mode() -> str | None:
 def under_nbgrader() -> bool:
     """True while nbgrader autogrades or validates this notebook."""
     return grading_mode() is not None
+
+
+def short_demos() -> bool:
+    """True when short runs of the long demos are asked for (``COURSE_QUICK_DEMOS`` set, as the course's own
+    test suite sets it): chapter 10 then trains for a few steps instead of minutes."""
+    return bool(os.environ.get("COURSE_QUICK_DEMOS"))

@@ -94,6 +94,12 @@ SOFTMAX_TAUGHT = frozenset({"torch.softmax", "torch.log_softmax", ".softmax", ".
 BLOCK_PARTS = frozenset({".qkv", ".proj", ".ffn", ".head", ".norm", ".norm1", ".norm2", ".token_embedding",
                          ".position_embedding", ".attention"})
 
+# reading Vietnamese syllables (chapter 10's meter): Unicode's own tables, string methods, regular expressions
+TEXT = frozenset({"unicodedata.normalize", "unicodedata.combining", "unicodedata.name", "unicodedata.category",
+                  "unicodedata.decomposition", "re.compile", "re.match", "re.fullmatch", "re.search", "re.sub",
+                  "re.findall", "re.split", ".match", ".fullmatch", ".search", ".sub", ".group", ".groups",
+                  ".translate", ".maketrans", ".lstrip", ".rstrip", ".casefold", ".isalpha", ".isspace", "ord", "chr"})
+
 # assignment -> {exercise: what its text hands the student beyond BASE}
 EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "01_two_keys": {"softmax": frozenset(), "attention": frozenset()},
@@ -122,10 +128,17 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "09_decoder": {"cross_attention": frozenset(),
                    "DecoderBlock": LAYERS | {"torch.nn.MultiheadAttention"},
                    "EncoderDecoder": LAYERS},
-    "10_tiny_gpt": {"lm_batch": frozenset(), "Block": LAYERS, "GPT": LAYERS, "next_token_probs": SOFTMAX_TAUGHT,
-                    "sample_next": frozenset(),
+    "10_tiny_gpt": {"lm_batch": frozenset(),
+                    "MultiHeadSelfAttention": LAYERS | SOFTMAX_TAUGHT | {".qkv",
+                                                                         "torch.nn.functional.scaled_dot_product_attention"},
+                    "FeedForward": LAYERS, "Block": LAYERS, "GPT": LAYERS,
+                    "train_step": frozenset({".zero_grad", ".backward", ".step", "torch.nn.utils.clip_grad_norm_",
+                                             ".parameters", "torch.nn.utils.clip_grad.clip_grad_norm_"}),
+                    "next_token_probs": SOFTMAX_TAUGHT, "sample_next": frozenset(),
                     "cached_step": LAYERS | SOFTMAX_TAUGHT | BLOCK_PARTS
-                    | {"torch.nn.functional.scaled_dot_product_attention"}},
+                    | {"torch.nn.functional.scaled_dot_product_attention"},
+                    "generate": frozenset(),
+                    "tone": TEXT, "rhyme_part": TEXT, "meter_report": TEXT | {"math.isnan"}},
 }
 
 def _allowed(assignment: str, exercise: str, extra: frozenset[str]) -> tuple[str, ...]:

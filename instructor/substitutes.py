@@ -70,7 +70,9 @@ SUBSTITUTES: dict[str, dict[str, tuple[str, ...]]] = {
     "06_multihead_attention": {"MultiHeadSelfAttention": ATTENTION + TRANSFORMER_LAYERS},
     "08_attention_cost": {"attention_cost": FLOP_COUNTERS},
     "09_decoder": {"DecoderBlock": TRANSFORMER_LAYERS, "EncoderDecoder": TRANSFORMER_LAYERS},
-    "10_tiny_gpt": {"Block": TRANSFORMER_LAYERS, "GPT": TRANSFORMER_LAYERS},
+    "10_tiny_gpt": {"MultiHeadSelfAttention": ("torch.nn.MultiheadAttention",
+                                               "torch.nn.functional.multi_head_attention_forward") + TRANSFORMER_LAYERS,
+                    "Block": TRANSFORMER_LAYERS, "GPT": TRANSFORMER_LAYERS},
 }
 
 

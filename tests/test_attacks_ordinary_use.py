@@ -271,3 +271,19 @@ def test_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code
     check_class(results, reviews, attacks, automatic_points(assignment))
     assert results["atk-graded-by-weight-versions"].failed() == results["honest-wrong"].failed()
     assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])
+
+
+# ---------------------------------------------------------------- chapter 10: modules judged as built too
+# Chapter 10 judges each module twice: on the weights a test loads, and on the ones it was built with, read
+# (nboracle.read_state), never written (issue 52). A module right only on written weights, wrong as built, then
+# loses the points the wrong code loses; the same for an attention, a block and a model.
+CH10_VERSIONS = {"attention-graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", "MultiHeadSelfAttention")}
+
+
+def test_chapter10_an_attention_right_only_on_written_weights_earns_no_more_than_the_wrong_code(tmp_path_factory):
+    results, reviews = grade_against_variant(tmp_path_factory, "10_tiny_gpt", "attention_unscaled", "attention",
+                                             CH10_VERSIONS, cls="MultiHeadSelfAttention")
+    check_class(results, reviews, CH10_VERSIONS, automatic_points("10_tiny_gpt"))
+    attacker = results["atk-attention-graded-by-weight-versions"]
+    assert "test_attention_matches_sdpa" in attacker.failed()
+    assert "with the parameters it was built with" in attacker.cells["test_attention_matches_sdpa"].error

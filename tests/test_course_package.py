@@ -80,6 +80,13 @@ def test_check_dtype_type_and_true():
     assert fails_with(checks.check_true, False, "say why") == "say why"
 
 
+def test_short_demos_follows_the_environment(monkeypatch):
+    monkeypatch.delenv("COURSE_QUICK_DEMOS", raising=False)
+    assert course.short_demos() is False
+    monkeypatch.setenv("COURSE_QUICK_DEMOS", "1")
+    assert course.short_demos() is True
+
+
 def test_under_nbgrader_follows_the_environment(monkeypatch):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     assert not course.under_nbgrader() and course.grading_mode() is None

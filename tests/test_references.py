@@ -100,6 +100,14 @@ OWN_PARTS: dict[str, dict[str, str]] = {
                                                       "anything but a rearrangement); Part A's tests judge them"},
     "08_attention_cost": {"own_phi": "linear attention, its causal form and the step are judged around the "
                                      "student's phi; test_phi judges phi against F.elu(x) + 1"},
+    "10_tiny_gpt": {"own_sublayers": "a Block is judged around its own attention and FFN, called as the block holds "
+                                     "them (refused when either gives two inputs the same answer); Part B's tests "
+                                     "judge them",
+                    "own_blocks": "a GPT is judged around its own blocks, called in order (refused when one gives two "
+                                  "inputs the same answer); Part C's tests judge them",
+                    "own_parts": "meter_report is judged around the student's tone and rhyme_part, read as tables "
+                                 "over the test's syllables (refused when tone gives every syllable the same answer or "
+                                 "rhyme_part nearly the same sound); the tests of tone and rhyme_part judge them"},
 }
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)

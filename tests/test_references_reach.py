@@ -125,19 +125,21 @@ def _exercises() -> list[Exercise]:
             state9 = ref09.block_state(8, 16, seed=9 + norm_first)
             found.append(Exercise("09", "DecoderBlock", (state9, 8, 2, 16, norm_first),
                                   ref09.decoder_layer(state9, 8, 2, 16, norm_first)(x9, memory9), forward=(x9, memory9)))
-    # 10: the block, the model, the sampling distribution
+    # 10: the attention, the block, the model, the sampling distribution
+    attention_state10 = ref10.attention_state(8, seed=13)
     state10 = ref10.block_state(8, seed=10)
     x10 = torch.randn(2, 5, 8, generator=_gen(10))
     gpt_state = ref10.gpt_state(11, 8, 2, 6, seed=11)
     idx = torch.randint(11, (2, 6), generator=_gen(11))
     with torch.no_grad():
-        block10 = ref10.reference_block(state10, 8, 2)
+        found.append(Exercise("10", "MultiHeadSelfAttention", (attention_state10, 8, 2),
+                              ref10.reference_attention(attention_state10, 8, 2)(x10), forward=(x10,)))
         mask = ref10.future_mask(5)
-        found.append(Exercise("10", "Block", (state10, 8, 2), block10(x10, src_mask=mask), forward=(x10,),
+        found.append(Exercise("10", "Block", (state10, 8, 2), ref10.reference_block(state10, 8, 2)(x10), forward=(x10,),
                               forward_kwargs=({}, {"src_mask": mask}, {"mask": mask}, {"attn_mask": mask},
                                               {"is_causal": True, "src_mask": mask})))
-        found.append(Exercise("10", "GPT", (gpt_state, 11, 8, 2, 2, 6), ref10.ReferenceGPT(gpt_state, 11, 8, 2, 2, 6)(idx),
-                              forward=(idx,)))
+        found.append(Exercise("10", "GPT", (gpt_state, 11, 8, 2, 2, 6),
+                              ref10.ReferenceGPT(gpt_state, 11, 8, 2, 2, 6)(idx)[0], forward=(idx,)))
     logits = torch.randn(3, 11, generator=_gen(12))
     found.append(Exercise("10", "next_token_probs", (logits, 0.7), torch.softmax(logits / 0.7, dim=-1)))
     return found
@@ -285,6 +287,7 @@ def test_the_walk_finds_the_grader_references(exercises):
                for info in pkgutil.iter_modules(importlib.import_module("instructor.references").__path__)]
     found = reproductions(reachable(modules, "instructor.references"), exercises)
     for wanted in ("instructor.references.decoder.decoder_layer -> 09 DecoderBlock",
+                   "instructor.references.tiny_gpt.reference_attention -> 10 MultiHeadSelfAttention",
                    "instructor.references.tiny_gpt.reference_block -> 10 Block",
                    "instructor.references.tiny_gpt.ReferenceGPT -> 10 GPT",
                    "instructor.references.seq2seq_beam_search.wu_penalty -> 07 length_penalty",

@@ -18,6 +18,41 @@ NUCLEUS = "before >= top_p"
 CACHE_K = "k = torch.cat([caches[index][0], k], dim=2)"
 CACHE_V = "v = torch.cat([caches[index][1], v], dim=2)"
 
+TOP_P_FIRST = '''def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    logits = logits / temperature
+    if top_p is not None:
+        probs = logits.softmax(dim=-1)
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs
+        drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
+        logits = logits.masked_fill(drop, float("-inf"))
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+def sample_next(probs, generator):
+    return torch.multinomial(probs, 1, generator=generator)
+'''
+
+NUCLEUS_FIRST = '''def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        probs = logits.softmax(dim=-1)
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs
+        drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return (logits / temperature).softmax(dim=-1)
+
+
+def sample_next(probs, generator):
+    return torch.multinomial(probs, 1, generator=generator)
+'''
+
 VARIANTS = [
     Variant(
         "targets_not_shifted",
@@ -32,11 +67,52 @@ VARIANTS = [
         expect={"test_lm_batch_starts": "do not start where the generator you were given says"},
     ),
     Variant(
+        "attention_not_causal",
+        "the attention never applies its causal mask: every position reads the future",
+        edits={"attention": (('        scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))\n', ""),)},
+        expect={"test_attention_parts": "put weight on future positions",
+                "test_attention_matches_sdpa": "the causal mask is not applied"},
+        only=True,
+    ),
+    Variant(
+        "attention_unscaled",
+        "the scores are not divided by sqrt(d_head)",
+        edits={"attention": ((" / math.sqrt(self.d_head)  # (B, H, T, T)", "  # (B, H, T, T)"),)},
+        expect={"test_attention_matches_sdpa": "not divided by sqrt(d_head)"},
+        only=True,
+    ),
+    Variant(
+        "attention_no_proj",
+        "the heads are merged but the output projection proj is never applied",
+        edits={"attention": (("out = self.proj((weights @ v).transpose(1, 2).reshape(B, T, D))",
+                              "out = (weights @ v).transpose(1, 2).reshape(B, T, D)"),)},
+        expect={"test_attention_matches_sdpa": "the output projection proj is not applied"},
+        only=True,
+    ),
+    Variant(
+        "attention_heads_without_transpose",
+        "q, k and v are viewed as (B, H, T, d) straight from (B, T, D), and merged back the same way",
+        edits={"attention": (("t.view(B, T, self.n_heads, self.d_head).transpose(1, 2)",
+                              "t.reshape(B, self.n_heads, T, self.d_head)"),
+                             ("out = self.proj((weights @ v).transpose(1, 2).reshape(B, T, D))",
+                              "out = self.proj((weights @ v).reshape(B, T, D))"))},
+        expect={"test_attention_matches_sdpa": "view them as (B, T, H, d), then transpose(1, 2)"},
+        only=True,
+    ),
+    Variant(
+        "ffn_no_relu",
+        "the feed-forward layer has no ReLU between its two linear layers",
+        edits={"ffn": (("return self.linear2(torch.relu(self.linear1(x)))", "return self.linear2(self.linear1(x))"),)},
+        expect={"test_ffn": "the ReLU is missing"},
+        only=True,
+    ),
+    Variant(
         "block_post_norm",
         "the block normalises after each sublayer (post-norm) instead of before it",
         edits={"block": ((ATTEND, "x = self.norm1(x + self.attention(x))  # (B, T, D)"),
                          (FEED, "return self.norm2(x + self.ffn(x))  # (B, T, D)"))},
         expect={"test_block_matches_pytorch": "post-norm"},
+        only=True,
     ),
     Variant(
         "block_ffn_reads_input",
@@ -44,6 +120,7 @@ VARIANTS = [
         edits={"block": ((ATTEND, "h = x + self.attention(self.norm1(x))  # (B, T, D)"),
                          (FEED, "return h + self.ffn(self.norm2(x))  # (B, T, D)"))},
         expect={"test_block_matches_pytorch": "the FFN reads norm2(x) of the block's input"},
+        only=True,
     ),
     Variant(
         "block_ffn_too_narrow",
@@ -55,20 +132,66 @@ VARIANTS = [
         "gpt_no_positions",
         "the model never adds the position embeddings",
         edits={"gpt": ((EMBED, "x = self.token_embedding(idx)  # (B, T, D)"),)},
-        expect={"test_gpt_logits": "the position embeddings are not added",
-                "test_cached_step": "make the tests of Part C pass first"},
+        expect={"test_gpt_logits": "the position embeddings are not added"},
+        only=True,
     ),
     Variant(
         "gpt_no_final_norm",
         "the head reads the last block's output without the final norm",
         edits={"gpt": (("logits = self.head(self.norm(x))  # (B, T, vocab)", "logits = self.head(x)  # (B, T, vocab)"),)},
         expect={"test_gpt_logits": "the final norm is missing"},
+        only=True,
     ),
     Variant(
         "loss_summed",
         "the loss is the sum of the cross-entropies of all positions instead of their mean",
         edits={"gpt": (("targets.reshape(B * T))", 'targets.reshape(B * T), reduction="sum")'),)},
         expect={"test_gpt_loss": "summed over the positions"},
+        only=True,
+    ),
+    Variant(
+        "loss_shifts_again",
+        "forward shifts the targets again, scoring logits[:, :-1] against targets[:, 1:]",
+        edits={"gpt": (("return logits, F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))",
+                        "return logits, F.cross_entropy(logits[:, :-1].reshape(B * (T - 1), -1), "
+                        "targets[:, 1:].reshape(B * (T - 1)))"),)},
+        expect={"test_gpt_loss": "the targets are shifted again inside forward"},
+        only=True,
+    ),
+    Variant(
+        "step_no_clip",
+        "train_step never clips the gradients",
+        edits={"train_step": (("    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n", ""),)},
+        expect={"test_train_step": "the gradients are not clipped"},
+        only=True,
+    ),
+    Variant(
+        "step_no_zero_grad",
+        "train_step never clears the gradients, so each step adds to the last one's",
+        edits={"train_step": (("    optimizer.zero_grad()\n", ""),)},
+        expect={"test_train_step": "the gradients are never cleared"},
+        only=True,
+    ),
+    Variant(
+        "step_no_schedule",
+        "train_step never steps the learning-rate schedule",
+        edits={"train_step": (("    scheduler.step()\n", ""),)},
+        expect={"test_train_step": "the schedule is never stepped"},
+        only=True,
+    ),
+    Variant(
+        "step_schedule_first",
+        "train_step steps the schedule before the optimiser",
+        edits={"train_step": (("    optimizer.step()\n    scheduler.step()\n", "    scheduler.step()\n    optimizer.step()\n"),)},
+        expect={"test_train_step": "the schedule is stepped before the optimiser"},
+        only=True,
+    ),
+    Variant(
+        "step_returns_tensor",
+        "train_step returns the loss tensor instead of a Python float",
+        edits={"train_step": (("return loss.item()", "return loss"),)},
+        expect={"test_train_step": "return the loss as a Python float"},
+        only=True,
     ),
     Variant(
         "temperature_after_softmax",
@@ -116,6 +239,32 @@ VARIANTS = [
         expect={"test_sample_next": "does not draw what the generator it is given draws"},
     ),
     Variant(
+        "sample_argmax",
+        "sample_next returns the most probable character of each row (greedy) instead of a draw",
+        edits={"sampling": (("return torch.multinomial(probs, 1, generator=generator)",
+                             "return probs.argmax(dim=-1, keepdim=True)"),)},
+        expect={"test_sample_next": "an argmax"},
+    ),
+    Variant(
+        "nucleus_mask_sorted_order",
+        "top-p computes its mask in sorted order and applies it to the probabilities in the vocabulary's order",
+        edits={"sampling": (("drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, before >= top_p)",
+                             "drop = before >= top_p"),)},
+        expect={"test_probs_top_p": "the top-p mask is applied in sorted order"},
+    ),
+    Variant(
+        "top_p_before_top_k",
+        "top-p is applied to the softmax of all the logits, before top-k removes any",
+        replace={"sampling": TOP_P_FIRST},
+        expect={"test_probs_combined": "top-p is applied before top-k"},
+    ),
+    Variant(
+        "nucleus_before_temperature",
+        "top-k and the nucleus are chosen on the raw logits, and the temperature divides what is left",
+        replace={"sampling": NUCLEUS_FIRST},
+        expect={"test_probs_combined": "the nucleus is chosen before the temperature"},
+    ),
+    Variant(
         "cache_positions_restart",
         "every cached step embeds its character at position 0",
         edits={"cached_step": (("model.position_embedding(torch.tensor([start]))", "model.position_embedding(torch.tensor([0]))"),)},
@@ -143,10 +292,41 @@ VARIANTS = [
         expect={"test_cached_step": "cached K after 1 characters"},
     ),
     Variant(
+        "cache_causal_one_query",
+        "the cached step gives its one new query is_causal=True, which with many keys keeps only the first",
+        edits={"cached_step": (("y = F.scaled_dot_product_attention(q, k, v)", "y = F.scaled_dot_product_attention(q, k, v, is_causal=True)"),)},
+        expect={"test_cached_step": "is_causal=True"},
+    ),
+    Variant(
+        "generate_first_position_logits",
+        "generate without the cache draws from the logits of the first position instead of the last",
+        edits={"generate": (("logits = model(idx[:, -context:])[0][:, -1]  # (B, vocab)",
+                             "logits = model(idx[:, -context:])[0][:, 0]  # (B, vocab)"),)},
+        expect={"test_generate": "writes other characters"},
+        only=True,
+    ),
+    Variant(
+        "generate_no_window",
+        "generate without the cache feeds the whole text, never cut to the context, so it fails past max_len",
+        edits={"generate": (("logits = model(idx[:, -context:])[0][:, -1]  # (B, vocab)",
+                             "logits = model(idx)[0][:, -1]  # (B, vocab)"),)},
+        expect={"test_generate": "use_cache=False"},
+        only=True,
+    ),
+    Variant(
+        "generate_cache_skips_prompt",
+        "generate with the cache feeds only the prompt's last character to cached_step, not the whole prompt",
+        edits={"generate": (("for t in range(idx.shape[1]):", "for t in range(idx.shape[1] - 1, idx.shape[1]):"),)},
+        expect={"test_generate": "with the cache, the prompt through cached_step first"},
+        only=True,
+    ),
+    Variant(
         "quiz_wrong",
         "both quiz answers are wrong",
-        edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = "c", "a"'),)},
-        expect={"test_quiz_q1": "Q1 is not right: (c)", "test_quiz_q2": "Q2 is not right: (a)"},
+        edits={"quiz": (('Q1, Q2, Q3 = "c", "a", "d"', 'Q1, Q2, Q3 = "d", "c", "a"'),)},
+        expect={"test_quiz_q1": "Q1 is not right: (d)", "test_quiz_q2": "Q2 is not right: (c)",
+                "test_quiz_q3": "Q3 is not right: (a)"},
+        only=True,
     ),
     Variant(
         "predict_initial_loss_in_bits",
@@ -241,8 +421,86 @@ def sample_next(probs, generator):
 '''},
     ),
     Variant(
+        "attention_with_sdpa",
+        "the attention lets F.scaled_dot_product_attention do the weighted sum, computing the weights only when asked",
+        replace={"attention": '''class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, width, heads, max_len):
+        super().__init__()
+        self.n_heads, self.d_head = heads, width // heads
+        self.proj = nn.Linear(width, width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.register_buffer("mask", torch.ones(max_len, max_len, dtype=torch.bool).tril())
+
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).reshape(B, T, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        out = self.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, D))
+        if not return_weights:
+            return out
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / self.d_head ** 0.5
+        return out, scores.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+'''},
+    ),
+    Variant(
+        "ffn_sequential",
+        "FeedForward keeps its layers as attributes and calls F.relu",
+        replace={"ffn": '''class FeedForward(nn.Module):
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.linear2 = nn.Linear(hidden, width)
+        self.linear1 = nn.Linear(width, hidden)
+
+    def forward(self, x):
+        return self.linear2(F.relu(self.linear1(x)))
+'''},
+    ),
+    Variant(
+        "step_written_otherwise",
+        "train_step clears the gradients first (set to zero, not None), clips with nn.utils and returns float(loss)",
+        replace={"train_step": '''def train_step(model, optimizer, scheduler, inputs, targets, max_grad_norm):
+    optimizer.zero_grad(set_to_none=False)
+    logits, loss = model(inputs, targets)
+    loss.backward()
+    nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    return float(loss.detach())
+'''},
+    ),
+    Variant(
+        "generate_written_otherwise",
+        "generate keeps a list of the new characters and decides per step whether the cache still fits",
+        replace={"generate": '''@torch.no_grad()
+def generate(model, prompt_ids, n_new, generator, temperature=1.0, top_k=None, top_p=None, use_cache=True):
+    context = model.position_embedding.num_embeddings
+    text, caches, logits = prompt_ids, None, None
+    if use_cache and prompt_ids.shape[1] <= context:
+        for t in range(prompt_ids.shape[1]):
+            logits, caches = cached_step(model, prompt_ids[:, t:t + 1], caches)
+    for _ in range(n_new):
+        if caches is None or caches[0][0].shape[2] < text.shape[1]:
+            caches = None
+            logits = model(text[:, -context:])[0][:, -1]
+        token = sample_next(next_token_probs(logits, temperature, top_k, top_p), generator)
+        text = torch.cat([text, token], dim=1)
+        if caches is not None and text.shape[1] <= context:
+            logits, caches = cached_step(model, token, caches)
+    return text
+'''},
+    ),
+    Variant(
+        "predict_initial_loss_ln_vocabulary",
+        "predicts ln 96, the loss of exactly equal logits: right reasoning, a little below the measured start",
+        replace={"predict_initial_loss": "PREDICTED_INITIAL_LOSS = float(np.log(96))\n"},
+    ),
+    Variant(
+        "predict_initial_loss_spread",
+        "predicts 4.85, reasoning that the random logits' spread raises the loss above ln 96",
+        replace={"predict_initial_loss": "PREDICTED_INITIAL_LOSS = 4.85\n"},
+    ),
+    Variant(
         "quiz_capitals",
         "the quiz answers in capitals with spaces",
-        edits={"quiz": (('Q1, Q2 = "b", "c"', 'Q1, Q2 = " B", "C "'),)},
+        edits={"quiz": (('Q1, Q2, Q3 = "c", "a", "d"', 'Q1, Q2, Q3 = " C", "A ", "d"'),)},
     ),
 ]
