@@ -73,7 +73,8 @@ def built_model(EncoderDecoder, names, **sizes):  # noqa: N803 (the class under 
     """An EncoderDecoder(**sizes) built as a user builds it, and the weights it was built with by `names` (read,
     nothing written), as built_block does for a block; in float32, as the tests' own states (a model kept in
     float64 is compared with the same references)."""
-    what = f"EncoderDecoder({', '.join(f'{key}={value}' for key, value in sizes.items())})"
+    arguments = ", ".join(f"{key}={value}" for key, value in sizes.items())
+    what = f"EncoderDecoder({arguments})"
     model = attempt(what, EncoderDecoder, **sizes)
     held = read_parameters(model)
     return model, {name: held[name].float() for name in names if name in held}
