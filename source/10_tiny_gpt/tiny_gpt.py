@@ -1571,20 +1571,20 @@ for key, what in (("counts", "6/8 counts"), ("tones", "tone pattern"), ("rhyme",
 #
 # In the run this text was written from (1,000 texts per model), the table said:
 #
-# * **Counts.** The GPT's couplets kept 6 then 8 syllables in 8.4 % of 1,305 (interval 7.0 % to
-#   10.1 %), the bigram model's in 0.2 % of 1,684: a difference far beyond chance. The GPT knows
+# * **Counts.** The GPT's couplets kept 6 then 8 syllables in 8.2 % of 1,291 (interval 6.8 % to
+#   9.8 %), the bigram model's in 0.2 % of 1,684: a difference far beyond chance. The GPT knows
 #   roughly how long a line is, the bigram model cannot, but counting to exactly 6 and then
 #   exactly 8 is still rare for it.
-# * **Tones.** Only couplets that keep the counts can be judged: 110 of the GPT's, 4 of the
-#   bigram model's (too few for any conclusion: its interval spans 0 % to 49 %). 3.6 % of the
-#   GPT's 110 had the tone pattern (interval 1.4 % to 9.0 %), against 98.2 % in the poem. Seven
+# * **Tones.** Only couplets that keep the counts can be judged: 106 of the GPT's, 4 of the
+#   bigram model's (too few for any conclusion: its interval spans 0 % to 49 %). 8.5 % of the
+#   GPT's 106 had the tone pattern (interval 4.5 % to 15.4 %), against 98.2 % in the poem. Seven
 #   syllables drawn at random with the poem's share of bằng tones would give the pattern in
-#   1.2 % of couplets: the GPT is at most a little above that. It has learned little, if anything,
-#   of the tones.
-# * **The rhyme within the couplet.** 16.4 % of the same 110 couplets rhymed (interval 10.6 % to
-#   24.4 %), where chance pairs rhyme in 15.7 %: no sign of it.
-# * **The chain rhyme.** Here the GPT did clearly better than chance: 59.5 % of its 116 new 6-lines
-#   rhymed with the real 8-line before them (interval 50.4 % to 68.0 %, chance 15.7 %). Both
+#   1.2 % of couplets: the GPT is above that beyond chance, so it has picked up a trace of the
+#   tones, and no more than a trace.
+# * **The rhyme within the couplet.** 14.2 % of the same 106 couplets rhymed (interval 8.8 % to
+#   22.0 %), where chance pairs rhyme in 15.7 %: no sign of it.
+# * **The chain rhyme.** Here the GPT did clearly better than chance: 65.7 % of its 102 new 6-lines
+#   rhymed with the real 8-line before them (interval 56.1 % to 74.2 %, chance 15.7 %). Both
 #   syllables of the chain end a line: the last syllable before a line break rhymes with the last
 #   syllable before the next one, a pattern a model of characters can pick up without counting.
 #   The 6-6 rhyme falls in the middle of the 8-line, on its 6th syllable, so it needs the count
@@ -1592,8 +1592,8 @@ for key, what in (("counts", "6/8 counts"), ("tones", "tone pattern"), ("rhyme",
 #
 # So after a few minutes of training, what this model of characters took from lục bát is its
 # outline (lines of about the right length, ending in a comma or a full stop) and the rhyme from
-# one line's end to the next; the count, the tones and the rhyme inside the 8-line it has not
-# learned.
+# one line's end to the next, with a trace of the tones; the count and the rhyme inside the 8-line
+# it has not learned.
 # Whether a larger model trained longer would, this measurement can tell: the same table, on
 # its texts.
 
