@@ -95,6 +95,11 @@ PENDING: dict[str, dict[str, str]] = {}
 # Its result counts as the grader's. Each helper must check that the part is not degenerate (a constant feature map
 # would let a hard-coded composite match), which `test_own_parts_are_checked` holds.
 OWN_PARTS: dict[str, dict[str, str]] = {
+    "01_two_keys": {"own_weights": "attention's weights are judged around the student's softmax where it does not "
+                                   "normalise rows (refused when it gives every row the same weights); the tests of "
+                                   "softmax judge it"},
+    "02_scaling": {"own_top": "the table's top weights are judged around the student's mean_top_weight (refused when "
+                              "it gives flat and peaked scores the same answer); Part A's tests judge it"},
     "06_multihead_attention": {"multihead_reference": "the block is judged around the student's split_heads and "
                                                       "merge_heads, read as the entries they pick (as_gather refuses "
                                                       "anything but a rearrangement); Part A's tests judge them"},

@@ -315,8 +315,16 @@ if rows_ok:
                           hint="softmax over the key axis (the last one), not over the queries")
 ### BEGIN HIDDEN TESTS
 def own_weights(Q, K):
-    """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax)."""
-    return softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-1)
+    """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax); refused
+    when your softmax gives every row of scores the same weights, which no attention can be judged around."""
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = attempt("softmax(scores, axis=-1)", softmax, scores, axis=-1,
+                      hint="make the test of softmax pass first")
+    rows = np.asarray(weights, dtype=float).reshape(-1, scores.shape[-1])
+    check_true(bool(np.isfinite(rows).all()) and (len(rows) < 2 or not np.allclose(rows, rows[:1])),
+               "your softmax gives every row of scores the same weights (or non-finite ones): make the test of "
+               "softmax pass first")
+    return weights
 
 
 def check_weights(what, Q, K, weights):
@@ -355,9 +363,11 @@ for d_k in (2, 9, 16):
     Q, K = rng.normal(size=(3, d_k)), rng.normal(size=(5, d_k))
     _, weights = run_attention(Q, K, np.eye(5))
     raw = torch.from_numpy(Q @ K.T)
-    check_close(f"weights for d_k={d_k}", weights,
-                F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy()
-                if rows_ok else own_weights(Q, K),
+    if rows_ok:
+        expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, np.eye(5)))).numpy()
+    else:
+        expected = own_weights(Q, K)
+    check_close(f"weights for d_k={d_k}", weights, expected,
                 atol=1e-6, likely_causes={
                     "the scores are not divided by sqrt(d_k)": torch.softmax(raw, -1).numpy(),
                     "the scores are divided by d_k instead of sqrt(d_k)": torch.softmax(raw / d_k, -1).numpy(),
@@ -422,8 +432,11 @@ for trial in range(3):
     V = rng.normal(size=(2, lk, d_v))
     query = rng.normal(size=(2, 4, 3))
     output, _ = run_attention(query, K, V)
-    check_close(f"output over {lk} identical keys", output,
-                np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v)) if rows_ok else own_weights(query, K) @ V,
+    if rows_ok:
+        expected = np.broadcast_to(V.mean(axis=-2, keepdims=True), (2, 4, d_v))
+    else:
+        expected = own_weights(query, K) @ V
+    check_close(f"output over {lk} identical keys", output, expected,
                 atol=1e-6, hint="the output must be the weights times the values V")
 ### END HIDDEN TESTS
 
