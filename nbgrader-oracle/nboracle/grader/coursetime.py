@@ -81,14 +81,18 @@ def offset_text(when: datetime) -> str:
     return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def zone_label(there: datetime, course_zone: str | None = DEFAULT_ZONE) -> str:
+    """What follows a local time ``there`` of the course's zone: ``(Asia/Ho_Chi_Minh, UTC+07:00)``,
+    or ``UTC`` in a course on UTC."""
+    name = zone_name(course_zone)
+    return "UTC" if name.upper() in ("UTC", "Z", "GMT") else f"({name}, {offset_text(there)})"
+
+
 def shown(utc: datetime, course_zone: str | None = DEFAULT_ZONE, fmt: str = "%A %d %B %Y, %H:%M") -> str:
     """``Thursday 17 December 2026, 17:00 (Asia/Ho_Chi_Minh, UTC+07:00)``, or ``... 17:00 UTC``
     in a course on UTC."""
     there = local(utc, course_zone)
-    name = zone_name(course_zone)
-    if name.upper() in ("UTC", "Z", "GMT"):
-        return f"{there:{fmt}} UTC"
-    return f"{there:{fmt}} ({name}, {offset_text(there)})"
+    return f"{there:{fmt}} {zone_label(there, course_zone)}"
 
 
 def course_zone(config) -> str:

@@ -150,10 +150,10 @@ DUE_TEXT = ("**Due: {due:%A %d %B %Y, %H:%M} {zone}.** Submit from the Assignmen
 def _due_text(due, zone: str, translate) -> str:
     """The due-date cell's sentence, the time in the course's zone (``17:00 UTC``, ``00:00
     (Asia/Ho_Chi_Minh, UTC+07:00)``), in the course's language when its catalog has it (else English)."""
-    from .coursetime import local, offset_text, zone_name
+    from .coursetime import local, zone_label
 
-    there, name = local(due, zone), zone_name(zone)
-    label = "UTC" if name.upper() in ("UTC", "Z", "GMT") else f"({name}, {offset_text(there)})"
+    there = local(due, zone)
+    label = zone_label(there, zone)
     try:
         return translate(DUE_TEXT).format(due=there, zone=label)
     except (KeyError, IndexError, ValueError, AttributeError):  # a catalog entry with other placeholders

@@ -47,9 +47,11 @@ c.OracleExecute.grader_memory_mb = 3072
 _steps = [OracleExecute if step is Execute else step for step in Autograde.autograde_preprocessors.default()]
 _at = _steps.index(LimitOutput) + 1
 c.Autograde.autograde_preprocessors = [RepairNotes, *sandboxed_steps([*_steps[:_at], ext.LimitOutputSize, *_steps[_at:],
-                                                                       ext.ReviewFlags])]
+                                                                       ext.ReviewFlags, ext.TranslateMessages])]
 # the review: an import of the grader's own kernel-side or grading modules in a student's cell is flagged
 c.ReviewFlags.machinery_modules = ["nboracle.kernel", "nboracle.grader", "nboracle.classroom"]
+# feedback in the course root's language: the course's catalogs (an English root, as here, translates nothing)
+c.MessageCatalog.catalog = "instructor.messages:translator"
 c.Autograde.sanitize_preprocessors = [ext.GrantedExtension, RepairSubmission, *(
     ext.QuietOverwriteCells if step is OverwriteCells else step for step in Autograde.sanitize_preprocessors.default())]
 
