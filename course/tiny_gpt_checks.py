@@ -278,7 +278,9 @@ def check_generate(generate, GPT, vocab, width, heads, layers, max_len, seed):  
     for use_cache in (False, True):
         call = f"generate(model, prompt (2, 3), {max_len}, generator, top_k=5, use_cache={use_cache})"
         texts[use_cache] = attempt(call, generate, model, prompt, max_len, torch.Generator().manual_seed(seed),
-                                   top_k=5, use_cache=use_cache)
+                                   top_k=5, use_cache=use_cache,
+                                   hint=f"the text outgrows the model's context of {max_len} characters here: the "
+                                        f"model reads at most the last {max_len} (idx[:, -context:])")
         check_shape(call, texts[use_cache], (2, 3 + max_len), hint="the prompt followed by the n_new characters drawn")
         check_true(torch.equal(texts[use_cache][:, :3], prompt), f"{call} does not start with the prompt: return "
                    "the prompt followed by the characters drawn")

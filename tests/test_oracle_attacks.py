@@ -1389,10 +1389,12 @@ def test_chapter06_module_lies_earn_no_more_than_the_wrong_code(chapter06_scale)
 def test_chapter04_attacks_earn_no_more_than_the_wrong_code(chapter04):
     results, reviews = chapter04
     check_class(results, reviews, CH04_ATTACKS, automatic_points("04_encoder_block"))
-    # loses the module (norm2 unused), padding, causal, post-norm, pre-norm and gradient tests: each compares with a
-    # reference
-    assert results["honest-wrong"].auto_score == automatic_points("04_encoder_block") - 8
-    assert "moved a little" in results["atk-remembered-points"].cells["test_gradients_reach_every_parameter"].error
+    # loses the module (norm2 unused), padding, causal, post-norm and pre-norm tests, each comparing with a reference;
+    # Part D's gradient test runs the student's loss through PyTorch's layer, so the block's mistake costs nothing there
+    assert results["honest-wrong"].auto_score == automatic_points("04_encoder_block") - 7
+    honest_lost = set(results["honest-wrong"].failed())
+    assert honest_lost == {"test_block_modules", "test_block_padding_mask", "test_block_causal_mask",
+                           "test_block_post_norm", "test_block_pre_norm"}, honest_lost
 
 
 def test_chapter05_attacks_earn_no_more_than_the_wrong_code(chapter05):

@@ -8,24 +8,24 @@ ASSIGNMENT = "01_two_keys"
 SCORES = "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)"
 
 VARIANTS = [
+    Variant(
+        "softmax_axis0",
+        "softmax normalises over the first axis instead of the one it is given",
+        edits={"softmax": (("scores.max(axis=axis", "scores.max(axis=0"), ("exps.sum(axis=axis", "exps.sum(axis=0"))},
+        expect={"test_softmax_rows": "sum to something else than 1"},  # attention is judged around this softmax
+    ),
     # issue 54's hunt: mistakes not seen before, each losing its own part only, with a message naming it
     Variant(
         "softmax_sums_everything",
         "softmax divides by the sum of all entries instead of each row's",
         edits={"softmax": (("return exps / exps.sum(axis=axis, keepdims=True)", "return exps / exps.sum()"),)},
-        expect={"test_softmax_rows": "normalise along `axis`"},
+        expect={"test_softmax_rows": "the whole array sums to 1, not each row"},
     ),
     Variant(
         "attention_keys_not_transposed",
         "the scores are Q @ K, without swapping K's last two axes",
         edits={"attention": (("scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)", "scores = Q @ K / np.sqrt(d_k)"),)},
         expect={"test_attention_shapes": "need K's last two axes swapped (np.swapaxes(K, -1, -2))"},
-    ),
-    Variant(
-        "softmax_axis0",
-        "softmax normalises over the first axis instead of the one it is given",
-        edits={"softmax": (("scores.max(axis=axis", "scores.max(axis=0"), ("exps.sum(axis=axis", "exps.sum(axis=0"))},
-        expect={"test_softmax_rows": "sum to something else than 1"},  # attention is judged around this softmax
     ),
     Variant(
         "softmax_ignores_axis",

@@ -97,6 +97,9 @@ rng = np.random.default_rng(1)
 scores = rng.normal(size=(4, 6))
 weights = softmax(scores)
 check_shape("softmax(scores)", weights, scores.shape)
+check_true(not np.isclose(np.sum(np.asarray(weights, dtype=float)), 1.0),
+           "the entries of softmax(scores) for 4 rows add up to 1 together: the whole array sums to 1, not each row",
+           hint="divide each row by its own sum (keepdims=True keeps the axis for broadcasting)")
 check_rows_sum_to_one("softmax(scores)", weights, hint="normalise along `axis` (the key axis, -1)")
 check_true((np.argsort(weights, axis=-1) == np.argsort(scores, axis=-1)).all(),
            "softmax must keep the order of the scores within a row: a larger score gets a larger weight")
@@ -283,6 +286,31 @@ def run_attention(Q, K, V):
                         "(Lq, d_k) meets (d_k, Lk); the output is weights @ V")
 
 
+def softmax_normalises_rows():
+    """Whether your softmax of Part A makes each row sum to 1. Where it does not (its own tests say so), the tests of
+    attention judge the weights as that softmax makes them, so one mistake costs one part."""
+    try:
+        rows = np.asarray(softmax(np.array([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]), axis=-1), dtype=float)
+    except Exception:
+        return False
+    return bool(rows.shape == (2, 3) and np.allclose(rows.sum(axis=-1), 1.0))
+
+
+### BEGIN HIDDEN TESTS
+def own_weights(Q, K):
+    """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax); refused
+    when your softmax gives every row of scores the same weights, which no attention can be judged around."""
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = attempt("softmax(scores, axis=-1)", softmax, scores, axis=-1,
+                      hint="make the test of softmax pass first")
+    rows = np.asarray(weights, dtype=float).reshape(-1, scores.shape[-1])
+    check_true(bool(np.isfinite(rows).all()) and (len(rows) < 2 or not np.allclose(rows, rows[:1])),
+               "your softmax gives every row of scores the same weights (or non-finite ones): make the test of "
+               "softmax pass first")
+    return weights
+### END HIDDEN TESTS
+
+
 rng = np.random.default_rng(4)
 Q, K, V = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 6))
 result = run_attention(Q, K, V)
@@ -306,27 +334,12 @@ for trial in range(4):
 """Each query's weights form a distribution over the keys: non-negative, summing to 1."""
 rng = np.random.default_rng(5)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-# attention calls your softmax of Part A: where it does not normalise each row (its tests say so), the weights are
-# judged as that softmax makes them
-rows_ok = bool(np.allclose(np.sum(softmax(np.array([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]), axis=-1), axis=-1), 1.0))
+rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
 _, weights = run_attention(Q, K, V)
 if rows_ok:
     check_rows_sum_to_one("attention weights (one row per query)", weights,
                           hint="softmax over the key axis (the last one), not over the queries")
 ### BEGIN HIDDEN TESTS
-def own_weights(Q, K):
-    """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax); refused
-    when your softmax gives every row of scores the same weights, which no attention can be judged around."""
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    weights = attempt("softmax(scores, axis=-1)", softmax, scores, axis=-1,
-                      hint="make the test of softmax pass first")
-    rows = np.asarray(weights, dtype=float).reshape(-1, scores.shape[-1])
-    check_true(bool(np.isfinite(rows).all()) and (len(rows) < 2 or not np.allclose(rows, rows[:1])),
-               "your softmax gives every row of scores the same weights (or non-finite ones): make the test of "
-               "softmax pass first")
-    return weights
-
-
 def check_weights(what, Q, K, weights):
     if rows_ok:
         check_rows_sum_to_one(what, weights, hint="softmax over the key axis (the last one), not over the queries")
@@ -349,12 +362,12 @@ Q = np.array([[1.0, 1.0, 1.0, 1.0]])
 K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])  # scores before scaling: [4, 0]
 _, weights = run_attention(Q, K, np.eye(2))
 top = float(weights[0, 0])
-if rows_ok:  # rows_ok: whether your softmax normalises each row, from the test of the weights above
+rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
+if rows_ok:
     check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
     check_true(top > 0.8, f"weight on the matching key is {top:.3f}: too flat, divide by sqrt(d_k), not by d_k")
     check_close("weights for q . k = [4, 0], d_k = 4", weights, [[0.880797, 0.119203]], atol=1e-5)
 ### BEGIN HIDDEN TESTS
-# own_weights is defined in the hidden part of test_attention_weights
 if not rows_ok:
     check_close("weights for q . k = [4, 0], d_k = 4", weights, own_weights(Q, K), atol=1e-9,
                 hint="divide the scores by sqrt(d_k) before your softmax")
@@ -376,6 +389,7 @@ for d_k in (2, 9, 16):
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """attention agrees with F.scaled_dot_product_attention on random batched inputs."""
+rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(7)
 for trial in range(6):
@@ -385,7 +399,7 @@ for trial in range(6):
     output, weights = run_attention(Q, K, V)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     true_weights = F.scaled_dot_product_attention(q, k, torch.eye(lk, dtype=torch.float64).expand(*batch, lk, lk))
-    if not rows_ok:  # judged around your softmax (own_weights: the hidden part of test_attention_weights)
+    if not rows_ok:  # judged around your softmax
         true_weights = torch.from_numpy(np.asarray(own_weights(Q, K), dtype=np.float64))
     raw = q @ k.transpose(-1, -2)
     check_close(f"attention weights for batch {batch}, Lq={lq}, Lk={lk}, d_k={d_k}", weights, true_weights.numpy(),
@@ -416,14 +430,15 @@ if not rows_ok:
 rng = np.random.default_rng(8)
 K = np.tile(rng.normal(size=(1, 4)), (5, 1))  # five copies of one key
 V = rng.normal(size=(5, 3))
+rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
 for query in (rng.normal(size=(1, 4)), 10 * rng.normal(size=(1, 4))):
     output, weights = run_attention(query, K, V)
-    if rows_ok:  # rows_ok: from the test of the weights above; else judged around your softmax
+    if rows_ok:
         check_close("weights over five identical keys", weights, np.full((1, 5), 0.2), atol=1e-6)
         check_close("output over five identical keys", output, V.mean(axis=0, keepdims=True), atol=1e-6,
                     hint="the output must be the weights times the values V")
 ### BEGIN HIDDEN TESTS
-    else:  # own_weights is defined in the hidden part of test_attention_weights
+    else:
         check_close("output over five identical keys", output, own_weights(query, K) @ V, atol=1e-6,
                     hint="the output must be the weights times the values V")
 for trial in range(3):

@@ -720,14 +720,17 @@ for trial in range(5):  # the last: the weights the block was built with, nothin
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_gradients", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A loss on the output sends finite, non-zero gradients to every parameter of qkv and proj."""
-from course.multihead_attention_checks import PART_A_FIRST, part_a_works
+from course.multihead_attention_checks import PART_A_FIRST, part_a_works, run_block
 
 torch.manual_seed(38)
 block = MultiHeadSelfAttention(d_model=8, n_heads=2, max_len=6)
 draw_parameters(block, torch.Generator().manual_seed(38))
 x = torch.randn(2, 5, 8)
+run_block("the block on x of shape (2, 5, 8)", block, x, 2, (split_heads, merge_heads))  # a forward that raises
 gradients = attempt("the backward pass through the block", parameter_gradients, block, x, torch.randn(2, 5, 8),
-                    hint=PART_A_FIRST if not part_a_works(split_heads, merge_heads, 2, 5, 8, 2) else None)  # of (block(x) * direction).sum()
+                    hint=PART_A_FIRST if not part_a_works(split_heads, merge_heads, 2, 5, 8, 2) else
+                    "the forward runs but its backward raises: is a tensor the forward needs changed in place "
+                    "(+=, masked_fill_) after it was used?")  # of (block(x) * direction).sum()
 for name, grad in gradients.items():
     if not name.startswith(("qkv.", "proj.")):
         continue
