@@ -98,8 +98,8 @@ scores = rng.normal(size=(4, 6))
 weights = softmax(scores)
 check_shape("softmax(scores)", weights, scores.shape)
 check_true(not np.isclose(np.sum(np.asarray(weights, dtype=float)), 1.0),
-           "the entries of softmax(scores) for 4 rows add up to 1 together: the whole array sums to 1, not each row",
-           hint="divide each row by its own sum (keepdims=True keeps the axis for broadcasting)")
+           "the entries of softmax(scores) for 4 rows add up to 1 together: the whole array sums to 1, not each row; "
+           "divide each row by its own sum (keepdims=True keeps the axis for broadcasting)")
 check_rows_sum_to_one("softmax(scores)", weights, hint="normalise along `axis` (the key axis, -1)")
 check_true((np.argsort(weights, axis=-1) == np.argsort(scores, axis=-1)).all(),
            "softmax must keep the order of the scores within a row: a larger score gets a larger weight")

@@ -325,6 +325,9 @@ def _is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+KERNEL_START_TRIES = 3  # a grading kernel that dies before its first reply is started again, this many times in all
+
+
 class GuardedExecute(Execute):
     """nbgrader's Execute, with what the grader checks from outside the kernel.
 
@@ -341,6 +344,11 @@ class GuardedExecute(Execute):
     * A graded test cell run in the kernel (only with ``COURSE_ORACLE=off``) whose execute reply
       is not "ok" counts as failed even when the kernel displayed no error: an error output is
       put first among its outputs, where nbgrader looks when it scores the cell.
+    * A kernel that dies before it answers its first request is started again, up to
+      :data:`KERNEL_START_TRIES` times: jupyter_client picks a kernel's ports before the kernel binds
+      them, so two graders starting kernels at once can pick the same free port, and the
+      kernel that loses ("Address already in use") dies. Without this, that student's whole
+      notebook was an error of the batch.
 
     (The in-kernel guard's signed reports that this class used to check were retired: under the
     oracle nothing they said decided a score, and every attack they flagged is flagged by the
@@ -360,6 +368,19 @@ class GuardedExecute(Execute):
     start_timeout = Integer(60, help="seconds to wait for the kernel to start the oracle's kernel side").tag(config=True)
     # False under the oracle (nboracle.grader.oracle): a test cell that ran in the kernel decides nothing
     judge_kernel_test_cells = True
+
+    async def async_start_new_kernel_client(self):
+        for attempt in range(1, KERNEL_START_TRIES + 1):
+            try:
+                return await super().async_start_new_kernel_client()
+            except RuntimeError as error:  # nbclient has cleaned the dead kernel up (km is None)
+                if "before replying to kernel_info" not in str(error) or attempt == KERNEL_START_TRIES:
+                    raise
+                self.log.warning("grading kernel died while starting (%s): starting another (%d of %d)",
+                                 error, attempt + 1, KERNEL_START_TRIES)
+                if self.km is None:
+                    self.km = self.create_kernel_manager()
+                await self.async_start_new_kernel()
 
     def preprocess(self, nb, resources=None, km=None):
         self._started_kc = None
