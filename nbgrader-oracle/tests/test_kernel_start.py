@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 from nbclient import NotebookClient
-
 from nboracle.grader.nbgrader_ext import KERNEL_START_TRIES, GuardedExecute
 
 
