@@ -106,7 +106,7 @@ c.OracleExecute.calling_helpers = ["course.checks:attempt"]
 # The chapters' checks that their test cells import and hand the student's objects to (the
 # course's test code, outside the notebooks): their lines may use the student's objects as a test
 # cell's own lines do.
-c.OracleExecute.test_modules = ["course.scaling_checks", "course.masks_checks", "course.encoder_block_checks",
+c.OracleExecute.test_modules = ["course.two_keys_checks", "course.scaling_checks", "course.masks_checks", "course.encoder_block_checks",
                                 "course.positional_encoding_checks", "course.multihead_attention_checks",
                                 "course.seq2seq_checks", "course.attention_cost_checks", "course.decoder_checks",
                                 "course.tiny_gpt_checks",

@@ -283,6 +283,7 @@ plt.show()
 # %% nbgrader={"grade": true, "grade_id": "test_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """attention returns output (..., Lq, d_v) and weights (..., Lq, Lk), batch axes included."""
 from course import attempt
+from course.two_keys_checks import softmax_normalises_rows  # course/two_keys_checks.py
 
 
 def run_attention(Q, K, V):
@@ -290,16 +291,6 @@ def run_attention(Q, K, V):
     return attempt(f"attention(Q {Q.shape}, K {K.shape}, V {V.shape})", attention, Q, K, V,
                    hint="the scores Q K^T need K's last two axes swapped (np.swapaxes(K, -1, -2)), so that "
                         "(Lq, d_k) meets (d_k, Lk); the output is weights @ V")
-
-
-def softmax_normalises_rows():
-    """Whether your softmax of Part A makes each row sum to 1. Where it does not (its own tests say so), the tests of
-    attention judge the weights as that softmax makes them, so one mistake costs one part."""
-    try:
-        rows = np.asarray(softmax(np.array([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]]), axis=-1), dtype=float)
-    except Exception:
-        return False
-    return bool(rows.shape == (2, 3) and np.allclose(rows.sum(axis=-1), 1.0))
 
 
 ### BEGIN HIDDEN TESTS
@@ -342,7 +333,7 @@ for trial in range(4):
 """Each query's weights form a distribution over the keys: non-negative, summing to 1."""
 rng = np.random.default_rng(5)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
+rows_ok = softmax_normalises_rows(softmax)  # else the weights are judged as your softmax makes them
 _, weights = run_attention(Q, K, V)
 if rows_ok:
     check_rows_sum_to_one("attention weights (one row per query)", weights,
@@ -370,7 +361,7 @@ Q = np.array([[1.0, 1.0, 1.0, 1.0]])
 K = np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])  # scores before scaling: [4, 0]
 _, weights = run_attention(Q, K, np.eye(2))
 top = float(weights[0, 0])
-rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
+rows_ok = softmax_normalises_rows(softmax)
 if rows_ok:
     check_true(top < 0.95, f"weight on the matching key is {top:.3f}: too peaked, were the scores divided by sqrt(d_k)?")
     check_true(top > 0.8, f"weight on the matching key is {top:.3f}: too flat, divide by sqrt(d_k), not by d_k")
@@ -397,7 +388,7 @@ for d_k in (2, 9, 16):
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_matches_pytorch", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """attention agrees with F.scaled_dot_product_attention on random batched inputs."""
-rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
+rows_ok = softmax_normalises_rows(softmax)
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(7)
 for trial in range(6):
@@ -438,7 +429,7 @@ if not rows_ok:
 rng = np.random.default_rng(8)
 K = np.tile(rng.normal(size=(1, 4)), (5, 1))  # five copies of one key
 V = rng.normal(size=(5, 3))
-rows_ok = softmax_normalises_rows()  # else the weights are judged as your softmax makes them
+rows_ok = softmax_normalises_rows(softmax)
 for query in (rng.normal(size=(1, 4)), 10 * rng.normal(size=(1, 4))):
     output, weights = run_attention(query, K, V)
     if rows_ok:

@@ -368,7 +368,7 @@ def own_top(scores):
     scores the same answer, which no table can be judged around."""
     flat, peaked = (float(attempt("mean_top_weight(scores)", mean_top_weight, probe,
                                   hint="make the test of mean_top_weight pass first"))
-                    for probe in (np.zeros((2, 3)), np.array([[5.0, 0.0, 0.0], [5.0, 0.0, 0.0]])))
+                    for probe in (np.zeros((2, 3)), np.array([[5.0, 0.0, 0.0], [0.0, 5.0, 0.0]])))
     check_true(not np.isclose(flat, peaked), "mean_top_weight gives flat and peaked scores the same answer: make the "
                "test of mean_top_weight pass first")
     return float(attempt("mean_top_weight(scores)", mean_top_weight, scores,
