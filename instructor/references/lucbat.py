@@ -157,32 +157,35 @@ def _rhyme_mistake(syllable, said):
     word, expected = toneless(syllable), reference_rhyme_part(syllable)
     initial = word[:len(word) - len(expected)]
     nfc = unicodedata.normalize("NFC", said)
-    where = f"(in '{syllable}')"
     if nfc == expected:
-        return f"rhyme_part('{syllable}') returned decomposed (NFD) text {where}: normalize it back to NFC"
+        return (f"rhyme_part('{syllable}') returned decomposed (NFD) text (in '{syllable}'): normalize it back "
+                "to NFC")
     if nfc != said.lower() or re.search(r"[^\w]", nfc):
-        return f"punctuation or capitals were kept in the rhyme {where}: read the letters only, in lowercase"
+        return (f"punctuation or capitals were kept in the rhyme (in '{syllable}'): read the letters only, "
+                "in lowercase")
     if any(c in TONE_OF_MARK for c in unicodedata.normalize("NFD", nfc)):
-        return (f"the tone mark was kept in the rhyme {where}: the rhyme part has no tone ('là' and 'ta' share the "
-                "rhyme a)")
+        return (f"the tone mark was kept in the rhyme (in '{syllable}'): the rhyme part has no tone ('là' and 'ta' "
+                "share the rhyme a)")
     drop = "".join(c for c in unicodedata.normalize("NFD", expected) if c not in LETTER_MARKS)
     if nfc != expected and unicodedata.normalize("NFC", drop) == nfc:
-        return (f"the marks of the vowel letters were removed {where}: ă, â, ê, ô, ơ and ư are vowels of their own "
-                "and stay in the rhyme")
+        return (f"the marks of the vowel letters were removed (in '{syllable}'): ă, â, ê, ô, ơ and ư are vowels "
+                "of their own and stay in the rhyme")
     if initial.startswith("gi") and nfc == word[1:]:
-        return (f"'gi' before a vowel is one initial {where}: its i is part of the consonant, not of the rhyme")
+        return (f"'gi' before a vowel is one initial (in '{syllable}'): its i is part of the consonant, not of the "
+                "rhyme")
     if initial == "g" and word.startswith("gi") and nfc in (word[2:], ""):
         return (f"in '{syllable}' no other vowel follows 'gi', so its i is the vowel: the initial is g alone and the "
                 "rhyme starts at i")
     if initial == "qu" and nfc == word[1:]:
-        return f"'qu' is one initial {where}: the u after q belongs to it, not to the rhyme"
+        return f"'qu' is one initial (in '{syllable}'): the u after q belongs to it, not to the rhyme"
     if initial and nfc == word:
-        return f"the initial '{initial}' left in the rhyme {where}"
+        return f"the initial '{initial}' left in the rhyme (in '{syllable}')"
     if initial and word.endswith(nfc) and len(nfc) > len(expected):
-        return f"part of the initial '{initial}' left in the rhyme {where}: remove the longest initial that matches"
+        return (f"part of the initial '{initial}' left in the rhyme (in '{syllable}'): remove the longest initial "
+                "that matches")
     if word.endswith(nfc) and len(nfc) < len(expected):
-        return (f"too much was removed {where}: only the initial consonant goes (the longest of the list that starts "
-                "the syllable, none when it starts with a vowel)")
+        return (f"too much was removed (in '{syllable}'): only the initial consonant goes (the longest of the list "
+                "that starts the syllable, none when it starts with a vowel)")
     return f"rhyme_part('{syllable}') is not the syllable's vowels and final without its initial and its tone mark"
 
 

@@ -471,7 +471,8 @@ def reference_probs(logits, temperature=1.0, top_k=None, top_p=None, order=("tem
 
 
 def _probs(next_token_probs, logits, case, **knobs):
-    call = f"next_token_probs(logits, {', '.join(f'{k}={v}' for k, v in knobs.items())}) {case}"
+    settings = ", ".join(f"{k}={v}" for k, v in knobs.items())
+    call = f"next_token_probs(logits, {settings}) {case}"
     probs = attempt(call, next_token_probs, logits, **knobs,
                     hint="with top_k at or above the vocabulary size every character is kept")
     check_shape(call, probs, tuple(logits.shape), hint="one probability per character, (B, vocab)")
