@@ -96,11 +96,6 @@ def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], where: str = ""
 
 # chapters whose zoo is not yet held to "one mistake, one part" (with why): the suite skips that check for them only
 ONE_LOSS_PENDING = {
-    "10_tiny_gpt": "chapter 10 is being rebuilt (issue 54); its new zoo is held to the rule when it lands",
-    "05_positional_encoding": "its expected cells are checked (tests/test_zoo.py); every lost cell of its graded run "
-                              "is not yet measured against the rule",
-    "07_seq2seq_beam_search": "its expected cells are checked (tests/test_zoo.py); every lost cell of its graded run "
-                              "is not yet measured against the rule",
     "09_decoder": "measured 2026-12-05: 30 of its 46 variants lose points outside their part, because the block's tests "
                   "run the student's cross_attention and the model's tests run (and train) the student's block; the "
                   "declared `crosses` name the expected ones, the rest wait for tests judged around references",

@@ -4,7 +4,7 @@ written differently that keep full marks.
 Every variant is the current solution with one change (see ``instructor/zoo/__init__.py``).
 """
 
-from instructor.zoo import Variant
+from instructor.zoo import Variant, crossing
 
 ASSIGNMENT = "10_tiny_gpt"
 
@@ -341,6 +341,24 @@ VARIANTS = [
         expect={"test_predict_initial_loss": "that is the number of characters the model chooses among"},
     ),
 ]
+
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does;
+# measured 2026-12-05: these 7 of the chapter's 75 variants, every other one loses its own part only)
+_GENERATE_RUNS_YOUR_SAMPLER = (
+    "generate calls the student's next_token_probs and sample_next, as the exercise asks; judging it around them "
+    "would need the grader's generator to advance inside the student's kernel as it does within their generate, "
+    "which nothing of the grader's may reach (a cached step's mistake is judged around the student's own step)")
+_VISIBLE_CHECKS_LOAD_THE_SIZES = (
+    "the visible checks of cached_step and generate (run in Lab, where no reference exists) load weights of the "
+    "exercise's sizes into the student's own GPT, which a block of other sizes cannot hold; their hidden parts use "
+    "the grader's model")
+CROSSES = {
+    **{name: _GENERATE_RUNS_YOUR_SAMPLER for name in (
+        "temperature_after_softmax", "nucleus_drops_crossing_token", "nucleus_drops_exact_p", "sample_global_rng",
+        "sample_argmax", "nucleus_mask_sorted_order")},
+    "block_ffn_too_narrow": _VISIBLE_CHECKS_LOAD_THE_SIZES,
+}
+VARIANTS = crossing(VARIANTS, CROSSES)
 
 ALTERNATIVES = [
     Variant(
