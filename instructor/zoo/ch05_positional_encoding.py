@@ -289,7 +289,7 @@ VARIANTS = [
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
 _RUNS_YOUR_OFFSETS = ("relative_scores indexes r with the student's relative_offsets, and the by-hand test reads "
                       "its fixed table: not yet judged around the student's offsets")
-CROSSES = {"offsets_i_minus_j": _RUNS_YOUR_OFFSETS, "offsets_float": _RUNS_YOUR_OFFSETS}
+CROSSES = {name: _RUNS_YOUR_OFFSETS for name in ("offsets_i_minus_j", "offsets_float", "offsets_unsigned")}
 VARIANTS = crossing(VARIANTS, CROSSES)
 
 

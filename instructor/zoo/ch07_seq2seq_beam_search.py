@@ -170,7 +170,14 @@ VARIANTS = [
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
 _TRAINED_ON_YOURS = ("the model of Part D is trained in the student's kernel on the student's batches and masks; "
                      "judging it around reference ones would mean a second training run in every grading kernel")
-CROSSES = {"dec_in_not_shifted": _TRAINED_ON_YOURS, "no_causal_mask": _TRAINED_ON_YOURS}
+_DECODES_WITH_YOURS = ("beam_decode runs the student's beam_search and length_penalty of Part A on the model, as the "
+                       "exercise asks: not yet judged around reference ones")
+CROSSES = {  # measured 2026-12-05: these 9 of the chapter's variants; every other one loses its own part only
+    **{name: _TRAINED_ON_YOURS for name in ("dec_in_not_shifted", "no_causal_mask", "labels_without_eos",
+                                            "causal_memory_mask", "forward_without_head")},
+    **{name: _DECODES_WITH_YOURS for name in ("lp_without_eos", "prune_by_normalised_score", "beam_ignores_width",
+                                              "length_penalty_times_alpha")},
+}
 VARIANTS = crossing(VARIANTS, CROSSES)
 
 
