@@ -104,8 +104,9 @@ check_rows_sum_to_one("softmax(scores)", weights, hint="normalise along `axis` (
 check_true((np.argsort(weights, axis=-1) == np.argsort(scores, axis=-1)).all(),
            "softmax must keep the order of the scores within a row: a larger score gets a larger weight")
 ### BEGIN HIDDEN TESTS
-# the inputs on which the tests of attention ask whether your softmax normalises each row
-for probe in ([[1.0, 2.0, 0.5], [3.0, 5.0, 4.0]], [[1.0, 2.0, 0.5], [3.0, 5.0, 4.0], [0.0, 0.0, 2.0]]):
+from course.two_keys_checks import THREE_ROWS, TWO_ROWS  # the scores the tests of attention ask softmax about
+
+for probe in (TWO_ROWS, THREE_ROWS):
     weights = softmax(np.array(probe), axis=-1)
     check_shape(f"softmax of the {len(probe)} rows {probe}", weights, (len(probe), 3))
     check_rows_sum_to_one(f"softmax of the {len(probe)} rows {probe}", weights,
@@ -294,13 +295,13 @@ def run_attention(Q, K, V):
 
 
 ### BEGIN HIDDEN TESTS
-SOFTMAX_PROBE = [[1.0, 2.0, 0.5], [3.0, 5.0, 4.0], [0.0, 0.0, 2.0]]  # also an input of the hidden test of softmax
+from course.two_keys_checks import THREE_ROWS
 
 
 def own_weights(Q, K):
     """The weights as your softmax makes them from the right scores (the tests of softmax judge softmax); refused
     when your softmax gives rows of different scores the same weights, which no attention can be judged around."""
-    probe = np.asarray(attempt("softmax(scores, axis=-1)", softmax, np.array(SOFTMAX_PROBE), axis=-1,
+    probe = np.asarray(attempt("softmax(scores, axis=-1)", softmax, np.array(THREE_ROWS), axis=-1,
                                hint="make the test of softmax pass first"), dtype=float)
     check_true(probe.shape == (3, 3) and bool(np.isfinite(probe).all()) and not np.allclose(probe, probe[:1]),
                "your softmax gives three rows of different scores the same weights (or non-finite ones): make the "
