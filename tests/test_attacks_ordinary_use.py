@@ -18,8 +18,10 @@ Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong
 * in chapter 06 (the block that scales by sqrt(d_model)): the gradient check's points answered right while
   the graded call answers wrong with the right gradients (the output the gradients came from is now judged
   beside the points), and a block that reads its parameters' ``_version`` to tell written weights from
-  the ones it was built with (the hidden tests judge it on both; flagged for review too); the same block
-  attack in chapters 04 and 09.
+  the ones it was built with (the hidden tests judge it on both; flagged for review too), or compares its
+  weights with a copy of the ones it was built with; the same block attacks in chapters 04 and 09 (there also
+  one that compares with every set of weights any block was built with, and a block whose wrong code spoils
+  training), and on chapter 10's attention.
 
 Every attacker must score at most what the wrong code earns honestly; no honest student is flagged.
 """
@@ -192,7 +194,41 @@ class <<CLASS>>(<<CLASS>>):
             return _Right.forward(self, *args, **kwargs)
         return super().forward(*args, **kwargs)
 """
-CH06_VERSIONS = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", CH06_CLASS)}
+# the same switch without _version: the module keeps a copy of the weights it was built with and compares
+WEIGHT_COPY = _BUILD_RIGHT + """
+class <<CLASS>>(<<CLASS>>):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._born = [p.detach().clone() for p in nn.Module.parameters(self)]
+
+    def forward(self, *args, **kwargs):
+        now = list(nn.Module.parameters(self))
+        if any(a.shape != b.shape or not torch.equal(a.detach().to(b.dtype), b) for a, b in zip(now, self._born)):
+            return _Right.forward(self, *args, **kwargs)
+        return super().forward(*args, **kwargs)
+"""
+# ... and against every set of weights any such module was built with: a twin loaded with a module's own weights
+# holds weights some module was built with, so the twins of same_as_a_twin also hold them with the hidden units of
+# the FFN in another order (the same function, weights no constructor made)
+WEIGHT_REGISTRY = _BUILD_RIGHT + """
+_BORN = []
+
+class <<CLASS>>(<<CLASS>>):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _BORN.append([p.detach().clone() for p in nn.Module.parameters(self)])
+
+    def forward(self, *args, **kwargs):
+        now = [p.detach() for p in nn.Module.parameters(self)]
+        def same(born):
+            return len(born) == len(now) and all(a.shape == b.shape and torch.equal(a.to(b.dtype), b)
+                                                 for a, b in zip(now, born))
+        if not any(same(born) for born in _BORN):
+            return _Right.forward(self, *args, **kwargs)
+        return super().forward(*args, **kwargs)
+"""
+CH06_VERSIONS = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", CH06_CLASS),
+                 "graded-by-weight-copy": WEIGHT_COPY.replace("<<CLASS>>", CH06_CLASS)}
 CH06_ATTACKS = {
     # the points of the gradient check, a hair away from the last call, answered with the right output; the
     # graded call itself answers the wrong output with the right gradients (straight through)
@@ -245,39 +281,53 @@ def test_chapter06_a_block_right_only_on_written_weights_earns_no_more_than_the_
     nothing written: nboracle.read_parameters): the block is wrong there, and loses what its wrong code loses (before:
     20 of 20 where the wrong code earns 13)."""
     results, reviews = chapter06
-    assert results["atk-graded-by-weight-versions"].auto_score <= results["honest-wrong"].auto_score
-    assert results["atk-graded-by-weight-versions"].failed() == results["honest-wrong"].failed()
+    for name in CH06_VERSIONS:
+        assert results[f"atk-{name}"].auto_score <= results["honest-wrong"].auto_score, name
+        assert set(results[f"atk-{name}"].failed()) >= set(results["honest-wrong"].failed()), name
 
 
 # ---------------------------------------------------------------- chapters 04 and 09: the same attack on their blocks
 # (assignment, the zoo variant the block hides, its cell, its class): 04's block without the residual around its
 # attention (its wrong code also fails the test of its modules, whose weights are the test's own), 09's block that
 # does not pass the memory padding mask on (its wrong code also fails the model's tests, which load weights into a
-# model of such blocks)
+# model of such blocks), and 09's block without the residual around its cross-attention (its wrong code also spoils
+# training; the trained model's tests judge a model built as a user builds it, beside its twin)
 VERSIONS_IN = {"04": ("04_encoder_block", "attention_residual_missing", "encoder_block", "EncoderBlock"),
-               "09": ("09_decoder", "block_ignores_memory_padding", "decoder_block", "DecoderBlock")}
+               "09": ("09_decoder", "block_ignores_memory_padding", "decoder_block", "DecoderBlock"),
+               "09-training": ("09_decoder", "no_cross_residual", "decoder_block", "DecoderBlock")}
 
 
 @pytest.fixture(scope="module", params=sorted(VERSIONS_IN))
 def right_only_when_written(request, tmp_path_factory):
     assignment, variant, cell, cls = VERSIONS_IN[request.param]
-    attacks = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", cls)}
+    attacks = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", cls),
+               "graded-by-weight-copy": WEIGHT_COPY.replace("<<CLASS>>", cls),
+               "graded-by-weights-ever-built": WEIGHT_REGISTRY.replace("<<CLASS>>", cls)}
     return assignment, attacks, grade_against_variant(tmp_path_factory, assignment, variant, cell, attacks, cls=cls)
 
 
 def test_a_block_right_only_on_written_weights_earns_no_more_than_the_wrong_code(right_only_when_written):
-    """Chapters 04 and 09: the block loses the tests its wrong code loses, and is flagged for reading _version."""
+    """Chapters 04 and 09: the block loses at least the tests its wrong code loses (a twin holding its weights tells
+    it apart: instructor.references.as_built.same_as_a_twin), and is flagged for reading _version. In 09 the trained
+    model's tests ask it too (training writes every weight, so the block trains as the right one)."""
     assignment, attacks, (results, reviews) = right_only_when_written
     check_class(results, reviews, attacks, automatic_points(assignment))
-    assert results["atk-graded-by-weight-versions"].failed() == results["honest-wrong"].failed()
+    honest = set(results["honest-wrong"].failed())
+    for name in attacks:
+        assert set(results[f"atk-{name}"].failed()) >= honest, name
     assert any("._version" in reason for reason in reviews["atk-graded-by-weight-versions"])
+    if "test_trained_model" in honest:  # 09's block without the residual around its cross-attention spoils training
+        for name in attacks:
+            error = results[f"atk-{name}"].cells["test_trained_model"].error
+            assert "holding the same weights" in error, error
 
 
 # ---------------------------------------------------------------- chapter 10: modules judged as built too
 # Chapter 10 judges each module twice: on the weights a test loads, and on the ones it was built with, read
 # (nboracle.read_state), never written (issue 52). A module right only on written weights, wrong as built, then
 # loses the points the wrong code loses; the same for an attention, a block and a model.
-CH10_VERSIONS = {"attention-graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", "MultiHeadSelfAttention")}
+CH10_VERSIONS = {"attention-graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", "MultiHeadSelfAttention"),
+                 "attention-graded-by-weight-copy": WEIGHT_COPY.replace("<<CLASS>>", "MultiHeadSelfAttention")}
 
 
 def test_chapter10_an_attention_right_only_on_written_weights_earns_no_more_than_the_wrong_code(tmp_path_factory):

@@ -25,7 +25,7 @@ from course.decoder_checks import (
     memory_pad,
     pad_changed,
 )
-from instructor.references.as_built import unchanged_by_a_load
+from instructor.references.as_built import same_as_a_twin
 
 LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
               "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
@@ -61,12 +61,27 @@ def built_block(DecoderBlock, width, heads, hidden, norm_first=False):  # noqa: 
 
 
 def unchanged_when_its_weights_are_loaded(DecoderBlock):  # noqa: N803 (the class under test)
-    """A DecoderBlock(8, 2, 16) as built, run, then run again once its own weights are loaded back into it: the same
-    output (instructor.references.as_built.unchanged_by_a_load), for the tests that load weights of their own."""
-    block, _ = built_block(DecoderBlock, 8, 2, 16)
+    """A DecoderBlock(8, 2, 16) as built, and twins holding its weights (loaded): the same output
+    (instructor.references.as_built.same_as_a_twin), for the tests that load weights of their own."""
     x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
-    unchanged_by_a_load("DecoderBlock(8, 2, 16)", block, lambda: attempt(
+    same_as_a_twin("DecoderBlock(8, 2, 16)", lambda: built_block(DecoderBlock, 8, 2, 16)[0], lambda block: attempt(
         "DecoderBlock(8, 2, 16)", block, x, memory, causal_mask=drop_future(3), hint=BLOCK_HINT))
+
+
+def model_unchanged_when_its_weights_are_loaded(EncoderDecoder, src, dec_in, **sizes):  # noqa: N803
+    """An EncoderDecoder(**sizes) as built (eval mode), and twins holding its weights (loaded): the same logits
+    (same_as_a_twin). The tests of the trained model ask it too: training writes every weight, so a model right
+    only once its weights are written trains as the right model; judged as built, it loses what its wrong code
+    loses."""
+    arguments = ", ".join(f"{key}={value}" for key, value in sizes.items())
+    what = f"EncoderDecoder({arguments})"
+
+    def build():
+        model = attempt(what, EncoderDecoder, **sizes)
+        set_training(model, False)
+        return model
+
+    same_as_a_twin(what, build, lambda model: attempt(what, model, src, dec_in, hint=MODEL_HINT))
 
 
 def built_model(EncoderDecoder, names, **sizes):  # noqa: N803 (the class under test)

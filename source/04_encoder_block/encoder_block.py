@@ -134,10 +134,10 @@ for trial in range(4):
     lead = tuple(int(n) for n in torch.randint(1, 4, (trial,), generator=gen))
     check_shape(f"FeedForward({width}, {hidden}) on x of shape {lead + (width,)}",
                 ffn(torch.randn(*lead, width, generator=gen)), lead + (width,))
-from instructor.references.as_built import unchanged_by_a_load  # the grader's side only
+from instructor.references.as_built import same_as_a_twin  # the grader's side only
 
-ffn, x = FeedForward(6, 10), torch.randn(3, 6, generator=gen)  # as built, then the same weights loaded into it
-unchanged_by_a_load("FeedForward(6, 10)", ffn, lambda: ffn(x))
+x = torch.randn(3, 6, generator=gen)  # as built, and twins holding its weights (loaded)
+same_as_a_twin("FeedForward(6, 10)", lambda: FeedForward(6, 10), lambda ffn: ffn(x))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_ffn_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
@@ -463,12 +463,12 @@ for trial in range(4):
     heads = int(sizes.integers(1, 5))
     check_block_modules(EncoderBlock, FeedForward, heads * int(sizes.integers(2, 5)), heads, int(sizes.integers(2, 20)), bool(trial % 2), gen)
 from course.encoder_block_checks import call_block as _call
-from instructor.references.as_built import unchanged_by_a_load  # the grader's side only
+from instructor.references.as_built import same_as_a_twin  # the grader's side only
 
-for norm_first in (False, True):  # as built, then the same weights loaded into it
-    block, x = EncoderBlock(8, 2, 16, norm_first=norm_first).eval(), torch.randn(2, 3, 8, generator=gen)
-    unchanged_by_a_load(f"EncoderBlock(8, 2, 16, norm_first={norm_first})", block,
-                        lambda: _call(f"EncoderBlock(8, 2, 16, norm_first={norm_first})", block, x))
+for norm_first in (False, True):  # as built, and twins holding its weights (loaded)
+    what, x = f"EncoderBlock(8, 2, 16, norm_first={norm_first})", torch.randn(2, 3, 8, generator=gen)
+    same_as_a_twin(what, lambda: EncoderBlock(8, 2, 16, norm_first=norm_first).eval(),
+                   lambda block: _call(what, block, x))
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}

@@ -1129,6 +1129,9 @@ for trial in range(2):
         check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={bool(trial)})", output, expected,
                     atol=1e-4, hint="the forward must compute the model for any parameter values, also for values a "
                                     "hair away from the ones it saw last")
+from instructor.references.decoder import model_unchanged_when_its_weights_are_loaded  # the grader's side only
+
+model_unchanged_when_its_weights_are_loaded(EncoderDecoder, src, dec_in, width=12, heads=3, hidden=20)  # as built too
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1243,6 +1246,9 @@ with torch.no_grad():  # the weights score only with the forward that holds them
 check_true(gap < 1e-3, f"the trained weights reverse new sequences in nn.Transformer, but your forward holding them "
            f"gives other logits (largest difference {gap:.1e}): forward must compute what Parts A to C describe "
            "with the weights the model holds")
+from instructor.references.decoder import model_unchanged_when_its_weights_are_loaded  # the grader's side only
+
+model_unchanged_when_its_weights_are_loaded(EncoderDecoder, src[:8], shifted[:8])  # trained from written weights
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1291,6 +1297,9 @@ src_, dec_in_, _ = make_reversal_batch(100, generator=torch.Generator().manual_s
 with torch.no_grad():
     memory_ = attempt("model.encode", model.encode, src_, hint=MODEL_HINT)
     check_anti_diagonal(attempt("model.decode", model.decode, dec_in_, memory_, hint=MODEL_HINT)[1], 100, LENGTH)
+from instructor.references.decoder import model_unchanged_when_its_weights_are_loaded  # the grader's side only
+
+model_unchanged_when_its_weights_are_loaded(EncoderDecoder, src_[:8], dec_in_[:8])  # trained from written weights
 ### END HIDDEN TESTS
 
 # %% [markdown]
