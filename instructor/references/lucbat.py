@@ -348,10 +348,15 @@ def meter_agrees(meter_report, tone, rhyme_part, keys, seed, lines=None):
         for flags, words in [*named, *EXTRA_MISTAKES.get(key, ())]:
             if _same(report[key], reference_report(lines, *parts, **flags)[key]):
                 check_true(False, f"meter_report(lines)['{key}']: {words}")
-        of = "couplets" if key != "chain" else "pairs of consecutive couplets"
+        pairing = ("lines pair up as (1st, 2nd), (3rd, 4th), ... within each text (blank lines separate texts, and an "
+                   "odd last line of a text is left out)")
+        if report[key][1] != expected[key][1] and key != "chain":
+            check_true(False, f"meter_report(lines)['{key}'] is a share of the wrong number of couplets: {pairing}")
         if report[key][1] != expected[key][1]:
-            check_true(False, f"meter_report(lines)['{key}'] is a share of the wrong number of {of}: lines pair up as "
-                              "(1st, 2nd), (3rd, 4th), ... within each text (blank lines separate texts, and an odd "
-                              "last line of a text is left out)")
-        check_true(False, f"meter_report(lines)['{key}'] holds the wrong share of its {report[key][1]} {of}")
+            check_true(False, f"meter_report(lines)['{key}'] is a share of the wrong number of pairs of consecutive "
+                              f"couplets: {pairing}")
+        if key != "chain":
+            check_true(False, f"meter_report(lines)['{key}'] holds the wrong share of its {report[key][1]} couplets")
+        check_true(False, f"meter_report(lines)['{key}'] holds the wrong share of its {report[key][1]} pairs of "
+                          "consecutive couplets")
     return report

@@ -600,11 +600,18 @@ KEPT_HINT = ("a cache holds, per block, the keys and values the block's qkv give
              "(norm1 of the stream, split into heads): append the new character's own key and value, nothing else")
 
 
-def check_caches_hold(what, caches, expected):
-    """Every cached K and V compared with the reference's keys and values of the same text."""
+def check_caches_hold(caches, expected, after=None, returned_by=None):
+    """Every cached K and V compared with the reference's keys and values of the same text: the caches kept ``after``
+    so many characters, or those ``returned_by`` a call (each name a whole sentence, for the catalogs)."""
     for index, (pair, (keys, values)) in enumerate(zip(caches, expected, strict=True)):
-        check_close(f"block {index}'s cached K {what}", pair[0], keys, atol=1e-4, hint=KEPT_HINT)
-        check_close(f"block {index}'s cached V {what}", pair[1], values, atol=1e-4, hint=KEPT_HINT)
+        if returned_by is None:
+            names = (f"the cached K of block {index} after {after} characters",
+                     f"the cached V of block {index} after {after} characters")
+        else:
+            names = (f"the cached K of block {index} returned by {returned_by}",
+                     f"the cached V of block {index} returned by {returned_by}")
+        check_close(names[0], pair[0], keys, atol=1e-4, hint=KEPT_HINT)
+        check_close(names[1], pair[1], values, atol=1e-4, hint=KEPT_HINT)
 
 
 def _step_by_hand(model, idx, position, causal_one_query=False, residual=True, scale=None):
@@ -662,7 +669,7 @@ def cached_step_agrees(cached_step, vocab, width, heads, layers, batch, length, 
                 atol=1e-4, likely_causes={cause: torch.stack(value, dim=1) for cause, value in causes.items()},
                 hint=STEP_HINT)
     for t, (caches, want_caches) in enumerate(zip(kept, kept_expected, strict=True)):
-        check_caches_hold(f"after {t + 1} characters", caches, want_caches)
+        check_caches_hold(caches, want_caches, after=t + 1)
     for call, count, token, given, want, want_caches in handed:
         result = attempt(call, cached_step, model, token, given, hint=CACHE_HINT)
         check_true(isinstance(result, (list, tuple)) and len(result) == 2, "cached_step must return (logits, caches)")
@@ -671,7 +678,7 @@ def cached_step_agrees(cached_step, vocab, width, heads, layers, batch, length, 
         check_close(f"the logits of {call}", logits, want, atol=1e-4,
                     hint="a step must continue the cache it is given: attend over its K and V as they are (they are "
                          f"the keys and values of the characters before), at position {count}")
-        check_caches_hold(f"returned by {call}", caches, want_caches)
+        check_caches_hold(caches, want_caches, returned_by=call)
 
 
 def reference_generate(model, prompt, n_new, generator, temperature=1.0, top_k=None, top_p=None):

@@ -289,7 +289,7 @@ VARIANTS = [
     logits = model(text)[0][:, -1]  # the full forward on the text read back from K
     return logits, [(stored, torch.zeros_like(stored)) for _ in model.blocks]
 '''},
-        expect={"test_cached_step": "cached K after 1 characters"},
+        expect={"test_cached_step": "the cached K of block 0 after 1 characters"},
     ),
     Variant(
         "cache_causal_one_query",
