@@ -143,6 +143,21 @@ VARIANTS = [
         expect={"test_future_leak_control": "that comparison is the control"},
     ),
     Variant(
+        "leak_check_pair_swapped",
+        "future_leak_check returns (last_changed, past_unchanged): its two bools in the other order",
+        edits={"future_leak_check": (("return bool(past_unchanged), bool(last_changed)",
+                                      "return bool(last_changed), bool(past_unchanged)"),)},
+        expect={"test_future_leak_detects_leak": "its two bools in the other order",
+                "test_future_leak_control": "its two bools in the other order"},
+        only=True,
+    ),
+    Variant(
+        "mha_masks_swapped",
+        "to_mha_masks returns (attn_mask, key_padding_mask): the two masks in the other order",
+        edits={"to_mha_masks": (("return key_padding_mask, attn_mask", "return attn_mask, key_padding_mask"),)},
+        expect={"test_to_mha_masks": "its two masks in the other order"},
+    ),
+    Variant(
         "leak_check_all_positions",
         "future_leak_check compares every position, the changed last one included, as 'the past'",
         edits={"future_leak_check": (("torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)",

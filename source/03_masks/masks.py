@@ -646,6 +646,9 @@ result = to_mha_masks(valid, allowed)
 check_true(isinstance(result, tuple) and len(result) == 2,
            "to_mha_masks must return a pair (key_padding_mask, attn_mask)")
 key_padding_mask, attn_mask = result
+check_true(not (getattr(key_padding_mask, "shape", None) == allowed.shape and getattr(attn_mask, "shape", None) == valid.shape),
+           "to_mha_masks returns its two masks in the other order: return (key_padding_mask, attn_mask), the "
+           "padding mask (B, T_k) first, as nn.MultiheadAttention's arguments are named")
 for name, mask, course_mask in (("key_padding_mask", key_padding_mask, valid), ("attn_mask", attn_mask, allowed)):
     check_shape(name, mask, course_mask.shape)
     check_dtype(name, mask, torch.bool,
@@ -831,11 +834,18 @@ for trial in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_detects_leak", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block without a causal mask leaks: past_unchanged must be False (and last_changed True)."""
 TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+SWAPPED_PAIR = ("future_leak_check returns its two bools in the other order: return (past_unchanged, last_changed), "
+                "the verdict on positions 0 .. T-2 first")
 g = torch.Generator().manual_seed(63)
 open_layer = leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
 result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, open_layer,
                  torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+if bool(result[0]) and not bool(result[1]):  # the pair a block that never reads the last token gets: swapped?
+    control = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check,
+                      leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)),
+                      torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+    check_true(not (not bool(control[0]) and bool(control[1])), SWAPPED_PAIR)
 check_true(not bool(result[0]), "future_leak_check missed a leak: without a mask every position reads the last "
                                 "token, so the earlier outputs must differ once x[:, -1] changes. Compute the "
                                 "'before' outputs from the original x and the 'after' outputs from a changed copy")
@@ -855,12 +865,19 @@ for trial in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_control", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The control: for a block that never reads the last token, last_changed must be False."""
 TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+SWAPPED_PAIR = ("future_leak_check returns its two bools in the other order: return (past_unchanged, last_changed), "
+                "the verdict on positions 0 .. T-2 first")
 g = torch.Generator().manual_seed(65)
 # self-attention on x with its last position zeroed out: the output never depends on x[:, -1]
 drops_last_token = leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
 result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, drops_last_token,
                  torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+if not bool(result[0]) and bool(result[1]):  # the pair a leaking block gets: swapped?
+    leaking = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check,
+                      leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)),
+                      torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+    check_true(not (bool(leaking[0]) and not bool(leaking[1])), SWAPPED_PAIR)
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a block that never reads the "
                             "last token: compare only positions 0 .. T-2")
 check_true(not bool(result[1]), "future_leak_check reports that the last output changed for a block that never "
