@@ -365,6 +365,21 @@ def check_model_shapes(model, width, heads, layers, batch, source_length, n, voc
         check_shape(call, attempt(call, model, src, dec_in, hint=MODEL_HINT), (batch, n, vocab))
 
 
+def check_no_nan_logits(model, logits, src, dec_in, pad=None):
+    """Logits with NaN get a message that names the mask behind them: a decoder token alone that already gets NaN sees
+    no key at all (the causal mask hides the diagonal)."""
+    if type(logits) is not torch.Tensor or not bool(torch.isnan(logits).any()):
+        return
+    with torch.no_grad():
+        alone = attempt("model(src, dec_in[:, :1])", model, src, dec_in[:, :1], pad, hint=MODEL_HINT)
+    check_true(not (type(alone) is torch.Tensor and bool(torch.isnan(alone).any())),
+               "with a single decoder token the logits are NaN: that token's self-attention has no key left, so its "
+               "weights are 0/0. A position must see itself and the positions before it: the causal mask hides only "
+               "the keys above the diagonal (torch.triu(..., diagonal=1))")
+    check_true(False, "the logits contain NaN: a query whose every key is hidden gets NaN weights; check which keys each "
+                      "mask hides (True = hidden for nn.MultiheadAttention), the padding masks included")
+
+
 def check_model_masks(model, twin, source_length, n, vocab):
     """The decoder is causal, sees the whole source, and source PAD changes nothing; `twin` holds the same weights."""
     src, dec_in = torch.randint(2, vocab, (4, source_length)), torch.randint(0, vocab, (4, n))
@@ -386,6 +401,7 @@ def check_model_masks(model, twin, source_length, n, vocab):
         return got[call]
 
     base, calls = logits("model(src, dec_in)"), list(runs)
+    check_no_nan_logits(model, base, src, dec_in)
     check_true((logits(calls[1]) - base).abs().max().item() > 1e-4,
                "the logits do not depend on the source at all: the decoder reads it only through the memory, "
                "so the cross-attention must take its keys and values from memory")

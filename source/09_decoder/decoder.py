@@ -1000,30 +1000,34 @@ class _Reference:
         self.twin.load_state_dict(renamed)
         self.state, self.norm_first = state, norm_first
 
-    def embed(self, tokens):
-        return self.state["token_embedding.weight"][tokens] + self.state["position_embedding.weight"][: tokens.size(1)]
+    def embed(self, tokens, positions=True):
+        tokens_only = self.state["token_embedding.weight"][tokens]
+        return tokens_only + self.state["position_embedding.weight"][: tokens.size(1)] if positions else tokens_only
 
-    def encode(self, src, pad=None, final_norm=True, block_pad=True):
-        x = self.embed(src)
+    def encode(self, src, pad=None, final_norm=True, block_pad=True, positions=True):
+        x = self.embed(src, positions)
         for layer in self.twin.encoder.layers:
             x = layer(x, src_key_padding_mask=pad if block_pad else None)
         return self.twin.encoder.norm(x) if final_norm else x
 
-    def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True):
+    def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True, positions=True,
+               diagonal=1):
         """Hidden states (B, n, D) and the cross weights of every block, first block first."""
-        y, n, all_weights = self.embed(dec_in), dec_in.size(1), []
-        future = future_mask(n) if causal else None
+        y, n, all_weights = self.embed(dec_in, positions), dec_in.size(1), []
+        future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=diagonal) if causal else None
         for layer in self.twin.decoder.layers:
             all_weights.append(layer_cross_weights(layer, y, memory, future, pad if block_pad else None))
             y = layer(y, memory, tgt_mask=future, memory_key_padding_mask=pad if block_pad else None)
         return (self.twin.decoder.norm(y) if final_norm else y), all_weights
 
-    def logits(self, src, dec_in, pad=None, final_norms=True, causal=True, block_pad=True):
-        memory = self.encode(src, pad, final_norms, block_pad)
-        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad)[0]
+    def logits(self, src, dec_in, pad=None, final_norms=True, causal=True, block_pad=True, source_positions=True,
+               decoder_positions=True, diagonal=1):
+        memory = self.encode(src, pad, final_norms, block_pad, source_positions)
+        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad, decoder_positions, diagonal)[0]
         return hidden @ self.state["head.weight"].T + self.state["head.bias"]
 
 
+from course.decoder_checks import check_no_nan_logits
 from instructor.references.decoder import built_model  # the grader's side only
 
 gen = torch.Generator().manual_seed(105)
@@ -1044,10 +1048,17 @@ for trial in range(5):  # the last: the weights the model was built with, nothin
     with torch.no_grad():
         mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad, hint=MODEL_HINT)
         want = reference.logits(src, dec_in, pad)
-        causes = {"encode or decode leaves out its final LayerNorm (encoder_norm, decoder_norm)":
+        causes = {"encode embeds the source tokens without their positions (token_embedding alone, not embed)":
+                  reference.logits(src, dec_in, pad, source_positions=False),
+                  "decode embeds the decoder tokens without their positions (token_embedding alone, not embed)":
+                  reference.logits(src, dec_in, pad, decoder_positions=False),"encode or decode leaves out its final LayerNorm (encoder_norm, decoder_norm)":
                   reference.logits(src, dec_in, pad, final_norms=False),
                   "decode passes no causal mask to the decoder blocks": reference.logits(src, dec_in, pad, causal=False),
+                  "the causal mask also hides the diagonal: a position must see itself and the positions before it, "
+                  "so the causal mask hides only the keys above the diagonal (torch.triu(..., diagonal=1))":
+                  reference.logits(src, dec_in, pad, diagonal=0),
                   "the padding mask does not reach the blocks": reference.logits(src, dec_in, pad, block_pad=False)}
+    check_no_nan_logits(net, mine, src, dec_in, pad)
     check_close(f"logits vs nn.Transformer ({1 + trial % 3} + {1 + trial % 3} blocks, "
                 f"norm_first={bool(trial % 2)}, S={source_length}, n={n}, with source padding)", mine, want, atol=1e-4,
                 likely_causes=causes, hint="encode: embed, every encoder block, encoder_norm; decode: embed, every "
