@@ -514,13 +514,10 @@ check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), right_output, a
 # *differences* between scores, and those come from the keys differing: selection is possible
 # only when the keys tell the positions apart.
 #
-# **Rubric (2 points).**
-# * 1 point: all scores in the row are equal (the query cannot change that), so softmax gives
-#   uniform weights $1/n$.
-# * 1 point: uniform weights make the output the mean of the values; selection needs keys
-#   that differ (or: softmax depends only on score differences).
-# * 0 points for restating the claim without the equal-scores argument.
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea each).**
+# * 1 point, why the mean: with identical keys every score $q \cdot k / \sqrt{d_k}$ of the row is the same number, whatever the query, so softmax gives each of the $n$ keys the weight $1/n$ and the output $\sum_j \tfrac{1}{n} v_j$ is the mean of the values. Earns it: the equal scores, in any words, leading to equal weights. Does not: restating the claim ("identical keys give the mean") with no word of the scores, or "the query is ignored" without saying why.
+# * 1 point, where selection comes from: softmax depends only on the differences between the scores of a row, and for one query those differences come from the keys differing, so attention can select only when the keys tell the positions apart. Earns it: selection traced to keys that differ (or to differences between scores). Does not: "the query chooses what it needs" (with equal keys it chooses nothing), or "the values must differ" (different values are averaged all the same).
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "a larger query would make the weights sharper" costs the first point: the scores stay equal whatever the query); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

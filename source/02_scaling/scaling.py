@@ -737,11 +737,10 @@ answer = check_option("Q4", Q4, {
 # nearly zero, so almost no gradient reaches the scores, the queries and the keys that lost, and
 # learning stalls. Dividing by $\sqrt{d_k}$ keeps the spread near 1 at every width.
 #
-# **Rubric (2 points).**
-# * 1 point: the spread of the raw scores grows like $\sqrt{d_k}$ (variances of the $d_k$ products add up).
-# * 1 point: spread scores saturate softmax, and a saturated softmax passes almost no gradient (the Jacobian vanishes).
-# * 0 points for "to avoid overflow" or "so the weights sum to 1" alone.
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea each).**
+# * 1 point, why a wide head starts saturated: a raw score is a sum of $d_k$ products of independent unit-variance components and the variances of those products add up, so its standard deviation is $\sqrt{d_k}$ (32 at $d_k = 1024$), and softmax of scores this spread is nearly one-hot (the top key takes 97 % of the weight on average at $d_k = 1024$). Earns it: the spread growing with the width, like $\sqrt{d_k}$ (or the variance like $d_k$), making the weights nearly one-hot. Does not: "the scores are large" with no word of why they grow with $d_k$, or "to avoid overflow" (a stable softmax already subtracts the row's maximum).
+# * 1 point, why a saturated softmax learns slowly: its Jacobian $\operatorname{diag}(p) - p\,p^\top$ is zero at a one-hot $p$ and nearly zero near one, so almost no gradient reaches the scores, nor through them the queries and the keys, and learning stalls. Earns it: the Jacobian (or the slope of the softmax) nearly zero at saturated weights, so the scores, queries and keys barely move. Does not: "the weights are one-hot, so learning is slow" with nothing on the gradient, or "so that the weights sum to 1" (they do at every width).
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the large scores make the gradients explode" costs the second point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

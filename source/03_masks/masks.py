@@ -1115,11 +1115,11 @@ answer = check_option("Q4", Q4, {
 # row is an ordinary-looking vector, so everything after the layer that pools over positions or
 # computes a loss must use the valid mask to ignore it.
 #
-# **Rubric (2 points).**
-# * 1 point: PAD keys are hidden so that real queries do not mix padding into their outputs (the result would depend on the amount of padding).
-# * 1 point: PAD queries still produce vectors, which pooling and losses must exclude with the valid mask.
-# * 0 points for "PAD tokens are masked everywhere" without the key/query distinction.
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea per part).**
+# * ½ point, why PAD keys are hidden: a real query's output is a weighted average of the values of the keys it may read, so an unhidden PAD key mixes padding into the real tokens' outputs, which would then depend on how much padding the batch happened to need. Does not: "PAD tokens carry no meaning" with no word of what reading them would do to the real tokens.
+# * ½ point, why PAD queries are left alone: a PAD query's output row is read by no real token inside the layer, so it harms nobody, and keeping its allowed keys keeps its row of weights well defined. Does not: "PAD tokens are masked everywhere" (no distinction of keys and queries), or "the PAD queries do not matter" with no reason.
+# * 1 point, what comes after: the PAD positions still come out as ordinary-looking vectors, so everything after the layer that pools over positions or computes a loss must drop them with the valid mask (a sentence vector is a mean over the real positions only, a token loss averages over the real tokens only). Earns it: pooling or the loss restricted to the real positions by the valid mask. Does not: "ignore them" without saying where (pooling, the loss) or how (the valid mask).
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the key padding mask also turns the outputs at PAD positions into zeros" costs the point on what comes after); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

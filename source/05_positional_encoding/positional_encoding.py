@@ -1045,11 +1045,10 @@ answer = check_option("Q4", Q4, {
 # Adding a position vector to each token makes the same word different at different slots, so
 # scores and outputs can depend on order; how much the model uses that is learned.
 #
-# **Rubric (2 points).**
-# * 1 point: attention (and the FFN) treat the tokens as a set: permuting the inputs only permutes the outputs.
-# * 1 point: a position vector added at each slot makes a token's input depend on where it sits, which breaks the symmetry.
-# * 0 points for "positions make attention faster" or for restating the claim without the permutation argument.
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea each).**
+# * 1 point, the symmetry: self-attention's output for a token is a weighted sum over the set of key/value pairs, and a sum does not care in which order its terms come; the FFN, the residuals and LayerNorm act on each token on its own. So permuting the input tokens only permutes the outputs (permutation equivariance): each word gets the same vector in both sentences, and a vector pooled from them is identical. Earns it: the permutation argument in any words (the layer reads the tokens as a set; a token gets the same output wherever it sits). Does not: restating that the two sentences hold the same tokens, or "attention looks at all the tokens at once" with no word of why their order cannot matter.
+# * 1 point, what a position vector changes: a vector added at each slot makes the same word a different input at different slots, so the scores and the outputs can depend on order (how much the model uses that is learned). Earns it: a token's input depending on where it sits. Does not: "the model then knows the order" or "positions tell the model where each word is" without saying that a word's input changes with its slot, or "positions make attention faster".
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the FFN reads the order of the tokens" costs the first point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

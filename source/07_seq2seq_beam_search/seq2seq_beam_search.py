@@ -1542,11 +1542,10 @@ answer = check_option("Q4", Q4, {
 # the leak, there is nothing to copy. Only a free-running measurement on new data, such as greedy
 # exact match, shows how the model does when it must produce the whole sequence itself.
 #
-# **Rubric (2 points).**
-# * 1 point: teacher forcing gives the decoder the correct prefix (or, with a missing mask, the answer), which generation does not.
-# * 1 point: free-running decoding (greedy or beam) on new data is the measurement that exposes it.
-# * 0 points for "the model overfits" alone, or for "train longer".
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea each).**
+# * 1 point, why the two can differ: under teacher forcing every step receives the true previous tokens, a prefix the model did not produce, while in generation it is fed its own tokens, so one wrong token changes every later input and errors compound (exposure bias); a missing causal mask even lets a position copy the token it must predict, which generation has not produced yet. Earns it: the true prefix in training against the model's own tokens in generation, in any words. Does not: "the model overfits" (the model without its causal mask scores 1.000 teacher-forced on new sequences too), or "teacher forcing is easier" without saying what the decoder is given.
+# * 1 point, the measurement: free-running decoding (greedy or beam search, fed only its own tokens) scored on new data, such as greedy exact match. Earns it: letting the model generate whole sequences and scoring them. Does not: the training loss (without the causal mask it still falls to about 0.001), or a teacher-forced score on new data (still 1.000 without the causal mask).
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the training loss shows the failure" costs the second point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary

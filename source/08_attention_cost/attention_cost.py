@@ -1688,11 +1688,10 @@ answer = check_option("Q4", Q4, {
 # softmax's sharpness: the weights are different numbers, often flatter, so the model is not the
 # same and can be worse at picking out one token.
 #
-# **Rubric (2 points).**
-# * 1 point: the score factors as $\phi(q)\cdot\phi(k)$, so $K^\top V$ (the state $S$) is computed once and the $L \times L$ matrix never forms.
-# * 1 point: it is a different attention (no exact softmax, typically less sharp weights), not the same numbers computed faster.
-# * 0 points for "it skips tokens" or "it uses a mask".
-# * A false claim beside a right answer costs the point whose idea it contradicts; a false claim about something the question does not ask costs nothing.
+# **Rubric (2 points, one idea each).**
+# * 1 point, the regrouping: the unnormalised weights are dot products of features, $\phi(q) \cdot \phi(k)$, so the sum over the keys regroups as $\phi(q)^\top S$ with $S = \sum_j \phi(k_j) v_j^\top = \phi(K)^\top V$, computed once, of size $d \times d_v$ whatever $L$: the cost grows like $L d^2$, not $L^2 d$, and no $L \times L$ matrix forms. Earns it: the keys combined with the values first, once, and each query reading that sum. Does not: "it drops the softmax, so it is linear" with no word of the regrouping, or "it skips tokens" or "it uses a mask" (that is the way of a sliding window, not of linear attention).
+# * 1 point, what is given up: the result is not softmax attention: $\exp(q \cdot k)$ does not split into finitely many features, so linear attention uses another kernel, and its weights are different numbers, often flatter, so it can be worse at picking out one token. Earns it: a different attention (other, less sharp weights), not the same numbers computed faster. Does not: "it loses numerical precision" or "it is a little less accurate", with no word of the weights being different ones.
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the state $S$ grows with the length of the sequence" costs the first point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary
