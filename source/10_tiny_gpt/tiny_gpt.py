@@ -1761,12 +1761,10 @@ answer = check_option("Q3", Q3, {
 # cannot tell the previous character from one 50 places back except by the residual, which is
 # what adding positions fixes.
 #
-# **Rubric (2 points).**
-# * 1 point: the neural bigram conditions on the previous character only, so its best possible
-#   prediction is the conditional frequency the counted table already holds.
-# * 1 point: attention adds what else the window contains (earlier characters of the line or
-#   syllable), but as an unordered mixture without positions.
-# * 0 points for "attention is more powerful" without saying what it reads that a bigram cannot.
+# **Rubric (2 points, one idea each).**
+# * 1 point, the bigram's ceiling: the neural bigram conditions on the previous character only, so the best it can learn is, for each previous character, the frequencies of the next one, which the counted table already holds. Earns it: "one character of context" tied to "the same estimate as the table" in any words. Does not: "it needs more training", "it has too few parameters" or "a neural network is no better than counting", with no word of what it conditions on.
+# * 1 point, what attention adds: each position reads every earlier character of its window, so the prediction can depend on what occurred recently (the letters of the current syllable or line, a recent comma or line break), but as an unordered mixture: without positions the same characters in another order give the same sum. Earns it: the wider context together with its missing order. Does not: "attention is more powerful" or "attention sees more" without saying what it reads, or the wider context alone with no word of the order it cannot tell.
+# * A false claim beside a right answer costs the point whose idea it contradicts (for example "the attention rung already knows which character came last" costs the second point); a false claim about something the question does not ask costs nothing.
 
 # %% [markdown]
 # ## Summary
