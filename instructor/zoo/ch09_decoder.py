@@ -263,10 +263,16 @@ VARIANTS = [
             edits={"quiz": ((ANSWERS, 'Q1, Q2, Q3, Q4 = "b", "c", "a", "a"'),)},
             expect={"test_quiz_q4": "Q4 is not right: (a) the memory still has a row at each PAD position"}),
     Variant(
-        "predict_decoder_parameters_wrong",
-        "predicts an encoder block's parameters (no cross-attention)",
-        replace={"predict_decoder_parameters": "PREDICTED_DECODER_PARAMETERS = 12704\n"},
-        expect={"test_predict_decoder_parameters": "that is an encoder block"},
+        "predict_changed_positions_cross_causal",
+        "predicts that the last source token reaches only the last decoder position (a causal cross-attention)",
+        replace={"predict_changed_positions": "PREDICTED_CHANGED_BY_SOURCE = 1\nPREDICTED_CHANGED_BY_DECODER = 1\n"},
+        expect={"test_predict_changed_positions": "if the cross-attention were causal too"},
+    ),
+    Variant(
+        "predict_changed_positions_no_causal",
+        "predicts that the last decoder token changes every decoder position (as if nothing were causal)",
+        replace={"predict_changed_positions": "PREDICTED_CHANGED_BY_SOURCE = 7\nPREDICTED_CHANGED_BY_DECODER = 7\n"},
+        expect={"test_predict_changed_positions": "the decoder's self-attention is causal"},
     ),
 ]
 

@@ -340,42 +340,65 @@ for _ in range(4):
 # %% [markdown]
 # ### Predict, then run (1 point)
 #
-# Before you build it, predict the **number of parameters of one decoder block** with width
-# $D = 32$, 4 heads and an FFN of hidden width 128 (the same parts as chapter 04's encoder block,
-# plus what the decoder adds), and assign it to `PREDICTED_DECODER_PARAMETERS`. A prediction
-# within 0.2 % counts (a count is exact arithmetic). The cell after the test counts the parameters of PyTorch's
-# `nn.TransformerDecoderLayer` of the same sizes.
+# Before you build the block, predict what reaches where. Take an untrained encoder-decoder with a
+# source of 6 tokens and a decoder input of 7 tokens, the decoder's self-attention causal, its
+# cross-attention as in Part A. Change **the last source token** and run it again: at how many of
+# the 7 decoder positions does the output change? Then, from the original inputs, change **the last
+# decoder input token** instead: at how many positions does the output change now? Assign the two
+# counts to `PREDICTED_CHANGED_BY_SOURCE` and `PREDICTED_CHANGED_BY_DECODER`. Only the exact counts
+# earn the point. The cell after the test measures both on PyTorch's `nn.Transformer`.
 
-# %% nbgrader={"grade": false, "grade_id": "predict_decoder_parameters", "locked": false, "schema_version": 3, "solution": true}
-PREDICTED_DECODER_PARAMETERS = None  # replace None with your prediction, a number
+# %% nbgrader={"grade": false, "grade_id": "predict_changed_positions", "locked": false, "schema_version": 3, "solution": true}
+PREDICTED_CHANGED_BY_SOURCE = None  # replace None with your count, a number
+PREDICTED_CHANGED_BY_DECODER = None  # replace None with your count, a number
 ### BEGIN SOLUTION
-PREDICTED_DECODER_PARAMETERS = 2 * (4 * 32 * 32 + 4 * 32) + (32 * 128 + 128 + 128 * 32 + 32) + 3 * (2 * 32)
+PREDICTED_CHANGED_BY_SOURCE = 7  # the cross-attention has no causal mask: every position reads the whole memory
+PREDICTED_CHANGED_BY_DECODER = 1  # causal self-attention: only the last position reads the last token
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "test_predict_decoder_parameters", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""PREDICTED_DECODER_PARAMETERS: the number of parameters of one decoder block (D = 32, 4 heads, hidden 128)."""
+# %% nbgrader={"grade": true, "grade_id": "test_predict_changed_positions", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""The decoder positions whose output changes with the last source token, and with the last decoder token."""
 from course import check_number
 
-prediction = check_number("PREDICTED_DECODER_PARAMETERS", PREDICTED_DECODER_PARAMETERS)  # your number, read as the grader reads it
+by_source = check_number("PREDICTED_CHANGED_BY_SOURCE", PREDICTED_CHANGED_BY_SOURCE)  # your number, as the grader reads it
+by_decoder = check_number("PREDICTED_CHANGED_BY_DECODER", PREDICTED_CHANGED_BY_DECODER)
 ### BEGIN HIDDEN TESTS
 from course import check_prediction
 
-prediction = check_prediction("PREDICTED_DECODER_PARAMETERS", PREDICTED_DECODER_PARAMETERS, 16992, rel=0.002, known=(
-    (12704, "that is an encoder block: the decoder block adds a cross-attention (4D^2 + 4D) and a third "
-            "LayerNorm"),
-    (16928, "that leaves out the third LayerNorm, norm3, which the decoder block needs after its third "
-            "sublayer"),
-    (12768, "that counts one attention only: the decoder block has a masked self-attention and a cross-"
-            "attention, 4D^2 + 4D each"),
-),
-                              hint="two attentions of 4D^2 + 4D each, an FFN of two Linear layers with their biases, and "
-                      "three LayerNorms of 2D each")
+by_source = check_prediction("PREDICTED_CHANGED_BY_SOURCE", PREDICTED_CHANGED_BY_SOURCE, 7, rel=0, known=(
+    (1, "that would hold if the cross-attention were causal too: it has no causal mask, so every decoder position "
+        "reads every source token through the memory"),
+    (0, "the decoder reads the source through the cross-attention, whose keys and values come from the memory, "
+        "and the memory at every source position changes with that token"),
+), hint="ask which decoder positions read the memory entry of the last source token: the cross-attention has no "
+        "causal mask")
+by_decoder = check_prediction("PREDICTED_CHANGED_BY_DECODER", PREDICTED_CHANGED_BY_DECODER, 1, rel=0, known=(
+    (7, "the decoder's self-attention is causal: an earlier position never reads a later decoder token, and the "
+        "cross-attention reads only the memory, which the decoder input does not change"),
+    (0, "the last position reads its own token: the causal mask keeps the diagonal, so its output changes"),
+), hint="ask which decoder positions can read the last decoder token: the self-attention is causal, the "
+        "cross-attention reads only the memory")
 ### END HIDDEN TESTS
 
 # %%
-pytorch_decoder_block = nn.TransformerDecoderLayer(32, 4, 128, dropout=0.0, batch_first=True)
-print("parameters of nn.TransformerDecoderLayer(32, 4, 128):",
-      sum(p.numel() for p in pytorch_decoder_block.parameters()))
+torch.manual_seed(0)
+measured_model = nn.Transformer(32, 4, 1, 1, 128, dropout=0.0, batch_first=True).eval()
+source_in, decoder_in = torch.randn(1, 6, 32), torch.randn(1, 7, 32)  # embedded tokens
+source_moved, decoder_moved = source_in.clone(), decoder_in.clone()
+source_moved[:, -1] += 1.0
+decoder_moved[:, -1] += 1.0
+
+
+def run(src, tgt):  # (1, 7, 32): the decoder's output at each of its 7 positions
+    return measured_model(src, tgt, tgt_mask=future_mask(7))
+
+
+with torch.no_grad():
+    base = run(source_in, decoder_in)
+    changed_by_source = int(((run(source_moved, decoder_in) - base).abs().amax(-1) > 1e-6).sum())
+    changed_by_decoder = int(((run(source_in, decoder_moved) - base).abs().amax(-1) > 1e-6).sum())
+print(f"decoder positions changed by the last source token: {changed_by_source} of 7; "
+      f"by the last decoder token: {changed_by_decoder} of 7")
 
 # %% [markdown]
 # ## Part B · The decoder block (10 points)
