@@ -113,6 +113,9 @@ OWN_PARTS: dict[str, dict[str, str]] = {
                     "own_parts": "meter_report is judged around the student's tone and rhyme_part, read as tables "
                                  "over the test's syllables (refused when tone gives every syllable the same answer or "
                                  "rhyme_part nearly the same sound); the tests of tone and rhyme_part judge them"},
+    "11_modern_decoder": {"own_rope": "the attention is judged around the student's apply_rope, called on the grader's "
+                                      "q and k (refused when it gives two inputs the same answer); Part B's tests "
+                                      "judge it"},
 }
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)

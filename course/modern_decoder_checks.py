@@ -1,0 +1,272 @@
+"""The checks of chapter 11 (today's decoder block), which its graded test cells call.
+
+Each check is handed the student's function or class and the test's inputs, and checks what the exercise
+promises of the result: shapes, an RMS of one, rotations that keep every pair's length, the layout of the
+tables, the bias of ALiBi being zero on the diagonal, the parameters a module holds by the names the text
+gives, a tiled attention that never holds a T x T tensor. The graded tests also compare every output with
+the grader's own computations (PyTorch's `F.rms_norm`, `F.scaled_dot_product_attention`, `torch.logsumexp`,
+rotations written with complex numbers), on the grader's side. Nothing here computes a norm's, a rotation's,
+a bias's, an attention's or a feed-forward layer's answer.
+"""
+
+from __future__ import annotations
+
+import torch
+from nboracle import largest_tensor, module_tensors, read_parameters
+
+from .checks import attempt, check_close, check_shape, check_true
+from .module_state import load_state
+
+
+def _draw(seed, *shape, scale=1.0, dtype=torch.float32):
+    return scale * torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _held(module):
+    """{name: (kind, shape)} of every tensor a module holds, read by the grader's accessor."""
+    return {row["name"]: (row["kind"], tuple(row["shape"])) for row in module_tensors(module)}
+
+
+def check_exact_tensors(what, module, expected, hint):
+    """The module holds exactly the tensors of `expected` ({name: (kind, shape)}), no bias, nothing else."""
+    held = _held(module)
+    for name, (kind, shape) in expected.items():
+        check_true(name in held, f"{what} holds no {kind} {name}: {hint}")
+        check_true(held[name][0] == kind, f"{what}.{name} is a {held[name][0]}, expected a {kind}: {hint}")
+        check_true(held[name][1] == shape, f"{what}.{name} has shape {held[name][1]}, expected {shape}: {hint}")
+    extra = sorted(set(held) - set(expected))
+    check_true(not extra, f"{what} holds {extra[0] if extra else ''} besides what the text names: {hint}")
+
+
+# ---------------------------------------------------------------- Part A: RMSNorm
+
+RMS_HINT = "x / sqrt(mean(x ** 2 over the last axis) + eps) * weight, with no mean subtracted"
+
+
+def check_rms_norm(rms_norm, shape, seed, eps=1e-6, scale=2.0):
+    """rms_norm(x, weight, eps) keeps the shape; with unit weights and a small eps every row has a root mean square
+    of about 1. Returns the test's x and weight (x drawn at `scale`) and the output with them and `eps`."""
+    x = _draw(seed, *shape, scale=2.0)
+    ones = torch.ones(shape[-1])
+    out = attempt(f"rms_norm(x {tuple(shape)}, weight, eps=1e-06)", rms_norm, x, ones, 1e-6, hint=RMS_HINT)
+    check_shape(f"rms_norm(x {tuple(shape)}, ...)", out, shape, hint="the norm keeps the shape of x")
+    rms = out.double().pow(2).mean(dim=-1).sqrt()
+    check_close("the root mean square of each row of rms_norm(x, ones)", rms, torch.ones(shape[:-1], dtype=torch.float64),
+                atol=1e-3, rtol=0, hint="divide every row by its own root mean square, over the last axis (the features)")
+    x, weight = _draw(seed + 2, *shape, scale=scale), 1 + _draw(seed + 1, shape[-1], scale=0.5)
+    out = attempt(f"rms_norm(x {tuple(shape)}, weight, eps={eps})", rms_norm, x, weight, eps, hint=RMS_HINT)
+    check_shape(f"rms_norm(x {tuple(shape)}, weight)", out, shape, hint="the norm keeps the shape of x")
+    return x, weight, out
+
+
+def check_rmsnorm_module(RMSNorm, width, eps, seed, scale=0.5):  # noqa: N803 (the class under test)
+    """RMSNorm(width, eps) holds one parameter, weight (width,), which starts at ones; with the test's weight it
+    keeps the shape. Returns x, the test's weight and the output."""
+    what = f"RMSNorm({width}, eps={eps})"
+    norm = attempt(what, RMSNorm, width, eps)
+    check_exact_tensors(what, norm, {"weight": ("parameter", (width,))},
+                        "one nn.Parameter named weight of shape (width,), and no bias")
+    start = read_parameters(norm)["weight"]
+    check_true(torch.equal(start.float(), torch.ones(width)), f"{what}.weight does not start at ones: "
+               "torch.ones(width), so a new norm only rescales the rows")
+    weight = 1 + _draw(seed, width, scale=0.5)
+    load_state(what, norm, {"weight": weight})
+    x = _draw(seed + 1, 2, 3, width, scale=scale)
+    out = attempt(f"{what}(x)", norm, x, hint="forward: rms_norm(x, self.weight, self.eps)")
+    check_shape(f"{what}(x)", out, (2, 3, width), hint="the norm keeps the shape of x")
+    return x, weight, out
+
+
+# ---------------------------------------------------------------- Part B: rotary positions and ALiBi
+
+TABLES_HINT = ("angle[p, i] = p * base ** (-2 i / d_head) for p = 0..length-1 and i = 0..d_head/2-1; "
+               "cos and sin of the angles, each half repeated: torch.cat([angles, angles], dim=-1)")
+ROPE_HINT = ("x * cos + rotate_half(x) * sin, where rotate_half(x) = torch.cat([-x2, x1], dim=-1) for the halves "
+             "x1 = x[..., :d/2] and x2 = x[..., d/2:]")
+
+
+def check_rope_tables(rope_tables, length, d_head, base=10000.0):
+    """rope_tables(length, d_head, base) gives (cos, sin), each (length, d_head); position 0 is not turned;
+    cos^2 + sin^2 = 1; the two halves of every row are the same angles (half-split pairing). Returns them."""
+    what = f"rope_tables({length}, {d_head}, base={base})"
+    result = attempt(what, rope_tables, length, d_head, base, hint=TABLES_HINT)
+    check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (cos, sin)")
+    cos, sin = result
+    check_shape(f"the cos of {what}", cos, (length, d_head), hint="one row per position, one column per dimension")
+    check_shape(f"the sin of {what}", sin, (length, d_head), hint="one row per position, one column per dimension")
+    cos, sin = cos.double(), sin.double()
+    check_close(f"cos^2 + sin^2 of {what}", cos ** 2 + sin ** 2, torch.ones(length, d_head, dtype=torch.float64),
+                atol=1e-5, hint="cos and sin are of the same angles")
+    check_close(f"the cos of {what} at position 0", cos[0], torch.ones(d_head, dtype=torch.float64), atol=1e-6,
+                hint="the angle is the position times the frequency: position 0 is not turned (positions start at 0)")
+    half = d_head // 2
+    check_true(torch.allclose(cos[:, :half], cos[:, half:]) and torch.allclose(sin[:, :half], sin[:, half:]),
+               f"the two halves of each row of {what} hold different angles: dimension i is paired with i + "
+               "d_head/2, so both get the angle of frequency i (torch.cat([angles, angles], dim=-1), not "
+               "repeat_interleave, which pairs neighbours)")
+    return cos, sin
+
+
+def random_tables(length, d_head, seed):
+    """cos and sin of random angles (not rotary positions), laid out half-split: to test a rotation alone."""
+    angles = _draw(seed, length, d_head // 2, scale=3.0, dtype=torch.float64)
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def check_apply_rope(apply_rope, shape, seed, dtype=torch.float32):
+    """apply_rope(x, cos, sin) keeps the shape, leaves x as it is at angle 0, and keeps the length of every pair
+    (i, i + d/2). Returns x, the tables used and the output."""
+    B, H, T, d = shape  # noqa: N806 (the shapes' usual names)
+    x = _draw(seed, *shape, dtype=dtype)
+    what = f"apply_rope(x {tuple(shape)}, cos, sin)"
+    zero = torch.ones(T, d, dtype=dtype), torch.zeros(T, d, dtype=dtype)
+    out = attempt(what, apply_rope, x, *zero, hint=ROPE_HINT)
+    check_shape(what, out, shape, hint="a rotation keeps the shape of x")
+    check_close(f"{what} with every angle 0", out, x, atol=1e-6, hint="at angle 0 (cos 1, sin 0) nothing turns")
+    cos, sin = (t.to(dtype) for t in random_tables(T, d, seed + 1))
+    out = attempt(what, apply_rope, x, cos, sin, hint=ROPE_HINT)
+    check_shape(what, out, shape, hint="a rotation keeps the shape of x")
+    pair = x.double()[..., : d // 2] ** 2 + x.double()[..., d // 2:] ** 2
+    check_close(f"the squared length of each pair (i, i + d/2) of {what}",
+                out.double()[..., : d // 2] ** 2 + out.double()[..., d // 2:] ** 2, pair, atol=1e-4,
+                hint="a rotation turns dimension i together with i + d/2 (not with i + 1) and keeps their length")
+    return x, (cos, sin), out
+
+
+ALIBI_HINT = "bias[h, i, j] = -slope_h * (i - j), slope_h = 2 ** (-8 (h + 1) / heads) for h = 0..heads-1"
+
+
+def check_alibi(alibi_bias, heads, length):
+    """alibi_bias(heads, length) is (heads, length, length), zero on the diagonal, falling by the same step
+    for each key further back. Returns it."""
+    what = f"alibi_bias({heads}, {length})"
+    bias = attempt(what, alibi_bias, heads, length, hint=ALIBI_HINT)
+    check_shape(what, bias, (heads, length, length), hint="one (length, length) bias per head")
+    bias = bias.double()
+    check_close(f"the diagonal of {what}", torch.diagonal(bias, dim1=-2, dim2=-1),
+                torch.zeros(heads, length, dtype=torch.float64), atol=1e-6,
+                hint="a query is at distance 0 from itself: no bias there")
+    if length > 1:
+        below = bias[:, 1:, 0] - bias[:, 1:, 1]  # (H, T-1): the step one key further back
+        check_true(bool((below < 0).all()), f"{what} does not fall for keys further in the past: the bias is "
+                   "-slope * (i - j), more negative the further key j lies behind query i")
+    return bias
+
+
+# ---------------------------------------------------------------- Part C: SwiGLU
+
+SWIGLU_HINT = "w2(silu(w1(x)) * w3(x)), three nn.Linear without bias"
+
+
+def swiglu_state(width, hidden, seed, scale=0.4):
+    return {"w1.weight": _draw(seed, hidden, width, scale=scale), "w2.weight": _draw(seed + 1, width, hidden, scale=scale),
+            "w3.weight": _draw(seed + 2, hidden, width, scale=scale)}
+
+
+def check_swiglu(SwiGLU, width, hidden, seed):  # noqa: N803 (the class under test)
+    """SwiGLU(width, hidden) holds exactly w1, w2 and w3 (no biases) and keeps the shape with the test's weights.
+    Returns the module, x and its output."""
+    what = f"SwiGLU({width}, {hidden})"
+    ffn = attempt(what, SwiGLU, width, hidden)
+    check_exact_tensors(what, ffn, {"w1.weight": ("parameter", (hidden, width)), "w2.weight": ("parameter", (width, hidden)),
+                                    "w3.weight": ("parameter", (hidden, width))},
+                        "w1 and w3 are nn.Linear(width, hidden, bias=False), w2 is nn.Linear(hidden, width, bias=False)")
+    load_state(what, ffn, swiglu_state(width, hidden, seed))
+    x = _draw(seed + 3, 2, 5, width)
+    out = attempt(f"{what}(x)", ffn, x, hint=SWIGLU_HINT)
+    check_shape(f"{what}(x)", out, (2, 5, width), hint="the feed-forward layer keeps the shape of its input")
+    return ffn, x, out
+
+
+# ---------------------------------------------------------------- Part D: grouped-query attention
+
+GQA_HINT = ("q from q_proj as (B, H, T, d), k and v from the two halves of kv_proj as (B, kv_heads, T, d); rotary "
+            "positions on q and k; each key/value head repeated for its heads // kv_heads query heads; causal "
+            "softmax(q k^T / sqrt(d)) v; heads merged; proj")
+
+
+def gqa_state(width, heads, kv_heads, seed, scale=0.4):
+    d_head = width // heads
+    return {"q_proj.weight": _draw(seed, width, width, scale=scale),
+            "kv_proj.weight": _draw(seed + 1, 2 * kv_heads * d_head, width, scale=scale),
+            "proj.weight": _draw(seed + 2, width, width, scale=scale)}
+
+
+def _gqa_tensors(what, attention, width, heads, kv_heads, max_len):
+    d_head = width // heads
+    check_exact_tensors(what, attention, {
+        "q_proj.weight": ("parameter", (width, width)), "kv_proj.weight": ("parameter", (2 * kv_heads * d_head, width)),
+        "proj.weight": ("parameter", (width, width)), "cos": ("buffer", (max_len, d_head)),
+        "sin": ("buffer", (max_len, d_head))},
+        "q_proj (width -> width), kv_proj (width -> 2 * kv_heads * d_head) and proj (width -> width), nn.Linear "
+        "without bias, and the buffers cos and sin from rope_tables(max_len, d_head)")
+
+
+def check_gqa_parts(GroupedQueryAttention, width, heads, kv_heads, max_len, T):  # noqa: N803 (the class under test)
+    """The attention holds q_proj, kv_proj and proj (no biases) and the buffers cos and sin of its rotary
+    positions, and keeps the shape (2, T, width)."""
+    what = f"GroupedQueryAttention({width}, {heads}, {kv_heads}, {max_len})"
+    attention = attempt(what, GroupedQueryAttention, width, heads, kv_heads, max_len)
+    _gqa_tensors(what, attention, width, heads, kv_heads, max_len)
+    load_state(what, attention, gqa_state(width, heads, kv_heads, seed=width))
+    out = attempt(f"{what} on (2, {T}, {width})", attention, _draw(T, 2, T, width), hint=GQA_HINT)
+    check_shape(f"{what}(x)", out, (2, T, width), hint="the attention keeps the shape of its input")
+
+
+def check_gqa_outputs(GroupedQueryAttention, batch, length, width, heads, kv_heads, seed):  # noqa: N803
+    """The attention holding the test's weights keeps the shape; returns it, x and its output."""
+    what = f"GroupedQueryAttention({width}, {heads}, {kv_heads}, {length + 2})"
+    attention = attempt(what, GroupedQueryAttention, width, heads, kv_heads, length + 2)
+    _gqa_tensors(what, attention, width, heads, kv_heads, length + 2)
+    load_state(what, attention, gqa_state(width, heads, kv_heads, seed))
+    x = _draw(seed + 5, batch, length, width)
+    out = attempt(f"{what}(x)", attention, x, hint=GQA_HINT)
+    check_shape(f"{what}(x)", out, (batch, length, width), hint="the attention keeps the shape of its input")
+    return attention, x, out
+
+
+# ---------------------------------------------------------------- Part E: attention in tiles
+
+TILED_HINT = ("for each block of keys: scores of the block, new maximum m_new = max(m, block max), rescale the "
+              "running sum and output by exp(m - m_new), add the block's exp(scores - m_new) and its weighted values; "
+              "at the end out = O / l and lse = m + log(l)")
+
+
+def tiled_inputs(shape, seed, dtype=torch.float32):
+    """q, k, v of `shape` (B, H, T, d), drawn from seed."""
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*shape, generator=gen, dtype=dtype) for _ in range(3))
+
+
+def check_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.float32):
+    """tiled_attention(q, k, v, block_size, causal) returns (out (B, H, T, d), lse (B, H, T)), finite.
+    Returns q, k, v, out and lse."""
+    q, k, v = tiled_inputs(shape, seed, dtype)
+    what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal={causal})"
+    result = attempt(what, tiled_attention, q, k, v, block_size, causal=causal, hint=TILED_HINT)
+    check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (out, lse)")
+    out, lse = result
+    check_shape(f"the output of {what}", out, shape, hint="one output row per query, like full attention")
+    check_shape(f"the lse of {what}", lse, shape[:-1], hint="one log-sum-exp per query: (B, H, T)")
+    check_true(bool(torch.isfinite(out).all() and torch.isfinite(lse).all()), f"{what} gives NaN or infinite values: "
+               "start the running maximum at -inf and the sum at 0, rescale by exp(m_old - m_new), and in causal attention "
+               "skip only the key blocks that start after the query block's last row (its diagonal block holds the "
+               "first rows' only keys)")
+    return q, k, v, out, lse
+
+
+def check_tiled_memory(tiled_attention, shape, block_size, causal, seed):
+    """The largest tensor tiled_attention builds holds at most block_size * T entries per head and batch row
+    (full attention's T x T scores are far more). Returns q, k, v and the output."""
+    B, H, T, d = shape  # noqa: N806 (the shapes' usual names)
+    q, k, v = tiled_inputs(shape, seed)
+    what = f"tiled_attention at T = {T}, block_size={block_size}, causal={causal}"
+    result, largest = attempt(what, largest_tensor, tiled_attention, q, k, v, block_size, causal=causal,
+                              hint=TILED_HINT)
+    check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (out, lse)")
+    check_true(largest.entries <= B * H * block_size * T,
+               f"{what} built a tensor of shape {largest.shape} ({largest.entries:,} entries), more than "
+               f"B * H * block_size * T = {B * H * block_size * T:,}: compute the scores block by block, never "
+               "all T x T of them at once")
+    return q, k, v, result[0]
