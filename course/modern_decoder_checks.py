@@ -110,8 +110,8 @@ def check_rope_tables(rope_tables, length, d_head, base=10000.0):
 def random_tables(length, d_head, seed):
     """cos and sin of random angles (not rotary positions), laid out half-split: to test a rotation alone."""
     angles = _draw(seed, length, d_head // 2, scale=3.0, dtype=torch.float64)
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
+    both = torch.cat([angles, angles], dim=-1)  # (T, d): the halves turned alike
+    return torch.cos(both), torch.sin(both)
 
 
 def check_apply_rope(apply_rope, shape, seed, dtype=torch.float32):

@@ -23,7 +23,8 @@ FULL_SCORES = '''def tiled_attention(q, k, v, block_size, causal=False):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T): every score at once
     if causal:
         scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-    return scores.softmax(dim=-1) @ v, torch.logsumexp(scores, dim=-1)
+    top = scores.amax(dim=-1, keepdim=True)  # (B, H, T, 1)
+    return scores.softmax(dim=-1) @ v, top.squeeze(-1) + (scores - top).exp().sum(dim=-1).log()
 '''
 
 VARIANTS = [
