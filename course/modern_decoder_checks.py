@@ -134,6 +134,40 @@ def check_apply_rope(apply_rope, shape, seed, dtype=torch.float32):
     return x, (cos, sin), out
 
 
+def rope_scores(rope_tables, apply_rope, d_head, pairs, seed):
+    """One drawn query and one drawn key, turned by your rope_tables and apply_rope, the query at m and the key at n
+    for each (m, n) of `pairs`: returns q, k (each (d_head,)) and the scores (len(pairs),)."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, d_head, generator=gen, dtype=torch.float64)
+    length = 1 + max(max(pair) for pair in pairs)
+    tables = attempt(f"rope_tables({length}, {d_head})", rope_tables, length, d_head, hint=TABLES_HINT)
+    check_true(isinstance(tables, (tuple, list)) and len(tables) == 2, f"rope_tables({length}, {d_head}) must return "
+               "the pair (cos, sin)")
+    check_shape(f"the cos of rope_tables({length}, {d_head})", tables[0], (length, d_head), hint=TABLES_HINT)
+    check_shape(f"the sin of rope_tables({length}, {d_head})", tables[1], (length, d_head), hint=TABLES_HINT)
+    cos, sin = (t.double() for t in tables)
+    m, n = torch.tensor([pair[0] for pair in pairs]), torch.tensor([pair[1] for pair in pairs])
+    rows = len(pairs)
+    turned_q = attempt("apply_rope(the query at the positions m, cos[m], sin[m])", apply_rope,
+                       q.expand(1, 1, rows, d_head), cos[m], sin[m], hint=ROPE_HINT)
+    turned_k = attempt("apply_rope(the key at the positions n, cos[n], sin[n])", apply_rope,
+                       k.expand(1, 1, rows, d_head), cos[n], sin[n], hint=ROPE_HINT)
+    check_shape("apply_rope(the query at the positions m, ...)", turned_q, (1, 1, rows, d_head), hint=ROPE_HINT)
+    check_shape("apply_rope(the key at the positions n, ...)", turned_k, (1, 1, rows, d_head), hint=ROPE_HINT)
+    return q, k, (turned_q.double() * turned_k.double()).sum(dim=-1).reshape(rows)
+
+
+def check_rope_relative(rope_tables, apply_rope, d_head, pairs, shift, seed):
+    """The score of a query at m and a key at n, turned by your rope_tables and apply_rope, is the same at
+    (m + shift, n + shift). Returns q, k, every pair asked (the given ones, then the shifted ones) and the scores."""
+    asked = [*pairs, *[(m + shift, n + shift) for m, n in pairs]]
+    q, k, scores = rope_scores(rope_tables, apply_rope, d_head, asked, seed)
+    moved = not torch.allclose(scores[: len(pairs)], scores[len(pairs):], atol=1e-4)  # message only: names the property
+    check_true(not moved, f"moving both the query and the key {shift} positions further changed their score: the "
+               "score must depend on m - n only (each pair turned by p * theta_i, i with i + d/2, q and k alike)")
+    return q, k, asked, scores
+
+
 ALIBI_HINT = "bias[h, i, j] = -slope_h * (i - j), slope_h = 2 ** (-8 (h + 1) / heads) for h = 0..heads-1"
 
 

@@ -30,6 +30,7 @@ from course.modern_decoder_checks import (
     check_gqa_outputs,
     check_rms_norm,
     check_rmsnorm_module,
+    check_rope_relative,
     check_rope_tables,
     check_swiglu,
     check_tiled,
@@ -144,6 +145,32 @@ def compare_apply_rope(apply_rope, shape, seed, dtype=torch.float32):
     }
     check_close(f"apply_rope(x {tuple(shape)}, cos, sin)", out, reference_rotation(x, cos, sin),
                 atol=1e-5 if dtype == torch.float32 else 1e-10, likely_causes=causes, hint=ROPE_HINT)
+
+
+def relative_scores(q, k, pairs, base=10000.0, exponent=2.0, turn=1.0):
+    """q^T R((n - m) theta) k for each (m, n): each pair (i, i + d/2) read as a complex number, the key's turned
+    against the query's by the difference of the angles (`turn` -1: the other way)."""
+    half = q.shape[-1] // 2
+    theta = base ** (-exponent * torch.arange(half, dtype=torch.float64) / q.shape[-1])  # (d/2,)
+    zq = torch.complex(q[:half].double(), q[half:].double())
+    zk = torch.complex(k[:half].double(), k[half:].double())
+    gap = torch.tensor([n - m for m, n in pairs], dtype=torch.float64)[:, None] * theta * turn  # (P, d/2)
+    return (zq.conj() * zk * torch.polar(torch.ones_like(gap), gap)).real.sum(dim=-1)
+
+
+def compare_rope_relative(rope_tables, apply_rope, d_head, pairs, shift, seed):
+    """check_rope_relative, then every score compared with q^T R((n - m) theta) k written with complex numbers."""
+    q, k, asked, scores = check_rope_relative(rope_tables, apply_rope, d_head, pairs, shift, seed)
+    causes = {
+        "every pair is turned the other way (the sign of rotate_half or of sin is flipped)":
+            relative_scores(q, k, asked, turn=-1.0),
+        "the frequencies are base ** (-i / d_head) instead of base ** (-2 i / d_head)":
+            relative_scores(q, k, asked, exponent=1.0),
+    }
+    check_close(f"the scores of a query and a key turned by rope_tables and apply_rope at {len(asked)} pairs of "
+                "positions", scores, relative_scores(q, k, asked), atol=1e-4, likely_causes=causes,
+                hint="the score of the query at m and the key at n is q^T R((n - m) theta) k: each pair (i, i + d/2) "
+                "turned by p * base ** (-2 i / d_head)")
 
 
 def reference_alibi(heads, length, slopes=None, distance=lambda i, j: i - j):

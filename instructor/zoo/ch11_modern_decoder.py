@@ -65,7 +65,7 @@ VARIANTS = [
         "rope_tables_interleaved",
         "rope_tables repeats each angle for neighbouring columns (pairs (2i, 2i+1)) instead of the two halves",
         edits={"rope": ((HALVES, "angles = angles.repeat_interleave(2, dim=-1)  # (T, d)"),)},
-        expect={"test_rope_tables": "the two halves of each row"},
+        expect={"test_rope_tables": "the two halves of each row", "test_rope_relative": "changed their score"},
         only=True,
     ),
     Variant(
@@ -80,7 +80,7 @@ VARIANTS = [
         "the frequencies are base^(-i/d) instead of base^(-2i/d)",
         edits={"rope": (("-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head",
                          "-torch.arange(d_head // 2, dtype=torch.float32) / d_head"),)},
-        expect={"test_rope_tables": "base ** (-i / d_head)"},
+        expect={"test_rope_tables": "base ** (-i / d_head)", "test_rope_relative": "base ** (-i / d_head)"},
         only=True,
     ),
     Variant(
@@ -94,14 +94,14 @@ VARIANTS = [
         "rope_neighbour_pairs",
         "apply_rope pairs neighbours (2i, 2i+1) instead of i with i + d/2",
         edits={"rope": ((ROTATE, "rotated = torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)"),)},
-        expect={"test_apply_rope": "together with i + d/2"},
+        expect={"test_apply_rope": "together with i + d/2", "test_rope_relative": "changed their score"},
         only=True,
     ),
     Variant(
         "rope_sign_flipped",
         "apply_rope turns every pair the other way",
         edits={"rope": (("return x * cos + rotated * sin", "return x * cos - rotated * sin"),)},
-        expect={"test_apply_rope": "turned the other way"},
+        expect={"test_apply_rope": "turned the other way", "test_rope_relative": "turned the other way"},
         only=True,
     ),
     Variant(

@@ -29,7 +29,7 @@
 # checks run in seconds.
 #
 # **Time:** about 2.5 hours for a capable student, an estimate from the length of the text and
-# the work of each of its 21 points.
+# the work of each of its 22 points.
 # **Assumes:** chapters 01 to 10: scaled dot-product attention and its masks, chapter 05's
 # positions, chapter 06's heads, chapter 08's KV cache, and chapter 10's pre-norm block.
 
@@ -127,7 +127,7 @@ compare_rmsnorm_module(RMSNorm, width=12, eps=1e-6, seed=4, scale=2.0)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part B · Rotary positions (4 points)
+# ## Part B · Rotary positions (5 points)
 #
 # Chapter 05 added a position's vector to each token's embedding, once, at the bottom of the
 # model. **Rotary positions** (RoPE; Su et al., 2021) put the position into the attention itself.
@@ -223,6 +223,19 @@ from instructor.references.modern_decoder import compare_apply_rope  # the grade
 compare_apply_rope(apply_rope, shape=(2, 3, 5, 8), seed=0)
 compare_apply_rope(apply_rope, shape=(1, 2, 7, 16), seed=1)
 compare_apply_rope(apply_rope, shape=(3, 1, 4, 2), seed=2, dtype=torch.float64)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_rope_relative", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+"""With your rope_tables and apply_rope, the score of a query at m and a key at n depends on m - n only."""
+from course.modern_decoder_checks import check_rope_relative
+
+q, k, pairs, scores = check_rope_relative(rope_tables, apply_rope, d_head=8, pairs=[(7, 3), (2, 2), (0, 5)], shift=10,
+                                          seed=0)
+### BEGIN HIDDEN TESTS
+from instructor.references.modern_decoder import compare_rope_relative  # the grader's side only
+
+compare_rope_relative(rope_tables, apply_rope, d_head=8, pairs=[(7, 3), (2, 2), (0, 5)], shift=10, seed=0)
+compare_rope_relative(rope_tables, apply_rope, d_head=16, pairs=[(40, 1), (3, 30), (12, 11), (0, 0)], shift=57, seed=1)
 ### END HIDDEN TESTS
 
 # %% [markdown]
