@@ -27,14 +27,15 @@ def _held(module):
     return {row["name"]: (row["kind"], tuple(row["shape"])) for row in module_tensors(module)}
 
 
-def check_exact_tensors(what, module, expected, hint):
-    """The module holds exactly the tensors of `expected` ({name: (kind, shape)}), no bias, nothing else."""
+def check_exact_tensors(what, module, expected, hint, judged_elsewhere=()):
+    """The module holds exactly the tensors of `expected` ({name: (kind, shape)}), no bias, nothing else (inside the
+    submodules of `judged_elsewhere`, whose own tests judge them, only what is expected is asked)."""
     held = _held(module)
     for name, (kind, shape) in expected.items():
         check_true(name in held, f"{what} holds no {kind} {name}: {hint}")
         check_true(held[name][0] == kind, f"{what}.{name} is a {held[name][0]}, expected a {kind}: {hint}")
         check_true(held[name][1] == shape, f"{what}.{name} has shape {held[name][1]}, expected {shape}: {hint}")
-    extra = sorted(set(held) - set(expected))
+    extra = sorted(name for name in set(held) - set(expected) if not name.startswith(tuple(judged_elsewhere)))
     check_true(not extra, f"{what} holds {extra[0] if extra else ''} besides what the text names: {hint}")
 
 
@@ -304,3 +305,71 @@ def check_tiled_memory(tiled_attention, shape, block_size, causal, seed):
                f"B * H * block_size * T = {B * H * block_size * T:,}: compute the scores block by block, never "
                "all T x T of them at once")
     return q, k, v, result[0]
+
+
+# ---------------------------------------------------------------- Part F: the block and the model
+
+BLOCK_HINT = "h = x + attention(norm1(x)), then out = h + ffn(norm2(h))"
+MODEL_HINT = "token_embedding(idx), every block in order, norm, head; the loss F.cross_entropy over all B * T positions"
+
+
+def check_modern_block(ModernBlock, batch, length, width, heads, kv_heads, hidden, seed):  # noqa: N803
+    """ModernBlock holds norm1, attention, norm2 and ffn with the sizes of Part F, and keeps the shape with the
+    test's norm weights. Returns the block, x and its output."""
+    what = f"ModernBlock({width}, {heads}, {kv_heads}, {hidden}, {length + 2})"
+    block = attempt(what, ModernBlock, width, heads, kv_heads, hidden, length + 2)
+    d_head = width // heads
+    check_exact_tensors(what, block, {
+        "norm1.weight": ("parameter", (width,)), "norm2.weight": ("parameter", (width,)),
+        "attention.q_proj.weight": ("parameter", (width, width)),
+        "attention.kv_proj.weight": ("parameter", (2 * kv_heads * d_head, width)),
+        "attention.proj.weight": ("parameter", (width, width)),
+        "attention.cos": ("buffer", (length + 2, d_head)), "attention.sin": ("buffer", (length + 2, d_head)),
+        "ffn.w1.weight": ("parameter", (hidden, width)), "ffn.w2.weight": ("parameter", (width, hidden)),
+        "ffn.w3.weight": ("parameter", (hidden, width))},
+        "norm1 and norm2 are RMSNorm(width), attention GroupedQueryAttention(width, heads, kv_heads, max_len), "
+        "ffn SwiGLU(width, hidden)", judged_elsewhere=("norm1.", "norm2.", "attention.", "ffn."))
+    load_state(what, block, {"norm1.weight": 1 + _draw(seed, width, scale=0.3),
+                             "norm2.weight": 1 + _draw(seed + 1, width, scale=0.3)})
+    x = _draw(seed + 2, batch, length, width)
+    out = attempt(f"{what}(x)", block, x, hint=BLOCK_HINT)
+    check_shape(f"{what}(x)", out, (batch, length, width), hint="a block keeps the shape of its input")
+    return block, x, out
+
+
+def modern_gpt_state(vocab, width, seed):
+    """The parameters of ModernGPT outside its blocks, by the names of Part F, drawn from seed."""
+    return {"token_embedding.weight": _draw(seed, vocab, width), "norm.weight": 1 + _draw(seed + 1, width, scale=0.3),
+            "head.weight": _draw(seed + 2, vocab, width, scale=0.5)}
+
+
+def check_modern_gpt(ModernGPT, vocab, width, heads, kv_heads, layers, max_len, batch, length, seed):  # noqa: N803
+    """ModernGPT holds token_embedding, blocks, norm and head (no positions, no bias) and, with the test's
+    embedding, norm and head, returns (logits, None) without targets and (logits, a loss) with them. Returns the
+    model, idx, targets, the logits and the loss."""
+    what = f"ModernGPT({vocab}, {width}, {heads}, {kv_heads}, {layers}, {max_len})"
+    model = attempt(what, ModernGPT, vocab, width, heads, kv_heads, layers, max_len)
+    held = _held(model)
+    hint = ("token_embedding nn.Embedding(vocab, width), blocks an nn.ModuleList of ModernBlock, norm RMSNorm(width), "
+            "head nn.Linear(width, vocab, bias=False), and no position embedding")
+    for name, shape in (("token_embedding.weight", (vocab, width)), ("norm.weight", (width,)),
+                        ("head.weight", (vocab, width))):
+        check_true(name in held and held[name][1] == shape, f"{what} holds no parameter {name} of shape {shape}: {hint}")
+    extra = sorted(name for name in held if not name.startswith("blocks.")
+                   and name not in ("token_embedding.weight", "norm.weight", "head.weight"))
+    check_true(not extra, f"{what} holds {extra[0] if extra else ''} besides what the text names: {hint}")
+    check_true(f"blocks.{layers - 1}.norm1.weight" in held and f"blocks.{layers}.norm1.weight" not in held,
+               f"{what} does not hold {layers} blocks blocks.0 .. blocks.{layers - 1}: {hint}")
+    load_state(what, model, modern_gpt_state(vocab, width, seed))
+    gen = torch.Generator().manual_seed(seed)
+    idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)
+    out = attempt(f"{what}(idx)", model, idx, hint=MODEL_HINT)
+    check_true(isinstance(out, (tuple, list)) and len(out) == 2 and out[1] is None,
+               f"{what}(idx) must return the pair (logits, None) without targets")
+    check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
+    out = attempt(f"{what}(idx, targets)", model, idx, targets, hint=MODEL_HINT)
+    check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
+    check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
+    check_true(isinstance(out[1], torch.Tensor) and out[1].numel() == 1, f"the loss of {what} is not one number: "
+               "the mean cross-entropy over all B * T positions")
+    return model, idx, targets, out[0], out[1]

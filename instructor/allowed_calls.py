@@ -145,7 +145,8 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
                                                    "torch.view_as_real"}),
                           "alibi_bias": frozenset(),
                           "SwiGLU": LAYERS | {"torch.nn.functional.silu", "torch.nn.SiLU", "torch.sigmoid"},
-                          "GroupedQueryAttention": LAYERS | SOFTMAX_TAUGHT, "tiled_attention": SOFTMAX_TAUGHT},
+                          "GroupedQueryAttention": LAYERS | SOFTMAX_TAUGHT, "tiled_attention": SOFTMAX_TAUGHT,
+                          "ModernBlock": LAYERS, "ModernGPT": LAYERS},
 }
 
 def _allowed(assignment: str, exercise: str, extra: frozenset[str]) -> tuple[str, ...]:

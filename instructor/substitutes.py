@@ -79,7 +79,8 @@ SUBSTITUTES: dict[str, dict[str, tuple[str, ...]]] = {
                     "Block": TRANSFORMER_LAYERS, "GPT": TRANSFORMER_LAYERS},
     "11_modern_decoder": {"rms_norm": RMS_NORMS, "RMSNorm": RMS_NORMS,
                           "GroupedQueryAttention": ATTENTION + TRANSFORMER_LAYERS,
-                          "tiled_attention": ATTENTION + LOGSUMEXP},
+                          "tiled_attention": ATTENTION + LOGSUMEXP, "ModernBlock": TRANSFORMER_LAYERS,
+                          "ModernGPT": TRANSFORMER_LAYERS},
 }
 
 

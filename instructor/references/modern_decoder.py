@@ -21,6 +21,7 @@ from nboracle import load_tensors, read_parameters, read_tensors
 
 from course.checks import attempt, check_close, check_true
 from course.modern_decoder_checks import (
+    MODEL_HINT,
     RMS_HINT,
     ROPE_HINT,
     TABLES_HINT,
@@ -28,6 +29,8 @@ from course.modern_decoder_checks import (
     check_alibi,
     check_apply_rope,
     check_gqa_outputs,
+    check_modern_block,
+    check_modern_gpt,
     check_rms_norm,
     check_rmsnorm_module,
     check_rope_relative,
@@ -36,6 +39,7 @@ from course.modern_decoder_checks import (
     check_tiled,
     check_tiled_memory,
     gqa_state,
+    modern_gpt_state,
     swiglu_state,
 )
 
@@ -400,3 +404,116 @@ def compare_tiled_memory(tiled_attention, shape, block_size, causal, seed):
     expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     check_close(f"the output of tiled_attention at T = {shape[-2]}, block_size={block_size}, causal={causal}", out,
                 expected, atol=1e-4, hint="make the test of the tiled attention's values pass first")
+
+
+# ---------------------------------------------------------------- Part F: the block and the model
+
+
+def _refuse_constant(what, part, probes, test):
+    first, second = (part(h) for h in probes)
+    check_true(not torch.allclose(first, second), f"{what} gives two different inputs the same answer, so nothing "
+               f"built on it can be judged: make the test of {test} pass first")
+
+
+def own_block_parts(what, block, width):
+    """The block's own norms, attention and FFN as functions (whatever they compute: Parts A, C and D judge them),
+    refused when one gives two different inputs the same answer: the block is judged around the parts it holds."""
+    def part(name, test):
+        return lambda h: attempt(f"{what}.{name}", getattr(block, name), h, hint=f"make the test of {test} pass first")
+
+    tests = {"norm1": "RMSNorm", "norm2": "RMSNorm", "attention": "GroupedQueryAttention", "ffn": "SwiGLU"}
+    parts = {name: part(name, test) for name, test in tests.items()}
+    gen = torch.Generator().manual_seed(width)
+    probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
+    for name, test in tests.items():
+        _refuse_constant(f"{what}.{name}", parts[name], probes, test)
+    return parts
+
+
+def _judge_modern_block(what, name, block, out, x):
+    parts = own_block_parts(name, block, x.shape[-1])
+    norm1, attention, norm2, ffn = parts["norm1"], parts["attention"], parts["norm2"], parts["ffn"]
+    with torch.no_grad():
+        h = x + attention(norm1(x))
+        expected = h + ffn(norm2(h))
+        post = norm1(x + attention(x))
+        causes = {
+            "the norms come after the sublayers (post-norm, norm(x + sublayer(x))); this block is pre-norm, "
+            "x + sublayer(norm(x))": norm2(post + ffn(post)),
+            "the FFN's output replaces the stream instead of being added to it (a residual is missing)": ffn(norm2(h)),
+            "the attention's output replaces the stream instead of being added to it (a residual is missing)":
+                attention(norm1(x)) + ffn(norm2(attention(norm1(x)))),
+            "the FFN reads norm2(x) of the block's input instead of the stream after the attention": h + ffn(norm2(x)),
+        }
+    check_close(what, out, expected, atol=1e-4, likely_causes=causes, hint="h = x + attention(norm1(x)), then "
+                "out = h + ffn(norm2(h))")
+
+
+def compare_modern_block(ModernBlock, batch, length, width, heads, kv_heads, hidden, seed):  # noqa: N803
+    """check_modern_block, then the block against its own parts wired as Part F says: with the test's norm weights,
+    then as built."""
+    block, x, out = check_modern_block(ModernBlock, batch, length, width, heads, kv_heads, hidden, seed)
+    what = f"ModernBlock({width}, {heads}, {kv_heads}, {hidden}, {length + 2})"
+    _judge_modern_block(f"{what}(x)", what, block, out, x)
+    torch.manual_seed(seed)
+    built = attempt(what, ModernBlock, width, heads, kv_heads, hidden, length + 2)
+    out = attempt(f"{what}(x), as built", built, x, hint="h = x + attention(norm1(x)), then out = h + ffn(norm2(h))")
+    _judge_modern_block(f"{what}(x), as built", f"{what} as built", built, out, x)
+
+
+def own_model_parts(what, model, layers, width):
+    """The model's own blocks (in order) and final norm as functions (whatever they compute: the tests of
+    ModernBlock and RMSNorm judge them), refused when one gives two different inputs the same answer."""
+    held = [attempt(f"{what}.blocks[{i}]", lambda i=i: model.blocks[i], hint="make the test of ModernBlock pass first")
+            for i in range(layers)]
+    final = attempt(f"{what}.norm", lambda: model.norm, hint="make the test of RMSNorm pass first")
+
+    def run(name, module, test):
+        return lambda h: attempt(f"{what}.{name}(x)", module, h, hint=f"make the test of {test} pass first")
+
+    blocks = [run(f"blocks[{i}]", block, "ModernBlock") for i, block in enumerate(held)]
+    norm = run("norm", final, "RMSNorm")
+    gen = torch.Generator().manual_seed(width)
+    probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
+    for i, block in enumerate(blocks):
+        _refuse_constant(f"{what}.blocks[{i}]", block, probes, "ModernBlock")
+    _refuse_constant(f"{what}.norm", norm, probes, "RMSNorm")
+    return blocks, norm
+
+
+def _judge_modern_gpt(what, name, model, logits, loss, idx, targets, state, layers):
+    blocks, norm = own_model_parts(name, model, layers, state["token_embedding.weight"].shape[1])
+    head = state["head.weight"]
+
+    def stack(x):
+        for block in blocks:
+            x = block(x)
+        return x
+
+    with torch.no_grad():
+        x = stack(state["token_embedding.weight"][idx])
+        expected = norm(x) @ head.T
+        causes = {"the final norm is missing (the head must read norm(x))": x @ head.T,
+                  "the blocks are skipped": norm(state["token_embedding.weight"][idx]) @ head.T}
+    check_close(f"the logits of {what}", logits, expected, atol=1e-4, likely_causes=causes,
+                hint="token_embedding(idx), every block in order, norm, then head; no position embedding (the "
+                "attention turns q and k by their positions)")
+    with torch.no_grad():
+        reference = F.cross_entropy(expected.double().flatten(0, 1), targets.flatten())
+    check_close(f"the loss of {what}", loss, reference, atol=1e-4,
+                hint="F.cross_entropy(logits.reshape(B * T, vocab), targets.reshape(B * T)), the mean over all positions")
+
+
+def compare_modern_gpt(ModernGPT, vocab, width, heads, kv_heads, layers, max_len, batch, length, seed):  # noqa: N803
+    """check_modern_gpt, then the logits against the model's own blocks and norm with the test's embedding and head,
+    and the loss against their cross-entropy; then a model as built."""
+    model, idx, targets, logits, loss = check_modern_gpt(ModernGPT, vocab, width, heads, kv_heads, layers, max_len,
+                                                         batch, length, seed)
+    what = f"ModernGPT({vocab}, {width}, {heads}, {kv_heads}, {layers}, {max_len})"
+    _judge_modern_gpt(what, what, model, logits, loss, idx, targets, modern_gpt_state(vocab, width, seed), layers)
+    torch.manual_seed(seed)
+    built = attempt(what, ModernGPT, vocab, width, heads, kv_heads, layers, max_len)
+    state = read_parameters(built)
+    out = attempt(f"{what}(idx, targets), as built", built, idx, targets, hint=MODEL_HINT)
+    check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
+    _judge_modern_gpt(f"{what}, as built", f"{what} as built", built, out[0], out[1], idx, targets, state, layers)

@@ -22,14 +22,15 @@
 # * `GroupedQueryAttention`: several query heads sharing one key and one value head, which
 #   shrinks the KV cache of chapter 08 (Part D);
 # * `tiled_attention`: attention computed block by block, the algorithm of FlashAttention, which
-#   never holds the whole $T \times T$ matrix of scores (Part E).
+#   never holds the whole $T \times T$ matrix of scores (Part E);
+# * `ModernBlock` and `ModernGPT`: the block and the model, from your own parts (Part F).
 #
 # Every part is checked against PyTorch's own computation where one exists
 # (`F.rms_norm`, `F.scaled_dot_product_attention`, `torch.logsumexp`). The exercises and their
 # checks run in seconds.
 #
-# **Time:** about 2.5 hours for a capable student, an estimate from the length of the text and
-# the work of each of its 22 points.
+# **Time:** about 3 hours for a capable student, an estimate from the length of the text and
+# the work of each of its 26 points.
 # **Assumes:** chapters 01 to 10: scaled dot-product attention and its masks, chapter 05's
 # positions, chapter 06's heads, chapter 08's KV cache, and chapter 10's pre-norm block.
 
@@ -584,7 +585,113 @@ compare_tiled_memory(tiled_attention, shape=(2, 2, 600, 8), block_size=40, causa
 # instead of $O(T^2)$, and the exact same numbers.
 
 # %% [markdown]
-# ## Part F · Quiz (3 points)
+# ## Part F · The block and the model (4 points)
+#
+# The parts assemble as chapter 10's did, in the same pre-norm placement, with RMSNorm for
+# LayerNorm, grouped-query attention with rotary positions for chapter 06's attention, and
+# SwiGLU for the ReLU layer:
+#
+# $$h = x + \mathrm{attention}(\mathrm{norm1}(x)), \qquad \mathrm{out} = h + \mathrm{ffn}(\mathrm{norm2}(h)).$$
+#
+# Write `ModernBlock(width, heads, kv_heads, hidden, max_len)` with exactly the submodules
+# `norm1` and `norm2` (your `RMSNorm(width)`), `attention` (your
+# `GroupedQueryAttention(width, heads, kv_heads, max_len)`) and `ffn` (your `SwiGLU(width, hidden)`).
+#
+# Then `ModernGPT(vocab, width, heads, kv_heads, layers, max_len)`, with chapter 10's contract,
+# `forward(idx, targets=None) -> (logits, loss)`, and the submodules `token_embedding`
+# (`nn.Embedding(vocab, width)`), `blocks` (an `nn.ModuleList` of `layers` blocks
+# `ModernBlock(width, heads, kv_heads, 8 * width // 3, max_len)`, the hidden width of Part C),
+# `norm` (`RMSNorm(width)`) and `head` (`nn.Linear(width, vocab, bias=False)`). There is **no
+# position embedding**: the positions enter every attention, where the queries and keys are
+# turned.
+#
+# The tests judge the block around its own norms, attention and FFN, and the model around its
+# own blocks and final norm: a mistake in an earlier part costs that part's points only.
+
+# %% nbgrader={"grade": false, "grade_id": "modern_model", "locked": false, "schema_version": 3, "solution": true}
+class ModernBlock(nn.Module):
+    """Pre-norm block: x + attention(norm1(x)), then + ffn(norm2(.)), with RMSNorm, GQA and SwiGLU."""
+
+    def __init__(self, width, heads, kv_heads, hidden, max_len):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.norm1 = RMSNorm(width)
+        self.attention = GroupedQueryAttention(width, heads, kv_heads, max_len)
+        self.norm2 = RMSNorm(width)
+        self.ffn = SwiGLU(width, hidden)
+        ### END SOLUTION
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        x = x + self.attention(self.norm1(x))  # (B, T, D)
+        return x + self.ffn(self.norm2(x))  # (B, T, D)
+        ### END SOLUTION
+
+
+class ModernGPT(nn.Module):
+    """Decoder-only model of ModernBlocks: (B, T) ids -> (B, T, vocab) logits, and the loss when targets are given."""
+
+    def __init__(self, vocab, width, heads, kv_heads, layers, max_len):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.token_embedding = nn.Embedding(vocab, width)
+        self.blocks = nn.ModuleList(ModernBlock(width, heads, kv_heads, 8 * width // 3, max_len) for _ in range(layers))
+        self.norm = RMSNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        ### END SOLUTION
+
+    def forward(self, idx, targets=None):
+        ### BEGIN SOLUTION
+        x = self.token_embedding(idx)  # (B, T, D): no positions here
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.norm(x))  # (B, T, vocab)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        ### END SOLUTION
+
+
+# %% [markdown]
+# Check it: a model of chapter 10's size, and its parameters against chapter 10's GPT of the same
+# width and depth (attention $4D^2 + 4D$, FFN $8D^2 + 5D$, two norms $4D$ per block, plus
+# embeddings, positions and head).
+
+# %%
+model = ModernGPT(vocab=96, width=128, heads=4, kv_heads=2, layers=3, max_len=128)
+logits, loss = model(torch.randint(96, (2, 16)), torch.randint(96, (2, 16)))
+modern = sum(p.numel() for p in model.parameters())
+gpt2_style = 3 * (12 * 128**2 + 13 * 128) + 96 * 128 + 128 * 128 + 2 * 128 + 128 * 96 + 96
+print(f"logits {tuple(logits.shape)}, loss {loss.item():.3f}")
+print(f"parameters: ModernGPT {modern:,}; chapter 10's GPT of the same sizes {gpt2_style:,}")
+
+# %% nbgrader={"grade": true, "grade_id": "test_modern_block", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""ModernBlock holds norm1, attention, norm2 and ffn and wires them as x + attention(norm1(x)), then + ffn(norm2(.))."""
+from course.modern_decoder_checks import check_modern_block
+
+block, x, out = check_modern_block(ModernBlock, batch=2, length=5, width=16, heads=4, kv_heads=2, hidden=24, seed=1)
+### BEGIN HIDDEN TESTS
+from instructor.references.modern_decoder import compare_modern_block  # the grader's side only
+
+compare_modern_block(ModernBlock, batch=2, length=5, width=16, heads=4, kv_heads=2, hidden=24, seed=1)
+compare_modern_block(ModernBlock, batch=1, length=6, width=24, heads=6, kv_heads=3, hidden=40, seed=2)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "test_modern_gpt", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+"""ModernGPT's logits: the token embeddings, your blocks in order, the final norm, the head; and the loss of those logits."""
+from course.modern_decoder_checks import check_modern_gpt
+
+model, idx, targets, logits, loss = check_modern_gpt(ModernGPT, vocab=11, width=16, heads=4, kv_heads=2, layers=2,
+                                                     max_len=8, batch=2, length=6, seed=1)
+### BEGIN HIDDEN TESTS
+from instructor.references.modern_decoder import compare_modern_gpt  # the grader's side only
+
+compare_modern_gpt(ModernGPT, vocab=11, width=16, heads=4, kv_heads=2, layers=2, max_len=8, batch=2, length=6, seed=1)
+compare_modern_gpt(ModernGPT, vocab=7, width=12, heads=3, kv_heads=1, layers=1, max_len=5, batch=3, length=5, seed=2)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part G · Quiz (3 points)
 #
 # Answer each question with one letter, `"a"` to `"d"`, in the cell below.
 #
@@ -659,7 +766,7 @@ answer = check_option("Q3", Q3, {
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part G · In your own words (2 points, graded by your instructor)
+# ## Part H · In your own words (2 points, graded by your instructor)
 #
 # In three or four sentences: why does the score of a rotated query and a rotated key depend
 # only on how far apart they are, and why does the tiled attention give exactly full attention's
@@ -698,3 +805,5 @@ answer = check_option("Q3", Q3, {
 # * Tiled attention visits keys block by block with a running maximum, sum and output, rescaled
 #   by $e^{m_{old} - m_{new}}$; the same output in $O(\text{block} \cdot T)$ memory, the
 #   log-sum-exp for free, and causal blocks above the diagonal skipped.
+# * The block keeps chapter 10's pre-norm wiring; the model has no position embedding, since every
+#   attention turns its queries and keys by their positions.
