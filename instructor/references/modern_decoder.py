@@ -42,6 +42,7 @@ from course.modern_decoder_checks import (
     modern_gpt_state,
     swiglu_state,
 )
+from instructor.references.tiny_gpt import judge_pre_norm
 
 # ---------------------------------------------------------------- Part A: RMSNorm
 
@@ -431,22 +432,9 @@ def own_block_parts(what, block, width):
 
 
 def _judge_modern_block(what, name, block, out, x):
+    """The block's output wired as chapter 10's, around its own norms, attention and FFN."""
     parts = own_block_parts(name, block, x.shape[-1])
-    norm1, attention, norm2, ffn = parts["norm1"], parts["attention"], parts["norm2"], parts["ffn"]
-    with torch.no_grad():
-        h = x + attention(norm1(x))
-        expected = h + ffn(norm2(h))
-        post = norm1(x + attention(x))
-        causes = {
-            "the norms come after the sublayers (post-norm, norm(x + sublayer(x))); this block is pre-norm, "
-            "x + sublayer(norm(x))": norm2(post + ffn(post)),
-            "the FFN's output replaces the stream instead of being added to it (a residual is missing)": ffn(norm2(h)),
-            "the attention's output replaces the stream instead of being added to it (a residual is missing)":
-                attention(norm1(x)) + ffn(norm2(attention(norm1(x)))),
-            "the FFN reads norm2(x) of the block's input instead of the stream after the attention": h + ffn(norm2(x)),
-        }
-    check_close(what, out, expected, atol=1e-4, likely_causes=causes, hint="h = x + attention(norm1(x)), then "
-                "out = h + ffn(norm2(h))")
+    judge_pre_norm(what, out, x, parts["attention"], parts["ffn"], parts["norm1"], parts["norm2"])
 
 
 def compare_modern_block(ModernBlock, batch, length, width, heads, kv_heads, hidden, seed):  # noqa: N803
