@@ -27,7 +27,8 @@
 #
 # Every part is checked against PyTorch's own computation where one exists
 # (`F.rms_norm`, `F.scaled_dot_product_attention`, `torch.logsumexp`). The exercises and their
-# checks run in seconds.
+# checks run in seconds; at the end of Part F your model trains on chapter 10's poem for about a
+# minute and a half of one CPU thread, and is read in windows longer than it was trained on.
 #
 # **Time:** about 3 hours for a capable student, an estimate from the length of the text and
 # the work of each of its 26 points.
@@ -43,7 +44,7 @@ import torch.nn.functional as F
 from nboracle import largest_tensor
 from torch import nn
 
-from course import check_choice, check_true
+from course import check_choice, check_true, kieu_lines, short_demos
 
 torch.set_printoptions(precision=4, sci_mode=False)
 torch.set_num_threads(1)  # small tensors: one thread is faster than two that wait for each other
@@ -702,6 +703,70 @@ from instructor.references.modern_decoder import compare_modern_gpt  # the grade
 compare_modern_gpt(ModernGPT, vocab=11, width=16, heads=4, kv_heads=2, layers=2, max_len=8, batch=2, length=6, seed=1)
 compare_modern_gpt(ModernGPT, vocab=7, width=12, heads=3, kv_heads=1, layers=1, max_len=5, batch=3, length=5, seed=2)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Trained on *Truyện Kiều*, then read past its window
+#
+# Your model on chapter 10's text: the poem, lowercased, the first 3,000 lines to train and the
+# last 254 to validate, characters as tokens. 3 blocks of width 128, 4 query heads sharing 2
+# key/value heads, a context of 128 characters; AdamW with a one-cycle schedule, batches of 16
+# windows. It needs a minute or two of one CPU thread.
+#
+# Then the question learned positions cannot even ask: chapter 10's GPT has no position
+# embedding beyond `max_len`, so it cannot read a window of 256 characters at all. Rotary
+# positions are a formula, so a model with longer tables holds the same weights: the cell after
+# the training scores the validation text in windows of 128, 256 and 512 characters, and the
+# positions past 128, which the model never saw in training, separately.
+
+# %%
+# demo only: the training run (autograde skips it)
+poem = [line.lower() for line in kieu_lines()]
+chars = sorted(set("\n".join(poem)))
+to_ids = {c: i for i, c in enumerate(chars)}
+train_text = torch.tensor([to_ids[c] for c in "\n".join(poem[:3000]) + "\n"])
+valid_text = torch.tensor([to_ids[c] for c in "\n".join(poem[3000:]) + "\n"])
+steps = 30 if short_demos() else 600
+torch.manual_seed(0)
+lm = ModernGPT(len(chars), width=128, heads=4, kv_heads=2, layers=3, max_len=128)
+optimizer = torch.optim.AdamW(lm.parameters(), lr=3e-3)
+schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=steps, pct_start=0.1)
+batches, start = torch.Generator().manual_seed(0), time.time()
+for step in range(steps):
+    starts = torch.randint(len(train_text) - 128, (16,), generator=batches)
+    windows = torch.stack([train_text[s:s + 129] for s in starts.tolist()])  # (16, 129)
+    _, loss = lm(windows[:, :-1], windows[:, 1:])
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    if step % 100 == 0 or step == steps - 1:
+        print(f"step {step:3d}: train loss {loss.item():.3f} ({time.time() - start:.0f} s)")
+
+# %%
+# demo only: the same weights read in longer windows
+lm.eval()
+for length in (128, 256, 512):
+    longer = ModernGPT(len(chars), width=128, heads=4, kv_heads=2, layers=3, max_len=length)
+    longer.load_state_dict({k: v for k, v in lm.state_dict().items() if not k.endswith(("cos", "sin"))}, strict=False)
+    count = (len(valid_text) - 1) // length
+    windows = valid_text[: count * length + 1]
+    inputs, targets = windows[:-1].view(count, length), windows[1:].view(count, length)
+    with torch.no_grad():
+        logits, _ = longer(inputs)
+        nats = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(count, length)
+    past = f", positions 128 and on {nats[:, 128:].mean().item() / math.log(2):.3f}" if length > 128 else ""
+    print(f"windows of {length}: {nats.mean().item() / math.log(2):.3f} bits per character, "
+          f"positions before 128 {nats[:, :128].mean().item() / math.log(2):.3f}{past}")
+
+# %% [markdown]
+# Read the last lines against each other. Inside the training window the longer windows score
+# about as well as before: the first 128 positions of a long window are what the model trained
+# on. Past it the bits per character climb, the further the worse. The formula of rotary
+# positions is defined at position 300, but the model never saw the angles of such distances,
+# least of all in the slow pairs, which had not yet turned far within 128 positions. Models
+# that read long texts extend their window on purpose: they rescale the angles so that a longer
+# context maps onto the range seen in training, then train a little more.
 
 # %% [markdown]
 # ## Part G · Quiz (3 points)
