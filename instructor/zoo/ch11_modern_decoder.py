@@ -286,8 +286,9 @@ def apply_rope(x, cos, sin):
     ),
     Variant(
         "einsum_and_expand",
-        "the attention with einsum, the key/value heads grouped by reshaping the queries, RMSNorm with rsqrt and "
-        "its own arithmetic, SwiGLU's SiLU by hand",
+        "the attention with einsum, the key/value heads grouped by reshaping the queries, its rotary tables in "
+        "buffers left out of the state_dict (persistent=False), RMSNorm with rsqrt and its own arithmetic, "
+        "SwiGLU's SiLU by hand",
         replace={"gqa": '''class GroupedQueryAttention(nn.Module):
     def __init__(self, width, heads, kv_heads, max_len):
         super().__init__()
@@ -296,8 +297,8 @@ def apply_rope(x, cos, sin):
         self.q_proj = nn.Linear(width, width, bias=False)
         self.heads, self.kv_heads = heads, kv_heads
         cos, sin = rope_tables(max_len, width // heads)
-        self.register_buffer("sin", sin)
-        self.register_buffer("cos", cos)
+        self.register_buffer("sin", sin, persistent=False)
+        self.register_buffer("cos", cos, persistent=False)
 
     def forward(self, x):
         B, T, D = x.shape
