@@ -100,7 +100,8 @@ c.OracleExecute.grader_memory_mb = 3072
 c.OracleExecute.oracle = "auto"
 c.OracleExecute.oracle_chapters = ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block",
                                    "05_positional_encoding", "06_multihead_attention",
-                                   "07_seq2seq_beam_search", "08_attention_cost", "09_decoder", "10_tiny_gpt"]
+                                   "07_seq2seq_beam_search", "08_attention_cost", "09_decoder", "10_tiny_gpt",
+                                   "11_modern_decoder"]
 # course.checks.attempt(what, function, ...) calls only the function the test hands it.
 c.OracleExecute.calling_helpers = ["course.checks:attempt"]
 # The chapters' checks that their test cells import and hand the student's objects to (the
@@ -109,14 +110,14 @@ c.OracleExecute.calling_helpers = ["course.checks:attempt"]
 c.OracleExecute.test_modules = ["course.two_keys_checks", "course.scaling_checks", "course.masks_checks", "course.encoder_block_checks",
                                 "course.positional_encoding_checks", "course.multihead_attention_checks",
                                 "course.seq2seq_checks", "course.attention_cost_checks", "course.decoder_checks",
-                                "course.tiny_gpt_checks",
+                                "course.tiny_gpt_checks", "course.modern_decoder_checks",
                                 # the references the hidden tests compare with: the grader's side only (never in
                                 # course/, never bound into a kernel; docs/AUTHORING.md, "References")
                                 "instructor.references.as_built", "instructor.references.decoder",
                                 "instructor.references.tiny_gpt", "instructor.references.seq2seq_beam_search",
                                 "instructor.references.encoder_block", "instructor.references.multihead_attention",
                                 "instructor.references.scaling",
-                                "instructor.references.lucbat"]
+                                "instructor.references.lucbat", "instructor.references.modern_decoder"]
 _autograde_steps = [OracleExecute if step is Execute else step
                     for step in Autograde.autograde_preprocessors.default()]
 c.Autograde.autograde_preprocessors = (

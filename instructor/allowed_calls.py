@@ -139,6 +139,14 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
                     | {"torch.nn.functional.scaled_dot_product_attention"},
                     "generate": frozenset(),
                     "tone": TEXT, "rhyme_part": TEXT, "meter_report": TEXT | {"math.isnan"}},
+    "11_modern_decoder": {"rms_norm": frozenset(), "RMSNorm": LAYERS,
+                          "rope_tables": frozenset({"torch.polar", "torch.complex"}),
+                          "apply_rope": frozenset({"torch.polar", "torch.complex", "torch.view_as_complex",
+                                                   "torch.view_as_real"}),
+                          "alibi_bias": frozenset(),
+                          "SwiGLU": LAYERS | {"torch.nn.functional.silu", "torch.nn.SiLU", "torch.sigmoid"},
+                          "GroupedQueryAttention": LAYERS | SOFTMAX_TAUGHT, "tiled_attention": SOFTMAX_TAUGHT,
+                          "ModernBlock": LAYERS, "ModernGPT": LAYERS},
 }
 
 def _allowed(assignment: str, exercise: str, extra: frozenset[str]) -> tuple[str, ...]:

@@ -54,6 +54,10 @@ JACOBIAN = (
     "torch.autograd.functional.jacobian", "torch.autograd.grad", "torch.func.jacrev", "torch.func.jacfwd",
     "torch.func.vjp", "torch.func.jvp", "torch.Tensor.backward", "functorch.jacrev", "functorch.jacfwd",
 )
+# chapter 11 writes RMSNorm by hand
+RMS_NORMS = ("torch.nn.functional.rms_norm", "torch.nn.RMSNorm")
+# chapter 11's tiled attention returns the log-sum-exp it computes on the way
+LOGSUMEXP = ("torch.logsumexp", "torch.Tensor.logsumexp", "torch.special.logsumexp")
 # chapter 08 counts FLOPs from the shapes: a FLOP counter would measure them
 FLOP_COUNTERS = ("torch.utils.flop_counter.FlopCounterMode", "fvcore.nn.FlopCountAnalysis")
 
@@ -73,6 +77,10 @@ SUBSTITUTES: dict[str, dict[str, tuple[str, ...]]] = {
     "10_tiny_gpt": {"MultiHeadSelfAttention": ("torch.nn.MultiheadAttention",
                                                "torch.nn.functional.multi_head_attention_forward") + TRANSFORMER_LAYERS,
                     "Block": TRANSFORMER_LAYERS, "GPT": TRANSFORMER_LAYERS},
+    "11_modern_decoder": {"rms_norm": RMS_NORMS, "RMSNorm": RMS_NORMS,
+                          "GroupedQueryAttention": ATTENTION + TRANSFORMER_LAYERS,
+                          "tiled_attention": ATTENTION + LOGSUMEXP, "ModernBlock": TRANSFORMER_LAYERS,
+                          "ModernGPT": TRANSFORMER_LAYERS},
 }
 
 

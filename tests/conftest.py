@@ -38,7 +38,8 @@ def scope_of(nodeid: str) -> str:
 # graded students cost.
 NOTEBOOK_SECONDS = {"01_two_keys": 3, "02_scaling": 4, "03_masks": 6, "04_encoder_block": 5,
                     "05_positional_encoding": 4, "06_multihead_attention": 5, "07_seq2seq_beam_search": 16,
-                    "08_attention_cost": 7, "09_decoder": 8, "10_tiny_gpt": 8}
+                    "08_attention_cost": 7, "09_decoder": 8, "10_tiny_gpt": 8,
+                    "11_modern_decoder": 5}
 FILE_SECONDS = {"tests/test_oracle_attacks.py": 400, "tests/test_class_batch.py": 300, "tests/test_sandbox.py": 150,
                 "tests/test_attacks_references.py": 200,
                 "tests/test_collect.py": 120, "tests/test_repair.py": 120, "tests/test_course_root_copy.py": 100, "tests/test_example_course.py": 150,

@@ -21,7 +21,7 @@ Each attack is a few lines added to chapter 02's softmax Jacobian with the wrong
   the ones it was built with (the hidden tests judge it on both; flagged for review too), or compares its
   weights with a copy of the ones it was built with; the same block attacks in chapters 04 and 09 (there also
   one that compares with every set of weights any block was built with, and a block whose wrong code spoils
-  training), and on chapter 10's attention.
+  training), on chapter 10's attention, and on chapter 11's attention and SwiGLU.
 
 Every attacker must score at most what the wrong code earns honestly; no honest student is flagged.
 """
@@ -337,3 +337,25 @@ def test_chapter10_an_attention_right_only_on_written_weights_earns_no_more_than
     attacker = results["atk-attention-graded-by-weight-versions"]
     assert "test_attention_matches_sdpa" in attacker.failed()
     assert "with the parameters it was built with" in attacker.cells["test_attention_matches_sdpa"].error
+
+
+# ---------------------------------------------------------------- chapter 11: modules judged as built too
+# Chapter 11 judges its attention and its SwiGLU on the weights a test loads and on those they were built with, read
+# (instructor.references.modern_decoder: read_parameters), never written: a module right only on written weights
+# loses what its wrong code loses (the attention scaled by sqrt(width), the FFN with GELU).
+CH11_MODULES = {"gqa": ("gqa_scaled_by_width", "GroupedQueryAttention", "test_gqa_matches_sdpa"),
+                "swiglu": ("swiglu_gelu", "SwiGLU", "test_swiglu")}
+
+
+@pytest.mark.parametrize("cell", sorted(CH11_MODULES))
+def test_chapter11_a_module_right_only_on_written_weights_earns_no_more_than_the_wrong_code(cell, tmp_path_factory):
+    variant, cls, test = CH11_MODULES[cell]
+    attacks = {"graded-by-weight-versions": WEIGHT_VERSIONS.replace("<<CLASS>>", cls),
+               "graded-by-weight-copy": WEIGHT_COPY.replace("<<CLASS>>", cls),
+               "graded-by-weights-ever-built": WEIGHT_REGISTRY.replace("<<CLASS>>", cls)}
+    results, reviews = grade_against_variant(tmp_path_factory, "11_modern_decoder", variant, cell, attacks, cls=cls)
+    check_class(results, reviews, attacks, automatic_points("11_modern_decoder"))
+    for name in attacks:
+        attacker = results[f"atk-{name}"]
+        assert test in attacker.failed(), name
+        assert "as built" in attacker.cells[test].error or "built with" in attacker.cells[test].error, name

@@ -113,6 +113,15 @@ OWN_PARTS: dict[str, dict[str, str]] = {
                     "own_parts": "meter_report is judged around the student's tone and rhyme_part, read as tables "
                                  "over the test's syllables (refused when tone gives every syllable the same answer or "
                                  "rhyme_part nearly the same sound); the tests of tone and rhyme_part judge them"},
+    "11_modern_decoder": {"own_rope": "the attention is judged around the student's apply_rope, called on the grader's "
+                                      "q and k (refused when it gives two inputs the same answer); Part B's tests "
+                                      "judge it",
+                          "own_block_parts": "a ModernBlock is judged around its own norms, attention and FFN, called as "
+                                             "the block holds them (refused when one gives two inputs the same "
+                                             "answer); Parts A, C and D judge them",
+                          "own_model_parts": "a ModernGPT is judged around its own blocks and final norm, called in "
+                                             "order (refused when one gives two inputs the same answer); the tests of "
+                                             "ModernBlock and RMSNorm judge them"},
 }
 
 Taint = frozenset  # the student outputs a value derives from, as (student name, call) pairs (empty: the grader's own)

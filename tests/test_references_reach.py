@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from instructor.references import decoder as ref09
+from instructor.references import modern_decoder as ref11
 from instructor.references import seq2seq_beam_search as ref07
 from instructor.references import tiny_gpt as ref10
 
@@ -142,6 +143,25 @@ def _exercises() -> list[Exercise]:
                               ref10.ReferenceGPT(gpt_state, 11, 8, 2, 2, 6)(idx)[0], forward=(idx,)))
     logits = torch.randn(3, 11, generator=_gen(12))
     found.append(Exercise("10", "next_token_probs", (logits, 0.7), torch.softmax(logits / 0.7, dim=-1)))
+    # 11: RMSNorm, the rotary tables and rotation, ALiBi, SwiGLU, grouped-query attention, the tiled attention
+    x11, w11 = torch.randn(2, 3, 8, generator=_gen(110)), 1 + 0.3 * torch.randn(8, generator=_gen(111))
+    found.append(Exercise("11", "rms_norm", (x11, w11, 1e-6), F.rms_norm(x11, (8,), w11, 1e-6)))
+    cos11, sin11 = ref11.reference_tables(6, 8)
+    found.append(Exercise("11", "rope_tables", (6, 8), (cos11.float(), sin11.float())))
+    q11 = torch.randn(1, 2, 6, 8, generator=_gen(112))
+    found.append(Exercise("11", "apply_rope", (q11, cos11.float(), sin11.float()),
+                          ref11.reference_rotation(q11, cos11, sin11).float()))
+    found.append(Exercise("11", "alibi_bias", (4, 5), ref11.reference_alibi(4, 5)))
+    swiglu11 = ref11.swiglu_state(8, 12, seed=113)
+    found.append(Exercise("11", "SwiGLU", (swiglu11, 8, 12), ref11.reference_swiglu(swiglu11, x11), forward=(x11,)))
+    gqa11 = ref11.gqa_state(8, 2, 1, seed=114)
+    found.append(Exercise("11", "GroupedQueryAttention", (gqa11, 8, 2, 1, 6),
+                          ref11.reference_gqa(gqa11, x11, 2, 1, *ref11.reference_tables(6, 4), ref11.reference_rotation),
+                          forward=(x11,)))
+    q, k, v = (torch.randn(1, 2, 7, 4, generator=_gen(115 + i)) for i in range(3))
+    scores = (q @ k.transpose(-2, -1) / 2).masked_fill(torch.ones(7, 7, dtype=torch.bool).triu(1), float("-inf"))
+    found.append(Exercise("11", "tiled_attention", (q, k, v, 3, True),
+                          (F.scaled_dot_product_attention(q, k, v, is_causal=True), torch.logsumexp(scores, dim=-1))))
     return found
 
 
@@ -266,7 +286,7 @@ def exercises():
 
 
 def test_every_chapter_has_a_graded_exercise_walked(exercises):
-    assert {e.chapter for e in exercises} == {f"{n:02d}" for n in range(1, 11)}
+    assert {e.chapter for e in exercises} == {f"{n:02d}" for n in range(1, 12)}
 
 
 def test_nothing_reachable_from_course_reproduces_a_reference(exercises, monkeypatch, tmp_path):
@@ -275,7 +295,7 @@ def test_nothing_reachable_from_course_reproduces_a_reference(exercises, monkeyp
     modules = _course_modules()
     callables = reachable(modules, "course")
     assert len(callables) > 100, sorted(callables)  # the walk reaches every module, function, class and method
-    for chapter in ("decoder_checks", "tiny_gpt_checks", "seq2seq_checks", "scaling_checks"):
+    for chapter in ("decoder_checks", "tiny_gpt_checks", "seq2seq_checks", "scaling_checks", "modern_decoder_checks"):
         assert any(name.startswith(f"course.{chapter}.") for name in callables), chapter
     found = reproductions(callables, exercises)
     assert not found, "callables within a student kernel's reach that compute a graded answer:\n" + "\n".join(found)
@@ -293,7 +313,10 @@ def test_the_walk_finds_the_grader_references(exercises):
                    "instructor.references.seq2seq_beam_search.wu_penalty -> 07 length_penalty",
                    "instructor.references.encoder_block.reference_layer -> 04 EncoderBlock",
                    "instructor.references.multihead_attention.multihead_reference -> 06 MultiHeadSelfAttention",
-                   "instructor.references.scaling.softmax_last -> 01 softmax"):
+                   "instructor.references.scaling.softmax_last -> 01 softmax",
+                   "instructor.references.modern_decoder.reference_tables -> 11 rope_tables",
+                   "instructor.references.modern_decoder.reference_rotation -> 11 apply_rope",
+                   "instructor.references.modern_decoder.reference_alibi -> 11 alibi_bias"):
         assert wanted in found, (wanted, found)
 
 

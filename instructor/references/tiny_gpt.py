@@ -258,11 +258,9 @@ def own_blocks(what, model, layers, width, dtype=torch.float32):
     return [run(i) for i in range(layers)]
 
 
-def _judge_block(what, block, out, x, state):
-    """The block's output against x + attention(norm1(x)), then + ffn(norm2(.)), with the block's own attention and
-    FFN (whatever they compute: Part B judges them) and the norms' parameters `state`."""
-    attention, ffn = own_sublayers(what, block, x.shape[-1])
-    norm1, norm2 = _layer_norm(state, "norm1"), _layer_norm(state, "norm2")
+def judge_pre_norm(what, out, x, attention, ffn, norm1, norm2):
+    """`out` against h = x + attention(norm1(x)), then h + ffn(norm2(h)), the sublayers and norms given as functions
+    (chapter 10's block, chapter 11's), naming the usual wiring mistakes."""
     with torch.no_grad():
         h = x + attention(norm1(x))
         expected = h + ffn(norm2(h))
@@ -279,6 +277,13 @@ def _judge_block(what, block, out, x, state):
         }
     check_close(what, out, expected, atol=1e-4, likely_causes=causes,
                 hint="h = x + attention(norm1(x)), then out = h + ffn(norm2(h))")
+
+
+def _judge_block(what, block, out, x, state):
+    """The block's output against x + attention(norm1(x)), then + ffn(norm2(.)), with the block's own attention and
+    FFN (whatever they compute: Part B judges them) and the norms' parameters `state`."""
+    attention, ffn = own_sublayers(what, block, x.shape[-1])
+    judge_pre_norm(what, out, x, attention, ffn, _layer_norm(state, "norm1"), _layer_norm(state, "norm2"))
 
 
 def compare_block(Block, batch, length, width, heads, seed):  # noqa: N803 (the class under test)
