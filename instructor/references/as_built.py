@@ -39,38 +39,35 @@ def _agree(a, b):
     return both and torch.allclose(a.double(), b.double(), atol=1e-5)  # precondition: same weights, same output
 
 
-def same_as_a_twin(what, build, call, permute=True):
+def same_as_a_twin(what, build, call):
     """``call(module)`` (the output, a tensor or a tuple that starts with one) on a module as ``build()`` makes it,
     then on a second one built the same way holding the first one's weights: the two must agree. A module whose
     forward depends on whether its weights were written, not only on their values (it reads their ``_version``,
     or compares them with a copy of the ones it was built with), is told apart from its twin, and loses the tests
-    that ask it, as its wrong code does. With ``permute``, two more twins hold the same weights with the hidden
+    that ask it, as its wrong code does. Two more twins hold the same weights with the hidden
     units of each feed-forward layer in another order (the same function, values no constructor made): when those
     two agree with each other but not with the module as built, the module answers differently for weights it made
     itself. An honest module agrees everywhere; one whose mistake breaks the symmetry of the hidden units makes
     the two permuted twins disagree, and is left to the other tests. Returns nothing (a test cell that ends with it
     shows no value)."""
-    module, twin = build(), build()
+    def twin_holding(state):  # call() on a module built as the student's is, holding ``state`` (loaded)
+        twin = build()
+        with torch.no_grad():
+            load_tensors(twin, state)
+            return call(twin)
+
+    module = build()
     weights = read_parameters(module)  # the weights it was built with, read, nothing written
     with torch.no_grad():
-        load_tensors(twin, weights)
-        built, loaded = call(module), call(twin)
-    check_true(_agree(built, loaded), f"{what} gives another output than a second {what} holding the same weights "
-               "(loaded into it, as a load writes them): its forward must depend on the values of its parameters only, "
-               "not on whether, when or how they were written")
-    if not permute:
-        return
+        built = call(module)
+    check_true(_agree(built, twin_holding(weights)), f"{what} gives another output than a second {what} holding the "
+               "same weights (loaded into it, as a load writes them): its forward must depend on the values of its "
+               "parameters only, not on whether, when or how they were written")
     shuffled = [permuted_hidden_units(weights, seed) for seed in (1, 2)]
     if all(torch.equal(s[k], weights[k]) for s in shuffled for k in weights):
         return  # no feed-forward layer to reorder
-    outputs = []
-    for state in shuffled:
-        other = build()
-        with torch.no_grad():
-            load_tensors(other, state)
-            outputs.append(call(other))
+    outputs = [twin_holding(state) for state in shuffled]
     check_true(not _agree(outputs[0], outputs[1]) or _agree(built, outputs[0]),
                f"{what} as built gives another output than a second {what} holding the same weights with the hidden "
                "units of its feed-forward layer in another order (the same function): its forward must depend on the "
                "values of its parameters only, not on whether it made them itself")
-
