@@ -291,6 +291,35 @@ def check_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.fl
     return q, k, v, out, lse
 
 
+def future_poisoned_inputs(shape, block_size, seed):
+    """q, k, v of `shape` (B, H, T, d) whose keys and values are NaN from position 2 * block_size on: the key blocks
+    the first two query blocks must skip. Returns q, k, v and that position."""
+    q, k, v = tiled_inputs(shape, seed)
+    cut = 2 * block_size
+    k[..., cut:, :] = float("nan")
+    v[..., cut:, :] = float("nan")
+    return q, k, v, cut
+
+
+def check_tiled_skips(tiled_attention, shape, block_size, seed):
+    """With causal=True, the key blocks above the diagonal are never read: NaN in every key and value from position
+    2 * block_size on leaves the rows of out and lse before that position finite. Returns q, k, v, the position, out
+    and lse."""
+    q, k, v, cut = future_poisoned_inputs(shape, block_size, seed)
+    what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal=True)"
+    result = attempt(what, tiled_attention, q, k, v, block_size, causal=True, hint=TILED_HINT)
+    check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (out, lse)")
+    out, lse = result
+    check_shape(f"the output of {what}", out, shape, hint="one output row per query, like full attention")
+    check_shape(f"the lse of {what}", lse, shape[:-1], hint="one log-sum-exp per query: (B, H, T)")
+    check_true(bool(torch.isfinite(out[..., :cut, :]).all() and torch.isfinite(lse[..., :cut]).all()),
+               f"with NaN in every key and value from position {cut} on, {what} gave NaN in the rows before "
+               f"position {cut}, so it read a key block that lies entirely above the diagonal. Masking such a block "
+               "to -inf is not enough (0 times NaN is NaN, and the work is done anyway): skip it, stop at the first "
+               "key block that starts after the query block's last row")
+    return q, k, v, cut, out, lse
+
+
 def check_tiled_memory(tiled_attention, shape, block_size, causal, seed):
     """The largest tensor tiled_attention builds holds at most block_size * T entries per head and batch row
     (full attention's T x T scores are far more). Returns q, k, v and the output."""

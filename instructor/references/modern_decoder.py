@@ -38,6 +38,7 @@ from course.modern_decoder_checks import (
     check_swiglu,
     check_tiled,
     check_tiled_memory,
+    check_tiled_skips,
     gqa_state,
     modern_gpt_state,
     swiglu_state,
@@ -396,6 +397,20 @@ def compare_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.
     q, k, v, out, lse = check_tiled(tiled_attention, shape, block_size, causal, seed, dtype)
     what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal={causal})"
     _judge_tiled(what, out, lse, q, k, v, block_size, causal)
+
+
+def compare_tiled_skips(tiled_attention, shape, block_size, seed):
+    """check_tiled_skips, then the rows before the NaN compared with causal attention over the positions before it:
+    skipping is only worth something when the answer is right."""
+    q, k, v, cut, out, lse = check_tiled_skips(tiled_attention, shape, block_size, seed)
+    what = f"tiled_attention(block_size={block_size}, causal=True)"
+    first = (q[..., :cut, :], k[..., :cut, :], v[..., :cut, :])  # the positions before the NaN
+    expected = F.scaled_dot_product_attention(*(t.double() for t in first), is_causal=True)
+    check_close(f"the output rows before position {cut} of {what}", out[..., :cut, :], expected, atol=1e-4,
+                hint="make the test of the tiled attention's values pass first")
+    check_close(f"the lse before position {cut} of {what}", lse[..., :cut],
+                torch.logsumexp(_scores(first[0], first[1], True), -1), atol=1e-4,
+                hint="make the test of the tiled attention's values pass first")
 
 
 def compare_tiled_memory(tiled_attention, shape, block_size, causal, seed):

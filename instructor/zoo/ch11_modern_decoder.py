@@ -220,7 +220,39 @@ VARIANTS = [
         "tiled_full_scores",
         "the 'tiled' attention computes all T x T scores at once",
         replace={"tiled_attention": FULL_SCORES},
-        expect={"test_tiled_memory": "built a tensor of shape"},
+        expect={"test_tiled_memory": "built a tensor of shape",
+                "test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
+        only=True,
+    ),
+    Variant(
+        "tiled_queries_whole",
+        "the tiled attention keeps every query at once and visits every key block, masked, so none is ever skipped",
+        replace={"tiled_attention": '''def tiled_attention(q, k, v, block_size, causal=False):
+    q, k, v = q.double(), k.double(), v.double()
+    T, d = q.shape[-2], q.shape[-1]
+    m = torch.full(q.shape[:-1], float("-inf"), dtype=torch.float64)
+    total = torch.zeros_like(m)
+    o = torch.zeros_like(q)
+    rows = torch.arange(T)[:, None]
+    for start in range(0, T, block_size):
+        s = q @ k[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(d)  # (B, H, T, b)
+        if causal:
+            s = s.masked_fill(torch.arange(start, min(start + block_size, T))[None, :] > rows, float("-inf"))
+        new_m = torch.maximum(m, s.amax(-1))
+        p = torch.exp(s - new_m[..., None])
+        scale = torch.exp(m - new_m)
+        total, o, m = total * scale + p.sum(-1), o * scale[..., None] + p @ v[..., start:start + block_size, :], new_m
+    return o / total[..., None], m + total.log()
+'''},
+        expect={"test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
+        only=True,
+    ),
+    Variant(
+        "tiled_masks_future_blocks",
+        "causal attention masks the key blocks above the diagonal to -inf instead of skipping them",
+        edits={"tiled_attention": (("break  # this key block and every later one lie above the diagonal",
+                                    "pass  # visited, and masked below"),)},
+        expect={"test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
         only=True,
     ),
     Variant(
@@ -336,24 +368,31 @@ class RMSNorm(nn.Module):
 '''},
     ),
     Variant(
-        "tiled_keys_only_float64",
-        "the tiled attention keeps every query at once and visits only the keys in blocks, in float64",
+        "tiled_float64_bounded_range",
+        "the tiled attention in float64, its key loop bounded by the query block's end instead of a break",
         replace={"tiled_attention": '''def tiled_attention(q, k, v, block_size, causal=False):
     q, k, v = q.double(), k.double(), v.double()
     T, d = q.shape[-2], q.shape[-1]
-    m = torch.full(q.shape[:-1], float("-inf"), dtype=torch.float64)
-    total = torch.zeros_like(m)
-    o = torch.zeros_like(q)
-    rows = torch.arange(T)[:, None]
+    outs, lses = [], []
     for start in range(0, T, block_size):
-        s = q @ k[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(d)  # (B, H, T, b)
-        if causal:
-            s = s.masked_fill(torch.arange(start, min(start + block_size, T))[None, :] > rows, float("-inf"))
-        new_m = torch.maximum(m, s.amax(-1))
-        p = torch.exp(s - new_m[..., None])
-        scale = torch.exp(m - new_m)
-        total, o, m = total * scale + p.sum(-1), o * scale[..., None] + p @ v[..., start:start + block_size, :], new_m
-    return o / total[..., None], m + total.log()
+        stop = min(start + block_size, T)
+        qb, rows = q[..., start:stop, :], torch.arange(start, stop)[:, None]
+        m = torch.full(qb.shape[:-1], float("-inf"), dtype=torch.float64)
+        total, o = torch.zeros_like(m), torch.zeros_like(qb)
+        for key_start in range(0, stop if causal else T, block_size):
+            s = qb @ k[..., key_start:key_start + block_size, :].transpose(-2, -1) / math.sqrt(d)
+            if causal:
+                cols = torch.arange(key_start, min(key_start + block_size, T))[None, :]
+                s = s.masked_fill(cols > rows, float("-inf"))
+            new_m = torch.maximum(m, s.amax(-1))
+            p = torch.exp(s - new_m[..., None])
+            scale = torch.exp(m - new_m)
+            total = total * scale + p.sum(-1)
+            o = o * scale[..., None] + p @ v[..., key_start:key_start + block_size, :]
+            m = new_m
+        outs.append(o / total[..., None])
+        lses.append(m + total.log())
+    return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)
 '''},
     ),
     Variant(
