@@ -49,7 +49,7 @@ EDITIONS: dict[str, list[str]] = {
     # (tests/test_vietnamese_edition.py, test_vietnamese_feedback.py) fails for any untranslated or fuzzy one.
     "vi": ["01_two_keys", "02_scaling", "03_masks", "04_encoder_block", "05_positional_encoding",
            "06_multihead_attention", "07_seq2seq_beam_search", "08_attention_cost", "09_decoder",
-           "10_tiny_gpt"],
+           "10_tiny_gpt", "11_modern_decoder"],
 }
 METADATA_KEY = "course_edition"
 """Notebook metadata naming the edition a generated notebook belongs to (``make check`` reads it)."""

@@ -5,7 +5,7 @@ cell is translated, reviewed (no fuzzy message) and in Unicode NFC; the code of 
 grade ids, points and cell metadata are the English edition's; the committed
 ``editions/vi/release`` is what nbgrader generates now. Chapter 01 graded through the real pipeline
 in both editions: tests/test_vietnamese_feedback.py.
-A chapter not in the list is not checked here: docs/TRANSLATING.md says which remain.
+Every chapter of the course is in that list: a new chapter arrives in both editions.
 """
 
 from __future__ import annotations
@@ -44,6 +44,15 @@ def _nbgrader(cell) -> dict:
 
 
 # ---------------------------------------------------------------- the catalogs
+
+
+def test_every_chapter_of_the_course_is_published_in_vietnamese():
+    """A new chapter arrives in both editions: every assignment of source/ is in EDITIONS["vi"]."""
+    missing = [a for a in REPOSITORY.assignments() if a not in CHAPTERS]
+    assert not missing, (
+        f"{', '.join(missing)} has no Vietnamese edition: run `python -m instructor translate <chapter>`, "
+        f"translate i18n/{LANG}/<chapter>.po and its feedback in i18n/{LANG}/messages.po, add it to "
+        f"EDITIONS[{LANG!r}] in instructor/translate.py (docs/TRANSLATING.md, \"Publishing a new chapter\")")
 
 
 @pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
