@@ -400,16 +400,14 @@ def compare_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.
 
 
 def compare_tiled_skips(tiled_attention, shape, block_size, seed):
-    """check_tiled_skips, then the rows before the NaN compared with causal attention over the positions before it:
-    skipping is only worth something when the answer is right."""
-    q, k, v, cut, out, lse = check_tiled_skips(tiled_attention, shape, block_size, seed)
+    """check_tiled_skips, then the output rows before the NaN compared with causal attention over the positions
+    before it: skipping is only worth something when the answer is right (the lse's values are the values test's,
+    here only its finite rows are asked for)."""
+    q, k, v, cut, out, _ = check_tiled_skips(tiled_attention, shape, block_size, seed)
     what = f"tiled_attention(block_size={block_size}, causal=True)"
     first = (q[..., :cut, :], k[..., :cut, :], v[..., :cut, :])  # the positions before the NaN
     expected = F.scaled_dot_product_attention(*(t.double() for t in first), is_causal=True)
     check_close(f"the output rows before position {cut} of {what}", out[..., :cut, :], expected, atol=1e-4,
-                hint="make the test of the tiled attention's values pass first")
-    check_close(f"the lse before position {cut} of {what}", lse[..., :cut],
-                torch.logsumexp(_scores(first[0], first[1], True), -1), atol=1e-4,
                 hint="make the test of the tiled attention's values pass first")
 
 
