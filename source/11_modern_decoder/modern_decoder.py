@@ -888,9 +888,9 @@ if not short_demos():
 # stores its cache in 16-bit numbers (2 bytes each). How much cache does one more token add?
 #
 # * a) 512 KiB: keys and values of all 32 query heads, in each of the layers
-# * b) 64 KiB: the keys of the 8 shared heads alone, since values come from them
+# * b) 64 KiB: keys and values of the 8 shared heads, one byte for each number
 # * c) 128 KiB: keys and values of the 8 shared heads, in each of the layers
-# * d) 4 KiB: one layer's keys and values, since all the layers share a cache
+# * d) 16 KiB: keys and values of a single head per layer, shared by all 32
 #
 # **Q2.** With rotary positions, a query at position 7 and a key at position 3 give the score
 # $s$. The same two vectors are placed at positions 107 and 103 instead. What is their score?
@@ -923,8 +923,8 @@ from course import check_option
 
 answer = check_option("Q1", Q1, {
     "a": "only the key/value heads are cached: the 32 query heads share the 8 key/value heads, four each",
-    "b": "the values come from their own half of kv_proj, not from the keys: the cache keeps both",
-    "d": "every layer has its own attention, and so its own keys and values: one cache entry per layer"})
+    "b": "a 16-bit number takes 2 bytes, not 1: count the numbers, then double them",
+    "d": "a single key/value head for all queries is multi-query attention; here 8 heads are shared, 4 queries each"})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1, "schema_version": 3, "solution": false}
