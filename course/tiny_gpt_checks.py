@@ -261,8 +261,9 @@ def check_cached_steps(GPT, cached_step, vocab, width, heads, layers, batch, len
     """Step by step from no cache, each step returns (logits (B, vocab), caches) and each (K, V) grows along dim 2
     (the hidden part compares the logits and the caches with a model's own)."""
     what = f"GPT({vocab}, {width}, {heads}, {layers}, {length})"
+    # the blocks as built (only shapes are checked here): a block of other sizes is the block test's to judge
     model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, length),
-                       gpt_state(vocab, width, layers, length, seed, scale=0.2))
+                       own_state(gpt_state(vocab, width, layers, length, seed, scale=0.2)))
     idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
     cached_steps(cached_step, model, idx, vocab, layers, heads, width // heads)
 
@@ -271,8 +272,8 @@ def check_generate(generate, GPT, vocab, width, heads, layers, max_len, seed):  
     """generate returns the prompt then n_new ids, (B, T0 + n_new), with and without the cache, also past the context
     (the hidden part compares the text with the model's next-token distribution drawn with the generator)."""
     what = f"GPT({vocab}, {width}, {heads}, {layers}, {max_len})"
-    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len),
-                       gpt_state(vocab, width, layers, max_len, seed, scale=0.2))
+    model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len),  # its blocks as built
+                       own_state(gpt_state(vocab, width, layers, max_len, seed, scale=0.2)))
     prompt = torch.randint(vocab, (2, 3), generator=torch.Generator().manual_seed(seed))
     texts = {}
     for use_cache in (False, True):

@@ -1036,8 +1036,8 @@ check_generate(generate, GPT, vocab=9, width=8, heads=2, layers=1, max_len=6, se
 ### BEGIN HIDDEN TESTS
 from instructor.references.tiny_gpt import compare_generate  # the grader's side only
 
-compare_generate(generate, vocab=9, width=8, heads=2, layers=1, max_len=6, seed=1, cached_step=cached_step)
-compare_generate(generate, vocab=12, width=12, heads=3, layers=2, max_len=8, seed=2, cached_step=cached_step)
+compare_generate(generate, vocab=9, width=8, heads=2, layers=1, max_len=6, seed=1)
+compare_generate(generate, vocab=12, width=12, heads=3, layers=2, max_len=8, seed=2)
 ### END HIDDEN TESTS
 
 # %% [markdown]
