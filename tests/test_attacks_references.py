@@ -11,7 +11,9 @@ variant) plus lines that try to answer with a reference instead:
 * chapter 10: a `Block` and a `GPT` through the checks module's reference builders (`reference_block`,
   `ReferenceGPT`: 18 of 18 before, where the wrong block earned 11 and the wrong model 13), and the cached
   step that keeps the token ids in K and runs the whole model on the text it reads back (18 of 18 where an
-  honest wrong step earned 16: item 3);
+  honest wrong step earned 16: item 3). Its logits stay right, so generate's text does too: it is held to an
+  honest step of the same kind, one that keeps each pair as (V, K), which loses the step's test only
+  (generate is no longer judged around a wrong step, which one that keeps state could steer);
 * chapter 07: `length_penalty` imported from the checks module (`wu_penalty`: 29 of 29 where the wrong
   penalty earned 23), and one that answers from the numbers the visible tests hold.
 
@@ -222,7 +224,7 @@ def test_chapter07_a_borrowed_length_penalty_earns_no_more_than_the_wrong_one(tm
 @pytest.mark.parametrize("variant, cell, attacks", [
     ("block_post_norm", "block", CH10_BLOCK_ATTACKS),
     ("gpt_no_final_norm", "gpt", CH10_GPT_ATTACKS),
-    ("cache_positions_restart", "cached_step", CH10_CACHE_ATTACKS),
+    ("cache_pairs_v_then_k", "cached_step", CH10_CACHE_ATTACKS),
 ], ids=["block", "gpt", "cached-step"])
 def test_chapter10_reference_builders_and_a_cache_of_token_ids_earn_no_more_than_the_wrong_code(
         tmp_path_factory, variant, cell, attacks):

@@ -292,6 +292,16 @@ VARIANTS = [
         expect={"test_cached_step": "the cached K of block 0 after 1 characters"},
     ),
     Variant(
+        "cache_pairs_v_then_k",
+        "cached_step keeps each block's pair as (V, K), not (K, V): its own steps read it back consistently, so its "
+        "logits and generate's text stay right, but the caches it returns are not what a (K, V) cache holds",
+        edits={"cached_step": ((CACHE_K, "k = torch.cat([caches[index][1], k], dim=2)"),
+                               (CACHE_V, "v = torch.cat([caches[index][0], v], dim=2)"),
+                               ("new_caches.append((k, v))", "new_caches.append((v, k))"))},
+        expect={"test_cached_step": "cached K"},
+        only=True,
+    ),
+    Variant(
         "cache_causal_one_query",
         "the cached step gives its one new query is_causal=True, which with many keys keeps only the first",
         edits={"cached_step": (("y = F.scaled_dot_product_attention(q, k, v)", "y = F.scaled_dot_product_attention(q, k, v, is_causal=True)"),)},

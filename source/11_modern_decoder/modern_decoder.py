@@ -860,6 +860,10 @@ for length in (128, 256, 512):
     past = f", positions 128 and on {long_scores[length][1]:.3f}" if length > 128 else ""
     print(f"windows of {length}: {bits.mean().item():.3f} bits per character, positions before 128 "
           f"{long_scores[length][0]:.3f}{past}")
+try:
+    bits_per_character(learned_lm, 256)
+except IndexError:  # nn.Embedding has no row for position 128
+    print("chapter 10's design, windows of 256: it cannot read them, its position table ends at 128")
 
 # %% [markdown]
 # Read the last lines against each other. Inside the training window the longer windows score
