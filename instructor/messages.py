@@ -60,6 +60,19 @@ GRADER_SOURCES = {
     "instructor/__main__.py": ("check_workspace", "cmd_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
 }
+# The review reasons `make check` shows a student ("would be flagged for review: cell 4 (softmax): uses ..."):
+# the static scan's sentences, a template per finding (nboracle.grader.scan) and the values it names
+# (a dict's values: its keys are names). A string counts when a word goes on (``uses {what}``,
+# ``the network``), not a name or a bare verb the code switches on.
+REVIEW_SOURCES = {
+    "nbgrader-oracle/nboracle/grader/scan.py": (
+        "MACHINERY", "_DYNAMIC", "NAMES", "ATTRS", "MODULES", "LIBRARY_FINDING", "IN_HELPER", "LIBRARY_REASON",
+        "DYNAMIC_REASON", "ALLOWED_REASON", "ALLOWED_REASON_IN", "UNLISTED", "student_cells", "_magics",
+        "_other_uses", "scan_source", "scan_notebook", "locked_rebindings", "_library_uses", "_unlisted_calls",
+        "refusals"),
+}
+FINDING = re.compile(r"(?:^|[\s(])[a-z]{3,} (?!up$|on$)")
+"""A review reason's sentence: a word that goes on (not ``looks up``, ``builds on``: the verbs the code switches on)."""
 HEADER = """\
 {lang} translation of the course's feedback: every message a test shows, and the grader's own.
 msgid is the English message, a template where the code formats it: keep every {{placeholder}} in
@@ -186,7 +199,17 @@ def _ipython_free(nb) -> str:
                      for cell in nb.cells if cell.cell_type == "code")
 
 
-def extract(assignments: list[str], kernel: bool = False) -> list[Message]:
+def extract(assignments: list[str]) -> list[Message]:
+    """Every message a student of ``assignments`` can read, each with where it comes from, in a stable order."""
+    return _extract(assignments, kernel=False)
+
+
+def kernel_messages(assignments: list[str]) -> list[Message]:
+    """The messages a student's own kernel raises in ``assignments`` (the kernel's catalog, :func:`kernel_pairs`)."""
+    return _extract(assignments, kernel=True)
+
+
+def _extract(assignments: list[str], kernel: bool) -> list[Message]:
     """Every message a student of ``assignments`` can read, each with where it comes from, in a stable order.
 
     ``kernel``: only those a student's own kernel raises, from what the student already has: the
@@ -214,13 +237,15 @@ def extract(assignments: list[str], kernel: bool = False) -> list[Message]:
     for path in modules:
         for line, template in _strings(ast.parse(path.read_text())):
             add(template, path, line)
-    for rel, names in GRADER_SOURCES.items():
-        path = REPO / rel
-        if kernel and not path.is_relative_to(shipped):
-            continue
-        for node in _in(ast.parse(path.read_text()), names):
-            for line, template in _strings(node, raw=isinstance(node, ast.Constant)):  # a named template constant
-                add(template, path, line, WORD)  # the grader's chosen sentences: every one with a word
+    for sources, words in ((GRADER_SOURCES, WORD), ({} if kernel else REVIEW_SOURCES, FINDING)):
+        for rel, names in sources.items():
+            path = REPO / rel
+            if kernel and not path.is_relative_to(shipped):
+                continue
+            for node in _in(ast.parse(path.read_text()), names):
+                for part in node.values if isinstance(node, ast.Dict) else [node]:  # a table's keys are names
+                    for line, template in _strings(part, raw=isinstance(part, ast.Constant)):  # a template constant
+                        add(template, path, line, words)  # the grader's chosen sentences: every one with a word
     return list(found.values())
 
 
@@ -363,9 +388,9 @@ def catalog(lang: str) -> Catalog:
 
 def kernel_pairs(po: polib.POFile | None, assignments: list[str]) -> dict[str, str]:
     """The kernel's catalog: the translations of the messages a student's own kernel raises in ``assignments``
-    (``extract(..., kernel=True)``: ``course/`` and the test cells' visible parts), nothing of a hidden test."""
+    (:func:`kernel_messages`: ``course/`` and the test cells' visible parts), nothing of a hidden test."""
     pairs = translated(po)
-    return {m.msgid: pairs[m.msgid] for m in extract(assignments, kernel=True) if m.msgid in pairs}
+    return {m.msgid: pairs[m.msgid] for m in kernel_messages(assignments) if m.msgid in pairs}
 
 
 def kernel_bytes(pairs: dict[str, str]) -> bytes:

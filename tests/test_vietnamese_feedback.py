@@ -79,6 +79,7 @@ def test_a_new_message_is_listed_with_its_place(tmp_path, monkeypatch):
     copy = tmp_path / "messages.po"
     shutil.copy(M.catalog_path(LANG), copy)
     monkeypatch.setattr(M, "catalog_path", lambda lang: copy)
+    monkeypatch.setattr(M, "kernel_path", lambda lang: tmp_path / "messages-vi.json")
     real = M.extract
     monkeypatch.setattr(M, "extract", lambda chapters: [*real(chapters), M.Message(
         "{name} must be a new sentence", ["source/01_two_keys/two_keys.py:1"])])
@@ -328,3 +329,37 @@ def test_a_grading_kernel_never_takes_the_language():
     from nboracle.grader.sandbox import _kernel_env
 
     assert language.ENV not in _kernel_env({"PATH": "/usr/bin", language.ENV: "vi", "LANG": "C.UTF-8"})
+
+
+# ---------------------------------------------------------------- the review reasons make check shows
+
+
+def test_the_review_reasons_make_check_shows_speak_vietnamese(vi):
+    """make check prints what an instructor's grader would flag ("would be flagged for review: ..."): each reason
+    of the static scan is translated sentence by sentence, its values (names, paths, lines) kept."""
+    from nboracle.grader.scan import refusals, scan_notebook
+
+    from instructor.allowed_calls import allowed_calls_for
+    from instructor.substitutes import HELPER_ATTRIBUTES, substitutes_for
+
+    release_nb, answers = REPOSITORY.release_and_answers(GRADED)
+    softmax = ("import subprocess\nimport sys\nsys.settrace(None)\nimport torch\n\n"
+               "def softmax(scores, axis=-1):\n    open('/etc/passwd')\n"
+               "    return torch.softmax(torch.as_tensor(scores), axis).numpy()\n")
+    attention = answers["attention"].replace("np.sqrt(d_k)", "_root(d_k)") + "\n\ndef _root(n):\n    return np.cbrt(n) ** 1.5\n"
+    nb = P.fill(release_nb, {**answers, "softmax": softmax, "attention": attention})
+    cell = next(c for c in nb.cells if P.grade_id(c) == "softmax")
+    cell.outputs = [nbformat.v4.new_output("error", ename="PermissionError", evalue="[Errno 13] denied: '/home'")]
+    found = scan_notebook(nb, substitutes_for(GRADED), HELPER_ATTRIBUTES, (), allowed_calls_for(GRADED)) + refusals(nb)
+    lines = {reason: vi.translate(f"would be flagged for review: {reason}") for _, reason in found}
+    kinds = ["imports subprocess", ".settrace", "/etc/passwd", "calls torch.softmax, which does", "calls numpy.cbrt (in _root), which",
+             "sandbox refused"]
+    assert all(any(kind in reason for reason in lines) for kind in kinds), "\n".join(lines)
+    for reason, said in lines.items():
+        assert said.startswith("sẽ bị đánh dấu để giảng viên xem lại: ô "), said
+        left = [w for w in ("cell ", "uses ", "calls ", "imports ", "which ", "review", "line ", "outside", "(in ")
+                if w in said]
+        assert not left, f"{reason!r} -> {said!r}: English left {left}"
+    index = nb.cells.index(cell)
+    assert lines[f"cell {index} (softmax): imports subprocess (other processes)"] == \
+        f"sẽ bị đánh dấu để giảng viên xem lại: ô {index} (softmax): import subprocess (các tiến trình khác)"
