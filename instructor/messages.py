@@ -337,7 +337,10 @@ def nested(msgid: str) -> bool:
     return any(c in part for part in PLACEHOLDER.split(msgid.replace("{{", "").replace("}}", "")) for c in "{}")
 
 
-def status(lang: str, assignments: list[str], names: dict[str, str], catalog: polib.POFile | None = None) -> MessagesStatus:
+def status(lang: str, assignments: list[str], names: dict[str, str], catalog: polib.POFile | None = None,
+           kernel_data: bytes | None = None) -> MessagesStatus:
+    """How ``i18n/<lang>/messages.po`` and the kernel's catalog stand (``catalog``, ``kernel_data``: as just
+    computed from the code, else computed here)."""
     fresh = catalog if catalog is not None else updated(lang, assignments, names)
     path = catalog_path(lang)
     current = [e for e in fresh if not e.obsolete]
@@ -355,8 +358,8 @@ def status(lang: str, assignments: list[str], names: dict[str, str], catalog: po
     return MessagesStatus(len(current), [e for e in current if not e.msgstr],
                           [e for e in current if e.msgstr and e.fuzzy], bad,
                           stale=not path.is_file() or path.read_bytes() != render(fresh), places=places,
-                          kernel_stale=not kernel.is_file() or kernel.read_bytes() != kernel_bytes(
-                              kernel_pairs(fresh, assignments)), kernel_file=kernel)
+                          kernel_stale=not kernel.is_file() or kernel.read_bytes() != (
+                              kernel_data or kernel_bytes(kernel_pairs(fresh, assignments))), kernel_file=kernel)
 
 
 def update(lang: str, assignments: list[str], names: dict[str, str]) -> MessagesStatus:
@@ -368,7 +371,7 @@ def update(lang: str, assignments: list[str], names: dict[str, str]) -> Messages
     kernel, data = kernel_path(lang), kernel_bytes(kernel_pairs(catalog, assignments))
     if not kernel.is_file() or kernel.read_bytes() != data:
         kernel.write_bytes(data)
-    return status(lang, assignments, names, catalog)
+    return status(lang, assignments, names, catalog, data)
 
 
 def translated(po: polib.POFile | None) -> dict[str, str]:

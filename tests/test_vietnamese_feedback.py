@@ -324,6 +324,25 @@ def test_a_visible_test_fails_in_vietnamese_in_a_kernel_of_the_vietnamese_seat(t
     assert error.evalue == vi.translate(english) != english
 
 
+def test_validate_in_the_vietnamese_seat_names_the_mistakes_in_vietnamese(tmp_path):
+    """Lab's Validate button is nbgrader validate with the seat's environment (the edition's config on Jupyter's
+    config path, COURSE_LANGUAGE): a wrong softmax in the Vietnamese notebook fails its visible tests in Vietnamese."""
+    import subprocess
+
+    from instructor import workspace as W
+
+    release_nb, answers = REPOSITORY.release_and_answers(GRADED)
+    variant = next(v for v in variants_for(GRADED) if v.name == "softmax_axis0")
+    mine = tmp_path / "two_keys.ipynb"
+    P.write_nb(P.fill(P.read_nb(REPO / "editions" / LANG / "release" / GRADED / mine.name), variant.answers(answers)),
+               mine)
+    env = W.lab_env(tmp_path / "state", W.edition_folder(REPO, LANG))
+    said = subprocess.run([str(P.BIN / "nbgrader"), "validate", str(mine)], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=120).stdout
+    assert "CheckFailed: 4 trên 4 hàng của softmax(scores) có tổng khác 1" in said, said
+    assert "rows of softmax" not in said and "is off:" not in said, said
+
+
 def test_a_grading_kernel_never_takes_the_language():
     """The sandbox passes a cleaned environment: a grading kernel speaks English, the grader translates."""
     from nboracle.grader.sandbox import _kernel_env
