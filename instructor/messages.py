@@ -381,9 +381,19 @@ def translated(po: polib.POFile | None) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def catalog(lang: str) -> Catalog:
-    """The translated messages of ``lang`` (fuzzy ones aside), with the code's joining templates."""
-    pairs = translated(read(lang))
+def catalog(lang: str, review: bool = False) -> Catalog:
+    """The translated messages of ``lang`` (fuzzy ones aside), with the code's joining templates.
+
+    The review reasons' sentences (:data:`REVIEW_SOURCES`) only with ``review``: several are short and
+    general (``{exercise} uses {hit}``) and would turn a word of any English text they meet (``F.cross_entropy
+    uses the natural log``, a student's own error) into a half-translated sentence."""
+    po = read(lang)
+    pairs = translated(po)
+    if not review:
+        scan = set(REVIEW_SOURCES)
+        for entry in po or []:
+            if entry.occurrences and {path for path, _ in entry.occurrences} <= scan:
+                pairs.pop(entry.msgid, None)
     for join in JOINS:
         pairs.setdefault(join, join)
     return Catalog(pairs)
@@ -401,6 +411,12 @@ def kernel_bytes(pairs: dict[str, str]) -> bytes:
     return (json.dumps(dict(sorted(pairs.items())), ensure_ascii=False, indent=0) + "\n").encode()
 
 
+REVIEW_LINE = "would be flagged for review: "
+"""How the self-check prints a review reason (nboracle.classroom.selfcheck): such a line is translated with the
+review reasons' sentences too (:func:`catalog`), every other message without them."""
+
+
 def translator(lang: str):
     """``nboracle.grader.messages``'s hook (``c.MessageCatalog.catalog = "instructor.messages:translator"``)."""
-    return catalog(lang).translate
+    feedback, review = catalog(lang), catalog(lang, review=True)
+    return lambda text: (review if text.startswith(REVIEW_LINE) else feedback).translate(text)

@@ -370,7 +370,8 @@ def test_the_review_reasons_make_check_shows_speak_vietnamese(vi):
     cell = next(c for c in nb.cells if P.grade_id(c) == "softmax")
     cell.outputs = [nbformat.v4.new_output("error", ename="PermissionError", evalue="[Errno 13] denied: '/home'")]
     found = scan_notebook(nb, substitutes_for(GRADED), HELPER_ATTRIBUTES, (), allowed_calls_for(GRADED)) + refusals(nb)
-    lines = {reason: vi.translate(f"would be flagged for review: {reason}") for _, reason in found}
+    translate = M.translator(LANG)  # make check's: c.MessageCatalog of the edition's config
+    lines = {reason: translate(f"would be flagged for review: {reason}") for _, reason in found}
     kinds = ["imports subprocess", ".settrace", "/etc/passwd", "calls torch.softmax, which does", "calls numpy.cbrt (in _root), which",
              "sandbox refused"]
     assert all(any(kind in reason for reason in lines) for kind in kinds), "\n".join(lines)
@@ -382,3 +383,7 @@ def test_the_review_reasons_make_check_shows_speak_vietnamese(vi):
     index = nb.cells.index(cell)
     assert lines[f"cell {index} (softmax): imports subprocess (other processes)"] == \
         f"sẽ bị đánh dấu để giảng viên xem lại: ô {index} (softmax): import subprocess (các tiến trình khác)"
+    # the reasons' short sentences ({exercise} uses {hit}) apply to review lines only: any other text is as before
+    for english in ["F.cross_entropy uses the natural log", "two calls on one generator give identical statistics"]:
+        assert translate(english) == vi.translate(english) == english
+        assert translate(f"block(x) raised ValueError ({english})") == f"block(x) gây lỗi ValueError ({english})"
