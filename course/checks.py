@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .env import under_nbgrader
+from .language import translate as _in_kernel_language
 
 __all__ = [
     "CheckFailed",
@@ -61,7 +62,15 @@ class CheckFailed(AssertionError):
     returns the line of the student's cell that called the check, then the message. While
     nbgrader grades, the notebook holds hidden tests, so only the message is shown (also in
     any kernel started with the grader's minimal tracebacks).
+
+    Its message is the one place where a check's words meet the student's language: built here
+    (every check of ``course/`` raises it, and a test cell that raises one itself), it is
+    translated when the kernel has one (``COURSE_LANGUAGE``, :mod:`course.language`); else,
+    and always while nbgrader autogrades, it is kept exactly as written.
     """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_in_kernel_language(args[0]), *args[1:]) if args else ())
 
     def _caller(self) -> str | None:
         """``Cell In[3], line 4: check_close(...)`` for the innermost frame outside course/."""

@@ -19,7 +19,7 @@ on the grader's side (``nboracle.grader.messages``: the course's config names
   ``python -m instructor translate --lang vi`` adds new messages (untranslated), marks a message
   whose English changed... as new (the old one becomes obsolete, kept), and lists every
   untranslated message with its place; ``--check`` fails on one.
-* **matched** at grading time (:class:`Catalog`): a message as the student would read it in
+* **matched** at grading time (:class:`course.language.Catalog`, which the student's kernel uses too): a message as the student would read it in
   English (``weights for d_k=9 is off: largest difference 0.2 ...: it matches what you get when the
   scores are not divided by sqrt(d_k)``) is parsed into the templates it was made of (the check's
   sentence, the test's name for the value, the hint), each translated, the values in between
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from pathlib import Path
 import polib
 from nboracle.classroom import pipeline as P
 
+from course.language import JOINS, PLACEHOLDER, Catalog, catalog_file, placeholders
 from instructor.repository import REPO, REPOSITORY
 from instructor.translate import new_catalog, read_catalog, render_catalog, status_line
 
@@ -46,8 +48,8 @@ CATALOG_NAME = "messages.po"
 PROSE = re.compile(r"[A-Za-z]{2,}[,:;]? [A-Za-z(]{2,}")  # two words in a row: a sentence, not a name
 WORD = re.compile(r"(?:^|[\s(])(?!(?:release|source|autograded|feedback)$)[a-z]{3,}(?:[ :,]|$)")
 """A sentence of the grader's own: a word (not one of the course root's folder names it also passes around)."""
-PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 COURSE_MODULES = ("course/checks.py", "course/quiz.py")  # every chapter's tests use them
+HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")  # nbgrader's markers of a test cell's hidden part
 # The grader's own sentences a student reads: (file, the functions or constants whose strings count;
 # "raise": every raised message of the file).
 GRADER_SOURCES = {
@@ -58,6 +60,19 @@ GRADER_SOURCES = {
     "instructor/__main__.py": ("check_workspace", "cmd_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
 }
+# The review reasons `make check` shows a student ("would be flagged for review: cell 4 (softmax): uses ..."):
+# the static scan's sentences, a template per finding (nboracle.grader.scan) and the values it names
+# (a dict's values: its keys are names). A string counts when a word goes on (``uses {what}``,
+# ``the network``), not a name or a bare verb the code switches on.
+REVIEW_SOURCES = {
+    "nbgrader-oracle/nboracle/grader/scan.py": (
+        "MACHINERY", "_DYNAMIC", "NAMES", "ATTRS", "MODULES", "LIBRARY_FINDING", "IN_HELPER", "LIBRARY_REASON",
+        "DYNAMIC_REASON", "ALLOWED_REASON", "ALLOWED_REASON_IN", "UNLISTED", "student_cells", "_magics",
+        "_other_uses", "scan_source", "scan_notebook", "locked_rebindings", "_library_uses", "_unlisted_calls",
+        "refusals"),
+}
+FINDING = re.compile(r"(?:^|[\s(])[a-z]{3,} (?!up$|on$)")
+"""A review reason's sentence: a word that goes on (not ``looks up``, ``builds on``: the verbs the code switches on)."""
 HEADER = """\
 {lang} translation of the course's feedback: every message a test shows, and the grader's own.
 msgid is the English message, a template where the code formats it: keep every {{placeholder}} in
@@ -139,8 +154,11 @@ def _in(tree: ast.AST, names: tuple[str, ...]):
             yield node.value
 
 
-def _test_cells(assignment: str):
-    """(first line in the .py, source) of every graded test cell of the chapter (visible and hidden parts)."""
+def _test_cells(assignment: str, visible: bool = False):
+    """(first line in the .py, source) of every graded test cell of the chapter (visible and hidden parts).
+
+    ``visible``: the hidden tests' lines blanked out (the lines keep their numbers), what a student's
+    notebook holds of the cell."""
     py = REPOSITORY.folder("source", assignment) / f"{REPOSITORY.notebook_name(assignment)}.py"
     lines = py.read_text().splitlines()
     for cell in P.read_nb(REPOSITORY.notebook("source", assignment)).cells:
@@ -149,7 +167,19 @@ def _test_cells(assignment: str):
             continue
         marker = f'"grade_id": "{meta["grade_id"]}"'
         start = next((i + 1 for i, line in enumerate(lines) if line.startswith("# %%") and marker in line), 0)
-        yield py, start, cell.source
+        yield py, start, _visible(cell.source) if visible else cell.source
+
+
+def _visible(source: str) -> str:
+    """``source`` with every line of its hidden tests (nbgrader's markers included) left empty."""
+    out, hidden = [], False
+    for line in source.splitlines():
+        if line.strip() == HIDDEN[0]:
+            hidden = True
+        out.append("" if hidden else line)
+        if line.strip() == HIDDEN[1]:
+            hidden = False
+    return "\n".join(out)
 
 
 def _modules_used(assignment: str) -> list[Path]:
@@ -171,6 +201,20 @@ def _ipython_free(nb) -> str:
 
 def extract(assignments: list[str]) -> list[Message]:
     """Every message a student of ``assignments`` can read, each with where it comes from, in a stable order."""
+    return _extract(assignments, kernel=False)
+
+
+def kernel_messages(assignments: list[str]) -> list[Message]:
+    """The messages a student's own kernel raises in ``assignments`` (the kernel's catalog, :func:`kernel_pairs`)."""
+    return _extract(assignments, kernel=True)
+
+
+def _extract(assignments: list[str], kernel: bool) -> list[Message]:
+    """Every message a student of ``assignments`` can read, each with where it comes from, in a stable order.
+
+    ``kernel``: only those a student's own kernel raises, from what the student already has: the
+    modules of ``course/`` and the visible part of the test cells (never a hidden test, a
+    grader-side reference or the grader's own sentences): the kernel's catalog (:func:`kernel_pairs`)."""
     found: dict[str, Message] = {}
 
     def add(template: str, path: Path, line: int, words: re.Pattern = PROSE) -> None:
@@ -181,21 +225,27 @@ def extract(assignments: list[str]) -> list[Message]:
         if place not in entry.places:
             entry.places.append(place)
 
+    shipped = REPO / "course"
     modules = [REPO / m for m in COURSE_MODULES]
     for assignment in assignments:
-        for py, start, source in _test_cells(assignment):
+        for py, start, source in _test_cells(assignment, visible=kernel):
             tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%")))
             for line, template in _strings(tree):
                 add(template, py, start + line)
-        modules += [m for m in _modules_used(assignment) if m not in modules and m.name not in ("plots.py", "diagrams.py")]
+        modules += [m for m in _modules_used(assignment) if m not in modules and m.name not in ("plots.py", "diagrams.py")
+                    and (not kernel or m.is_relative_to(shipped))]
     for path in modules:
         for line, template in _strings(ast.parse(path.read_text())):
             add(template, path, line)
-    for rel, names in GRADER_SOURCES.items():
-        path = REPO / rel
-        for node in _in(ast.parse(path.read_text()), names):
-            for line, template in _strings(node, raw=isinstance(node, ast.Constant)):  # a named template constant
-                add(template, path, line, WORD)  # the grader's chosen sentences: every one with a word
+    for sources, words in ((GRADER_SOURCES, WORD), ({} if kernel else REVIEW_SOURCES, FINDING)):
+        for rel, names in sources.items():
+            path = REPO / rel
+            if kernel and not path.is_relative_to(shipped):
+                continue
+            for node in _in(ast.parse(path.read_text()), names):
+                for part in node.values if isinstance(node, ast.Dict) else [node]:  # a table's keys are names
+                    for line, template in _strings(part, raw=isinstance(part, ast.Constant)):  # a template constant
+                        add(template, path, line, words)  # the grader's chosen sentences: every one with a word
     return list(found.values())
 
 
@@ -204,6 +254,11 @@ def extract(assignments: list[str]) -> list[Message]:
 
 def catalog_path(lang: str) -> Path:
     return REPO / "i18n" / lang / CATALOG_NAME
+
+
+def kernel_path(lang: str) -> Path:
+    """The kernel's catalog of ``lang``, in the ``course`` package (:mod:`course.language`)."""
+    return catalog_file(lang)
 
 
 def shown(path: Path) -> str:
@@ -252,6 +307,8 @@ class MessagesStatus:
     bad: list[str]  # a translation whose placeholders differ, or not in NFC
     stale: bool
     places: dict[str, list[str]]  # {msgid: ["path:line", ...]}
+    kernel_stale: bool = False  # the kernel's catalog (course/data/messages-<lang>.json) differs from the PO file's
+    kernel_file: Path | None = None
 
     @property
     def complete(self) -> bool:
@@ -260,7 +317,8 @@ class MessagesStatus:
     def line(self) -> str:
         return status_line(self.total, len(self.untranslated), len(self.fuzzy),
                            f"{len(self.bad)} that cannot be used (listed below)" if self.bad else "",
-                           "catalog out of date with the code" if self.stale else "")
+                           "; ".join(["catalog out of date with the code"] * self.stale
+                                     + [f"{shown(self.kernel_file)} out of date"] * self.kernel_stale))
 
     def listing(self) -> list[str]:
         """One line per message left to translate: where it comes from, then its English."""
@@ -279,28 +337,10 @@ def nested(msgid: str) -> bool:
     return any(c in part for part in PLACEHOLDER.split(msgid.replace("{{", "").replace("}}", "")) for c in "{}")
 
 
-@functools.lru_cache(maxsize=4096)
-def field(placeholder: str) -> str:
-    """A placeholder's field, its conversion and format aside: ``{due:%H:%M}`` -> ``due``,
-    ``{answer!r}`` -> ``answer`` (the first ``!`` or ``:`` after a whole Python expression)."""
-    body = placeholder[1:-1]
-    for at, char in enumerate(body):
-        if char not in "!:" or (char == "!" and body[at + 1: at + 2] == "="):
-            continue
-        try:
-            ast.parse(body[:at].strip() or "(", mode="eval")
-        except SyntaxError:
-            continue
-        return body[:at].strip()
-    return body.strip()
-
-
-def placeholders(text: str) -> list[str]:
-    """The fields of ``text``'s placeholders (a translation may format a value its own way)."""
-    return sorted(field(p) for p in PLACEHOLDER.findall(text.replace("{{", "").replace("}}", "")))
-
-
-def status(lang: str, assignments: list[str], names: dict[str, str], catalog: polib.POFile | None = None) -> MessagesStatus:
+def status(lang: str, assignments: list[str], names: dict[str, str], catalog: polib.POFile | None = None,
+           kernel_data: bytes | None = None) -> MessagesStatus:
+    """How ``i18n/<lang>/messages.po`` and the kernel's catalog stand (``catalog``, ``kernel_data``: as just
+    computed from the code, else computed here)."""
     fresh = catalog if catalog is not None else updated(lang, assignments, names)
     path = catalog_path(lang)
     current = [e for e in fresh if not e.obsolete]
@@ -309,6 +349,7 @@ def status(lang: str, assignments: list[str], names: dict[str, str], catalog: po
            f"{sorted(set(placeholders(e.msgstr)) - set(placeholders(e.msgid)))} the English does not have"
            for e in current if e.msgstr and not set(placeholders(e.msgstr)) <= set(placeholders(e.msgid))]
     places = getattr(fresh, "places", {})
+    kernel = kernel_path(lang)
     bad += [f"{(places.get(e.msgid) or ['?'])[0]}: the message {e.msgid!r} has a placeholder holding "
             "braces (a nested f-string), which no translation can match: compute that value in a variable first"
             for e in current if nested(e.msgid)]
@@ -316,7 +357,9 @@ def status(lang: str, assignments: list[str], names: dict[str, str], catalog: po
             for e in current if not unicodedata.is_normalized("NFC", e.msgstr)]
     return MessagesStatus(len(current), [e for e in current if not e.msgstr],
                           [e for e in current if e.msgstr and e.fuzzy], bad,
-                          stale=not path.is_file() or path.read_bytes() != render(fresh), places=places)
+                          stale=not path.is_file() or path.read_bytes() != render(fresh), places=places,
+                          kernel_stale=not kernel.is_file() or kernel.read_bytes() != (
+                              kernel_data or kernel_bytes(kernel_pairs(fresh, assignments))), kernel_file=kernel)
 
 
 def update(lang: str, assignments: list[str], names: dict[str, str]) -> MessagesStatus:
@@ -325,151 +368,55 @@ def update(lang: str, assignments: list[str], names: dict[str, str]) -> Messages
     if not path.is_file() or path.read_bytes() != data:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    return status(lang, assignments, names, catalog)
+    kernel, data = kernel_path(lang), kernel_bytes(kernel_pairs(catalog, assignments))
+    if not kernel.is_file() or kernel.read_bytes() != data:
+        kernel.write_bytes(data)
+    return status(lang, assignments, names, catalog, data)
 
 
-# ---------------------------------------------------------------- matching at grading time
-
-
-@dataclass(frozen=True)
-class Template:
-    english: str
-    translated: str
-    literals: tuple[str, ...]  # the English text around the placeholders (one more than placeholders)
-    names: tuple[str, ...]  # the placeholders, in order
-
-    @classmethod
-    def of(cls, english: str, translated: str) -> Template:
-        parts = re.split(r"(\{[^{}]*\})", english.replace("{{", "\0").replace("}}", "\1"))
-        unescape = lambda text: text.replace("\0", "{").replace("\1", "}")  # noqa: E731
-        return cls(english, translated, tuple(unescape(p) for p in parts[0::2]), tuple(parts[1::2]))
-
-    @property
-    def weight(self) -> int:
-        return sum(len(p) for p in self.literals)
-
-    def splits(self, text: str, limit: int = 64):
-        """Every way ``text`` reads as this template: the placeholders' values (an English plural's may be empty)."""
-        first, last = self.literals[0], self.literals[-1]
-        if not text.startswith(first) or not text.endswith(last) or len(text) < len(first) + len(last):
-            return
-        body = text[len(first): len(text) - len(last)]
-        middle = self.literals[1:-1]
-        found = 0
-
-        def walk(at: int, k: int, values: list[str]):
-            nonlocal found
-            if found >= limit:
-                return
-            if k == len(middle):
-                found += 1
-                yield [*values, body[at:]]
-                return
-            lit = middle[k]
-            start = body.find(lit, at)
-            while start != -1 and found < limit:
-                yield from walk(start + len(lit), k + 1, [*values, body[at:start]])
-                start = body.find(lit, start + 1)
-
-        if not self.names:
-            if not body and text == first:
-                yield []
-            return
-        yield from walk(0, 0, [])
-
-    def render(self, values: list[str]) -> str:
-        """The translation with each placeholder (by its field, whatever its format there) given its value."""
-        by_field: dict[str, str] = {}
-        for name, value in zip(self.names, values, strict=True):
-            by_field.setdefault(field(name), value)  # a field repeated: its first value
-        out = self.translated.replace("{{", "\0").replace("}}", "\1")
-        out = PLACEHOLDER.sub(lambda m: by_field.get(field(m.group(0)), m.group(0)).replace("{", "\0").replace("}", "\1"),
-                              out)
-        return out.replace("\0", "{").replace("\1", "}")
-
-
-class Catalog:
-    """Looks an English message up among templates: ``Catalog(pairs).translate(text)``."""
-
-    def __init__(self, pairs: dict[str, str]):
-        plain = lambda text: text.replace("{{", "{").replace("}}", "}")  # noqa: E731
-        self.exact = {plain(k): plain(v) for k, v in pairs.items() if not placeholders(k)}
-        self.templates = [Template.of(k, v) for k, v in pairs.items() if placeholders(k)]
-        # the code's joins ("{message}: {hint}", "{said} at {line}"): no words, no translation, but they
-        # split a composed message into its translatable parts
-        self.templates = [t for t in self.templates if t.weight >= 2]
-        # a template asked for as it is (the due-date cell's, before it is formatted): its translation
-        self.as_templates = {k: v for k, v in pairs.items() if placeholders(k)}
-        self._memo: dict[str, tuple[int, str]] = {}
-
-    def translate(self, text: str) -> str:
-        """``text`` in the catalog's language, as far as its templates cover it.
-
-        Student code can put any text into a message (its own error's words): a text longer than
-        :data:`MAX_CHARS`, or one whose parse would take more than :data:`WORK` steps or nest
-        deeper than :data:`DEPTH` templates, is left as it is (in English) at once."""
-        if text in self.as_templates:
-            return self.as_templates[text]
-        if len(text) > MAX_CHARS:
-            return text
-        if len(self._memo) > 10_000:
-            self._memo.clear()
-        self._work = WORK
-        try:
-            return self._best(text, 0)[1]
-        except _Exhausted:
-            self._memo.clear()  # it holds placeholders of parses cut short
-            return text
-
-    def _best(self, text: str, depth: int) -> tuple[int, str]:
-        """(how much English text the best parse covers, its translation)."""
-        if text in self._memo:
-            return self._memo[text]
-        if depth > DEPTH:
-            raise _Exhausted
-        self._memo[text] = (0, text)  # no template covers a value with itself
-        best = (len(text), self.exact[text]) if text in self.exact else (0, text)
-        if best[0] < len(text):
-            for template in self.templates:
-                if any(lit not in text for lit in template.literals):
-                    continue
-                for values in template.splits(text):
-                    self._work -= 1
-                    if self._work < 0:
-                        raise _Exhausted
-                    parts = [self._best(v, depth + 1) for v in values]
-                    covered = template.weight + sum(c for c, _ in parts)
-                    if covered > best[0]:
-                        best = (covered, template.render([t for _, t in parts]))
-        self._memo[text] = best
-        return best
-
-
-MAX_CHARS = 4000  # the course's longest message is under 700 characters, with its values
-WORK = 20_000  # template splits tried for one message (a real one needs at most a few hundred)
-DEPTH = 12  # templates nested in one message (a real one: at most four)
-
-
-class _Exhausted(Exception):
-    """A message whose parse is cut short: it is shown in English."""
+def translated(po: polib.POFile | None) -> dict[str, str]:
+    """{msgid: its translation} of a catalog: translated, neither fuzzy nor obsolete (NFC)."""
+    return {e.msgid: unicodedata.normalize("NFC", e.msgstr) for e in (po or []) if e.msgstr and not e.obsolete
+            and not e.fuzzy}
 
 
 @functools.lru_cache(maxsize=8)
-def catalog(lang: str) -> Catalog:
-    """The translated messages of ``lang`` (fuzzy ones aside), with the code's joining templates."""
+def catalog(lang: str, review: bool = False) -> Catalog:
+    """The translated messages of ``lang`` (fuzzy ones aside), with the code's joining templates.
+
+    The review reasons' sentences (:data:`REVIEW_SOURCES`) only with ``review``: several are short and
+    general (``{exercise} uses {hit}``) and would turn a word of any English text they meet (``F.cross_entropy
+    uses the natural log``, a student's own error) into a half-translated sentence."""
     po = read(lang)
-    pairs = {e.msgid: unicodedata.normalize("NFC", e.msgstr) for e in (po or []) if e.msgstr and not e.obsolete
-             and not e.fuzzy}
+    pairs = translated(po)
+    if not review:
+        scan = set(REVIEW_SOURCES)
+        for entry in po or []:
+            if entry.occurrences and {path for path, _ in entry.occurrences} <= scan:
+                pairs.pop(entry.msgid, None)
     for join in JOINS:
         pairs.setdefault(join, join)
     return Catalog(pairs)
 
 
-JOINS = ("{message}: {hint}", "{said}: {hint}", "{said} at {line}")
-"""How the checks and the grader join a message's parts (course/checks.py ``_fail``, ``_raised``;
-the oracle's line of the student's code): said the same in every language."""
+def kernel_pairs(po: polib.POFile | None, assignments: list[str]) -> dict[str, str]:
+    """The kernel's catalog: the translations of the messages a student's own kernel raises in ``assignments``
+    (:func:`kernel_messages`: ``course/`` and the test cells' visible parts), nothing of a hidden test."""
+    pairs = translated(po)
+    return {m.msgid: pairs[m.msgid] for m in kernel_messages(assignments) if m.msgid in pairs}
+
+
+def kernel_bytes(pairs: dict[str, str]) -> bytes:
+    """The kernel catalog's file: JSON, one message a line, sorted (a diff shows what changed)."""
+    return (json.dumps(dict(sorted(pairs.items())), ensure_ascii=False, indent=0) + "\n").encode()
+
+
+REVIEW_LINE = "would be flagged for review: "
+"""How the self-check prints a review reason (nboracle.classroom.selfcheck): such a line is translated with the
+review reasons' sentences too (:func:`catalog`), every other message without them."""
 
 
 def translator(lang: str):
     """``nboracle.grader.messages``'s hook (``c.MessageCatalog.catalog = "instructor.messages:translator"``)."""
-    return catalog(lang).translate
+    feedback, review = catalog(lang), catalog(lang, review=True)
+    return lambda text: (review if text.startswith(REVIEW_LINE) else feedback).translate(text)

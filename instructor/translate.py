@@ -313,6 +313,9 @@ def run_messages(lang: str, check: bool, chapters: list[str], list_all: bool, sa
     failures = []
     if check and state.stale:
         failures.append(f"{path} is out of date with the code's messages: run `python -m instructor translate --lang {lang}`")
+    if check and state.kernel_stale:
+        failures.append(f"{M.shown(state.kernel_file)}, the kernel's catalog (the visible tests' messages in Lab), is "
+                        f"out of date with {path}: run `python -m instructor translate --lang {lang}`")
     for line in messages_left(lang, chapters, state):  # a published chapter's students read them all
         failures.append(f"untranslated feedback of a published chapter: {line}")
     if list_all:

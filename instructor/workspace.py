@@ -7,7 +7,9 @@
   a student's answers.
 * ``python -m instructor lab --edition vi`` (``make lab LANG=vi``): the same seat for a language
   edition (docs/TRANSLATING.md): its released notebooks, ``editions/vi/release/``, copied into
-  ``workspace-vi/``, and its nbgrader configuration (its own course id).
+  ``workspace-vi/``, and its nbgrader configuration (its own course id); Lab's kernels and
+  Validate get the edition's language (``COURSE_LANGUAGE=vi``), so the visible tests a student
+  runs fail in Vietnamese (:mod:`course.language`).
 * ``python -m instructor formgrader`` (``make formgrader``): the instructor seat. Lab opens at
   the course root, where nbgrader's formgrader finds ``source/``, ``release/`` and the
   gradebook.
@@ -29,6 +31,7 @@ from pathlib import Path
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 
+from course.language import ENV as LANGUAGE_ENV
 from instructor.repository import REPO
 
 WORKSPACE = "workspace"
@@ -140,7 +143,18 @@ def lab_env(state: Path, repo: Path = REPO) -> dict[str, str]:
     # Jupyter config path: put the course's there so a student's Lab validates like the grader.
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         p for p in (str(repo), env.get("JUPYTER_CONFIG_PATH", "")) if p)
+    # the visible tests a student runs, and Validate, speak the course root's language (its
+    # c.MessageCatalog.language, as the grader's feedback does): the kernels inherit it from Lab
+    env.pop(LANGUAGE_ENV, None)
+    language = course_language(repo)
+    if language:
+        env[LANGUAGE_ENV] = language
     return env
+
+
+def course_language(root: Path) -> str | None:
+    """The language of a course root's feedback (``c.MessageCatalog.language``), None for English."""
+    return CourseRoot(root).settings().get("MessageCatalog", {}).get("language") or None
 
 
 def lab_argv(root: Path, port: int | None = None, token: str | None = None,

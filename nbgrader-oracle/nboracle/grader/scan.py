@@ -393,8 +393,14 @@ def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
 
 # ---------------------------------------------------------------- library entry points doing an exercise's work
 
-LIBRARY_REVIEW = "which does this exercise's work (review: correct, but is it the student's?)"
-DYNAMIC_REVIEW = "which may do this exercise's work (review: correct, but is it the student's?)"
+# A finding is one of these sentences (``str.format`` templates), never words glued around a value: a
+# course's message catalog (nboracle.grader.messages) translates a reason template by template.
+LIBRARY_FINDING = {"calls": "{exercise} calls {hit}", "uses": "{exercise} uses {hit}",
+                   "imports": "{exercise} imports {hit}", "looks up": "{exercise} looks up {hit}",
+                   "names": "{exercise} names {hit}"}
+IN_HELPER = "{finding} (in {helper}, cell {where})"
+LIBRARY_REASON = "{finding}, which does this exercise's work (review: correct, but is it the student's?)"
+DYNAMIC_REASON = "{finding}, which may do this exercise's work (review: correct, but is it the student's?)"
 _DEFAULT_PATHS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}  # the imports cell's names
 
 
@@ -708,9 +714,9 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
     for index, exercise, stmt in definitions:
         entries = exercises[exercise]
         found, reads = _library_uses(stmt, entries, names, helper_attributes)
-        findings: dict[str, str] = {}  # each entry point once per definition, at its first use
+        findings: dict[str, tuple[str, str]] = {}  # each entry point once per definition, at its first use: (verb, said)
         for verb, hit in found:
-            findings.setdefault(hit, f"{exercise} {verb} {hit}")
+            findings.setdefault(hit, (verb, LIBRARY_FINDING[verb].format(exercise=exercise, hit=hit)))
         queue, seen = sorted(reads & set(helpers)), set()
         while queue:
             helper = queue.pop(0)
@@ -720,11 +726,11 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
             for where, node in helpers[helper]:
                 used, more = _library_uses(node, entries, names, helper_attributes)
                 for verb, hit in used:
-                    findings.setdefault(hit, f"{exercise} {verb} {hit} (in {helper}, cell {where})")
+                    findings.setdefault(hit, (verb, IN_HELPER.format(
+                        finding=LIBRARY_FINDING[verb].format(exercise=exercise, hit=hit), helper=helper, where=where)))
                 queue += sorted(more & set(helpers) - seen)
-        for finding in findings.values():
-            tail = DYNAMIC_REVIEW if " by a name computed at run time " in finding else LIBRARY_REVIEW
-            out.append((index, f"{finding}, {tail}"))
+        for verb, finding in findings.values():
+            out.append((index, (DYNAMIC_REASON if verb == "looks up" else LIBRARY_REASON).format(finding=finding)))
     return out
 
 
@@ -742,7 +748,11 @@ def library_findings(nb: Any, exercises: dict[str, tuple[str, ...]], trees: list
 # ones and of the definition's own arguments are not; a library callable handed around without a
 # call (``fns = [torch.softmin]``) counts as a call.
 
-ALLOWED_REVIEW = "which its exercise does not list among the calls it allows (review: is it the student's work?)"
+ALLOWED_REASON = ("line {line}: {exercise} {what}, which its exercise does not list among the calls it allows "
+                  "(review: is it the student's work?)")
+ALLOWED_REASON_IN = ("line {line}: {exercise} {what} (in {helper}), which its exercise does not list among the calls "
+                     "it allows (review: is it the student's work?)")
+UNLISTED = {"uses": "uses {path}", "calls": "calls {path}", "builds on": "builds on {path}"}
 
 
 _MISSING = object()
@@ -811,7 +821,7 @@ def _unlisted_calls(scope: ast.AST, entries: frozenset[str], names: _Names, defi
         if _entry_match(path, substitutes, helper_attributes):
             return  # the table of substitutes names it, with its own reason
         if not _allowed(path, entries) and not (verb == "uses" and _is_data(path)):
-            found.append((node.lineno, f"{verb} {path}"))
+            found.append((node.lineno, UNLISTED[verb].format(path=path)))
 
     def resolve(node: ast.AST) -> set[str]:
         return names.resolve(node, local, stored)
@@ -908,13 +918,14 @@ def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST]
             for line, what in _unlisted_calls(node, entries, names, defined | set(helpers), denied, helper_attributes):
                 if (where, line, what) not in seen_findings:
                     seen_findings.add((where, line, what))
-                    out.append((where, f"line {line}: {exercise} {what}{via}, {ALLOWED_REVIEW}"))
+                    out.append((where, (ALLOWED_REASON_IN if via else ALLOWED_REASON).format(
+                        line=line, exercise=exercise, what=what, helper=via)))
             reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             reads -= _local_names(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 else set()
             for helper in sorted(reads & set(helpers) - seen):
                 seen.add(helper)
-                queue += [(cell, part, f" (in {helper})") for cell, part in helpers[helper]]
+                queue += [(cell, part, helper) for cell, part in helpers[helper]]
     return out
 
 
