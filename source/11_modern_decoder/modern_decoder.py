@@ -892,9 +892,9 @@ if not short_demos():
 # stores its cache in 16-bit numbers (2 bytes each). How much cache does one more token add?
 #
 # * a) 512 KiB: keys and values of all 32 query heads, in each of the layers
-# * b) 64 KiB: keys and values of the 8 shared heads, one byte for each number
-# * c) 128 KiB: keys and values of the 8 shared heads, in each of the layers
-# * d) 16 KiB: keys and values of a single head per layer, shared by all 32
+# * b) 64 KiB: keys and values of the 8 shared heads, one byte per number
+# * c) 128 KiB: keys and values of the 8 shared heads, in every layer
+# * d) 16 KiB: keys and values of one head per layer, shared by all 32
 #
 # **Q2.** With rotary positions, a query at position 7 and a key at position 3 give the score
 # $s$. The same two vectors are placed at positions 107 and 103 instead. What is their score?
