@@ -274,16 +274,24 @@ def tiled_inputs(shape, seed, dtype=torch.float32):
     return tuple(torch.randn(*shape, generator=gen, dtype=dtype) for _ in range(3))
 
 
-def check_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.float32):
-    """tiled_attention(q, k, v, block_size, causal) returns (out (B, H, T, d), lse (B, H, T)), finite.
-    Returns q, k, v, out and lse."""
-    q, k, v = tiled_inputs(shape, seed, dtype)
-    what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal={causal})"
+def tiled_pair(tiled_attention, q, k, v, block_size, causal):
+    """tiled_attention(q, k, v, block_size, causal) called, and checked to return (out, lse) of the shapes of q and
+    of its rows. Returns the call's description, out and lse."""
+    shape = tuple(q.shape)
+    what = f"tiled_attention(q {shape}, k, v, block_size={block_size}, causal={causal})"
     result = attempt(what, tiled_attention, q, k, v, block_size, causal=causal, hint=TILED_HINT)
     check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (out, lse)")
     out, lse = result
     check_shape(f"the output of {what}", out, shape, hint="one output row per query, like full attention")
     check_shape(f"the lse of {what}", lse, shape[:-1], hint="one log-sum-exp per query: (B, H, T)")
+    return what, out, lse
+
+
+def check_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.float32):
+    """tiled_attention(q, k, v, block_size, causal) returns (out (B, H, T, d), lse (B, H, T)), finite.
+    Returns q, k, v, out and lse."""
+    q, k, v = tiled_inputs(shape, seed, dtype)
+    what, out, lse = tiled_pair(tiled_attention, q, k, v, block_size, causal)
     check_true(bool(torch.isfinite(out).all() and torch.isfinite(lse).all()), f"{what} gives NaN or infinite values: "
                "start the running maximum at -inf and the sum at 0, rescale by exp(m_old - m_new), and in causal attention "
                "skip only the key blocks that start after the query block's last row (its diagonal block holds the "
@@ -306,12 +314,7 @@ def check_tiled_skips(tiled_attention, shape, block_size, seed):
     2 * block_size on leaves the rows of out and lse before that position finite. Returns q, k, v, the position, out
     and lse."""
     q, k, v, cut = future_poisoned_inputs(shape, block_size, seed)
-    what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal=True)"
-    result = attempt(what, tiled_attention, q, k, v, block_size, causal=True, hint=TILED_HINT)
-    check_true(isinstance(result, (tuple, list)) and len(result) == 2, f"{what} must return the pair (out, lse)")
-    out, lse = result
-    check_shape(f"the output of {what}", out, shape, hint="one output row per query, like full attention")
-    check_shape(f"the lse of {what}", lse, shape[:-1], hint="one log-sum-exp per query: (B, H, T)")
+    what, out, lse = tiled_pair(tiled_attention, q, k, v, block_size, causal=True)
     check_true(bool(torch.isfinite(out[..., :cut, :]).all() and torch.isfinite(lse[..., :cut]).all()),
                f"with NaN in every key and value from position {cut} on, {what} gave NaN in the rows before "
                f"position {cut}, so it read a key block that lies entirely above the diagonal. Masking such a block "

@@ -16,6 +16,7 @@ REPEAT = "k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, d
 MASK = '        scores = scores.masked_fill(~causal, float("-inf"))\n'
 ROPE_QK = "        q, k = apply_rope(q, self.cos[:T], self.sin[:T]), apply_rope(k, self.cos[:T], self.sin[:T])\n"
 RESCALE = "rescale = torch.exp(m - new_m)  # (B, H, b)"
+READS_FUTURE_BLOCK = "so it read a key block that lies entirely above the diagonal"  # test_tiled_skips
 DIAGONAL_MASK = '                s = s.masked_fill(cols[None, :] > rows[:, None], float("-inf"))\n'
 
 FULL_SCORES = '''def tiled_attention(q, k, v, block_size, causal=False):
@@ -221,7 +222,7 @@ VARIANTS = [
         "the 'tiled' attention computes all T x T scores at once",
         replace={"tiled_attention": FULL_SCORES},
         expect={"test_tiled_memory": "built a tensor of shape",
-                "test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
+                "test_tiled_skips": READS_FUTURE_BLOCK},
         only=True,
     ),
     Variant(
@@ -244,7 +245,7 @@ VARIANTS = [
         total, o, m = total * scale + p.sum(-1), o * scale[..., None] + p @ v[..., start:start + block_size, :], new_m
     return o / total[..., None], m + total.log()
 '''},
-        expect={"test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
+        expect={"test_tiled_skips": READS_FUTURE_BLOCK},
         only=True,
     ),
     Variant(
@@ -252,7 +253,7 @@ VARIANTS = [
         "causal attention masks the key blocks above the diagonal to -inf instead of skipping them",
         edits={"tiled_attention": (("break  # this key block and every later one lie above the diagonal",
                                     "pass  # visited, and masked below"),)},
-        expect={"test_tiled_skips": "so it read a key block that lies entirely above the diagonal"},
+        expect={"test_tiled_skips": READS_FUTURE_BLOCK},
         only=True,
     ),
     Variant(
