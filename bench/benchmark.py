@@ -43,6 +43,7 @@ never touched (``--no-write-docs`` only prints).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import re
@@ -166,15 +167,51 @@ def _class_root(workdir: Path, n_students: int, assignment: str = A) -> CourseRo
     return root
 
 
+def _api(root: CourseRoot):
+    """nbgrader's API on ``root``, as the formgrader holds it (its server grades in its own process)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = root.settings()
+    config.CourseDirectory.root = str(root.path)
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
 def bench_autograde(repeat: int) -> str:
-    print("\n## 2. one student's notebook: nbgrader autograde over plain nbclient execution")
+    print("\n## 2. one student's notebook: autograde over plain nbclient execution (interleaved, median of",
+          repeat, "each)")
+    print("   formgrader: nbgrader's API in a process that has graded before (the formgrader's server, a class "
+          "batch worker); CLI: one `nbgrader autograde` process; warm/usual: kernels forked from the sandboxed "
+          "zygote (nboracle/grader/warm.py) or started as a fresh Python in bubblewrap")
     with tempfile.TemporaryDirectory() as tmp:
         root = _class_root(Path(tmp), 1)
         nb = root.notebook("submitted", A, "student-00")
-        plain = timed(lambda: execute(nb, nb.parent), repeat)
-        graded = timed(lambda: root.autograde(A, "student-00"), repeat)
-    print(f"plain execution {plain:6.1f} s | autograde {graded:6.1f} s | ratio autograde/plain {graded / plain:5.2f}")
-    return f"**{graded / plain:.2f}** ({graded:.1f} s / {plain:.1f} s)"
+        ways = {"plain": lambda: execute(nb, nb.parent)}
+        for kernels in ("on", "off"):
+            with _env(COURSE_KERNEL_WARM=kernels), contextlib.chdir(root.path):
+                api = _api(root)
+                assert api.autograde(A, "student-00", force=True, create=True)["success"]  # the server's first
+            def formgrader(api=api, kernels=kernels):
+                with _env(COURSE_KERNEL_WARM=kernels), contextlib.chdir(root.path):
+                    assert api.autograde(A, "student-00", force=True, create=True)["success"]
+
+            def cli(kernels=kernels):
+                with _env(COURSE_KERNEL_WARM=kernels):
+                    root.autograde(A, "student-00")
+            ways[f"formgrader, {'warm' if kernels == 'on' else 'usual'}"] = formgrader
+            ways[f"CLI, {'warm' if kernels == 'on' else 'usual'}"] = cli
+        times = {name: [] for name in ways}
+        for _ in range(repeat):
+            for name, way in ways.items():
+                times[name].append(timed(way, 1))
+    median = {name: statistics.median(t) for name, t in times.items()}
+    plain = median.pop("plain")
+    print(f"plain execution {plain:6.2f} s")
+    for name, seconds in median.items():
+        print(f"{name:<20} {seconds:6.2f} s | ratio over plain {seconds / plain:5.2f}")
+    return (f"formgrader **{median['formgrader, warm'] / plain:.2f}** ({median['formgrader, warm']:.1f} s / "
+            f"{plain:.1f} s; kernels started as usual: {median['formgrader, usual'] / plain:.2f}); one CLI process "
+            f"{median['CLI, warm'] / plain:.2f} (usual: {median['CLI, usual'] / plain:.2f})")
 
 
 def bench_class(n_students: int) -> str:
@@ -433,17 +470,23 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> str:
             def run_it(path=path):
                 execute(path, path.parent)
 
+            def command(path=path):  # `make check NB=...` itself: a new process, its imports included
+                subprocess.run([sys.executable, "-m", "instructor", "check", str(path)], cwd=REPO, check=False,
+                               capture_output=True, env=P.tool_env())
+
             first = timed(check_it, 1)  # (re)builds the self-check course only when the source changed
-            plain, check = [], []
+            plain, check, cli = [], [], []
             for _ in range(repeat):
                 plain.append(timed(run_it, 1))
                 check.append(timed(check_it, 1))
-            p, c = statistics.median(plain), statistics.median(check)
+                cli.append(timed(command, 1))
+            p, c, k = statistics.median(plain), statistics.median(check), statistics.median(cli)
             print(f"{name:<22} first check {first:6.1f} s | plain execution {p:6.1f} s | check {c:6.1f} s | "
-                  f"ratio check/plain {c / p:5.2f}")
-            figures.append((name[:2], c / p, first))
-    return (", ".join(f"{n} **{r:.2f}**" for n, r, _ in figures) + "; first check after a source change: "
-            + ", ".join(f"{first:.1f} s" for _, _, first in figures))
+                  f"ratio check/plain {c / p:5.2f} | the command (a new process) {k:6.1f} s, ratio {k / p:5.2f}")
+            figures.append((name[:2], c / p, first, k / p))
+    return (", ".join(f"{n} **{r:.2f}**" for n, r, _, _ in figures) + " (a check after the first in one process); "
+            "the command, a new process each time: " + ", ".join(f"{n} {k:.2f}" for n, _, _, k in figures)
+            + "; first check after a source change: " + ", ".join(f"{first:.1f} s" for _, _, first, _ in figures))
 
 
 def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> str:

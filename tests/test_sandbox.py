@@ -192,6 +192,53 @@ for p in ["ROOT", "ROOT/autograded", "..", "../..", "../../..", "/", "/root", os
           "/home", "/etc", "/tmp"]:  # one line a folder: a long listing cut by the output limit spoils no other
     print("SEEN " + json.dumps({p: listing(p)}))
 ''',
+    # Kernels fork from one warm zygote per grader (nboracle.grader.warm): what one kernel leaves
+    # must be gone for the next (nbgrader grades students in sorted order: "1-leave" goes first).
+    "adv-traces-1-leave": '''
+import os, socket, sys, time
+print("KERNEL", " ".join(sys.argv))
+open("/tmp/trace-MARKER", "w").write("left")
+open("/dev/shm/trace-MARKER", "w").write("left")
+os.makedirs(os.path.expanduser("~/.ipython/profile_default/startup"), exist_ok=True)
+if os.fork() == 0:  # a process that outlives the cell, listening on an abstract socket
+    os.setsid()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind("\\0trace-MARKER")
+    listener.listen(1)
+    time.sleep(60)
+    os._exit(0)
+import torch
+torch.TRACE = "MARKER"  # a module the zygote imported once
+print("traces left", time.time())
+''',
+    "adv-traces-2-find": ATTEMPT + '''
+import ctypes, os, socket, subprocess, sys, time
+print("KERNEL", " ".join(sys.argv), time.time())
+attempt("find the trace in /tmp", lambda: open("/tmp/trace-MARKER").read())
+attempt("find the trace in /dev/shm", lambda: open("/dev/shm/trace-MARKER").read())
+attempt("reach the previous kernel's socket", lambda: socket.socket(socket.AF_UNIX).connect("\\0trace-MARKER"))
+import torch
+attempt("read the previous kernel's module state", lambda: torch.TRACE)
+attempt("see the zygote's pool", lambda: os.listdir("/.kernel-pool"))
+libc = ctypes.CDLL(None, use_errno=True)
+def call(result):
+    if result != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return "done"
+attempt("mount a file system", lambda: call(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None)))
+def user_namespace():  # from a process of one thread (unshare refuses a threaded one)
+    said = subprocess.run([sys.executable, "-c", "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+                           "print('made' if libc.unshare(0x10000000) == 0 else os.strerror(ctypes.get_errno()))"],
+                          capture_output=True, text=True).stdout.strip()
+    if said != "made":
+        raise PermissionError(said)
+    return said
+attempt("make a user namespace", user_namespace)
+held = [line for line in open("/proc/self/status").read().splitlines()
+        if line.startswith("Cap") and int(line.split()[1], 16)]
+print("CAPS", held)
+print("PIDS", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+''',
 }
 
 
@@ -335,6 +382,14 @@ def test_no_attack_succeeded_and_each_refusal_is_visible(attacked):
         "adv-network": [("Connection refused",), ("Network is unreachable",)],
         "adv-memory": [("30 GB at once: MemoryError",), ("MemoryError: ",)],
         "adv-fork-loop": [("Resource temporarily unavailable",)],
+        "adv-traces-2-find": [("denied find the trace in /tmp: FileNotFoundError",),
+                              ("denied find the trace in /dev/shm: FileNotFoundError",),
+                              ("denied reach the previous kernel's socket: ConnectionRefusedError",),
+                              ("denied read the previous kernel's module state: AttributeError",),
+                              ("denied see the zygote's pool: FileNotFoundError",),
+                              ("denied mount a file system: PermissionError: [Errno 1]",),
+                              ("denied make a user namespace: PermissionError: No space left on device",),
+                              ("CAPS []",)],
     }
     for student, needles in expected.items():
         text = attack_output(root, student)
@@ -346,6 +401,19 @@ def test_no_attack_succeeded_and_each_refusal_is_visible(attacked):
     forked = re.search(r"forked (\d+) processes", attack_output(root, "adv-fork-loop"))
     assert forked and int(forked.group(1)) < 400, "the process cap stops a fork loop"
     assert "daemon started" in attack_output(root, "adv-background")
+    assert "traces left" in attack_output(root, "adv-traces-1-leave")
+    left = float(attack_output(root, "adv-traces-1-leave").split("traces left")[1].split()[0])
+    assert float(attack_output(root, "adv-traces-2-find").split("KERNEL")[1].splitlines()[0].split()[-1]) > left
+    pids = re.search(r"PIDS \[([\d, ]*)\]", attack_output(root, "adv-traces-2-find"))
+    assert pids and set(map(int, pids.group(1).split(", "))) <= {1, 2}, "a kernel sees only its own processes"
+
+
+def test_students_kernels_forked_warm_inside_the_sandbox(attacked):
+    """Every attacker's kernel was forked from the grader's zygote (the attacks above hold for it)."""
+    for student in ATTACKS:
+        said = P.read_nb(CourseRoot(attacked["root"]).notebook("autograded", A, student)).metadata[
+            sandbox.KERNEL_METADATA]
+        assert said == {"sandboxed": True, "warm": True}, student
 
 
 def test_the_host_loopback_was_not_reached(attacked):
@@ -401,10 +469,14 @@ def test_no_feedback_page_contains_hidden_tests(attacked):
 def test_kernels_and_their_children_are_gone_after_grading(attacked):
     root = attacked["root"]
     files = []
-    for student in ("adv-fork-loop", "adv-background", "adv-look-around"):
+    for student in ("adv-fork-loop", "adv-background", "adv-look-around", "adv-traces-1-leave"):
         files += re.findall(r"-f (\S+\.json)", attack_output(root, student))
-    assert len(files) == 3, "each kernel printed its connection file"
-    assert not processes_mentioning([*files, attacked["marker"]]), "a sandboxed process outlived grading"
+    assert len(files) == 4, "each kernel printed its connection file"
+    # a kernel forked from the zygote shows the zygote's command line, which names its pool folder
+    pools = {str(Path(f).parents[2]) for f in files if "-pool-" in Path(f).parents[2].name}
+    assert pools, "the kernels were forked from a zygote"
+    assert not processes_mentioning([*files, *pools, attacked["marker"]]), "a sandboxed process outlived grading"
+    assert not [pool for pool in pools if Path(pool).exists()], "the zygote's pool folder is removed"
     for connection_file in files:  # the sandbox's private folder (sockets, scratch copy) is removed
         assert not Path(connection_file).parents[1].exists()
     leftovers = [p for parent in sandbox._cgroup_parents().values() for f in files

@@ -52,6 +52,9 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Integer, default
 
+from . import warm
+from .forkserver import forkable
+
 ENV = "COURSE_SANDBOX"
 MODES = ("on", "auto", "off")
 UNSANDBOXED_WARNING = (
@@ -526,7 +529,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             return await self._unsandboxed_start(**kw)
 
         _sweep_stale()
-        work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+        zygote = warm_zygote()  # None: this kernel starts as a fresh Python in bubblewrap
+        work = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=zygote.pool if zygote else None))
         self._sandbox_dir = str(work)
         ipc = work / "ipc"
         ipc.mkdir()
@@ -571,10 +575,19 @@ class SandboxedKernelManager(AsyncKernelManager):
                  # grader exited" (1 means: no polling). --die-with-parent does that job instead.
                  "--setenv", "JPY_PARENT_PID", "1"]
         inner = [sys.executable, "-I", "-S", "-c", _INNER, str(self.max_processes)]
-        launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER,
-                    *_limits(memory, self.max_file_mb * 2**20, self._cgroups), "--"]
+        limits = _limits(memory, self.max_file_mb * 2**20, self._cgroups)
+        launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, *limits, "--"]
         self.sandboxed = True
-        return [*launcher, *args, "--", *inner, *kernel_cmd], kw
+        usual = [*launcher, *args, "--", *inner, *kernel_cmd]
+        if zygote is not None:
+            kw["env"]["JPY_PARENT_PID"] = "1"  # as --setenv above: see there
+            job = {"layout": _warm_layout(args, zygote.pool), "tmpfs_bytes": TMPFS_BYTES, "nproc": self.max_processes,
+                   "limits": dict(item.split("=", 1) for item in limits if not item.startswith("cgroup="))}
+            job["limits"] = {name: int(value) for name, value in job["limits"].items()}
+            cgroups = self._cgroups
+            if forkable(kernel_cmd) and warm.use(self.provisioner, _WarmStart(zygote, job, cgroups, usual)):
+                return kernel_cmd, kw
+        return usual, kw
 
     async def _unsandboxed_start(self, **kw):
         """No sandbox: the kernel still imports the grader's ``course`` and ``nboracle`` packages, not
@@ -615,6 +628,101 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.sandboxed = False
 
 
+# ---------------------------------------------------------------- warm kernels (nboracle.grader.warm)
+
+
+def _zygote_key() -> tuple:
+    """What a zygote's preloaded modules depend on: this Python, the packages, the settings read at import."""
+    return (sys.executable, str(_course_package()), str(_oracle_package()),
+            *(os.environ.get(name, "") for name in ("MPLBACKEND", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                    "OPENBLAS_NUM_THREADS", "LANG")))
+
+
+def _make_zygote() -> warm.WarmZygote:
+    pool = warm.pool_folder(f"{PREFIX}{os.getpid()}-pool-")
+    mpl = pool / "mpl"
+    mpl.mkdir()
+    cache = _mpl_cache()
+    if cache is not None:
+        for font_list in cache.glob("fontlist-*.json"):
+            shutil.copy2(font_list, mpl / font_list.name)
+    base = _base_args(bwrap_path())
+    # the zygote keeps what it needs to build each kernel's sandbox; no kernel keeps any of it
+    base = [a for a in base if a != "--disable-userns"]
+    at = base.index("--cap-drop")
+    base[at + 2:at + 2] = [arg for cap in warm.CAPABILITIES for arg in ("--cap-add", cap)]
+    args = [*base, "--bind", str(mpl), MPLCONFIGDIR, "--dir", IPYTHONDIR]
+    package = _course_package()
+    if package is not None:
+        args += ["--ro-bind", str(package), f"{PACKAGE_MOUNT}/course"]
+    args += ["--ro-bind", str(_oracle_package()), f"{PACKAGE_MOUNT}/nboracle",
+             "--bind", str(pool), warm.POOL, "--dir", warm.NEW_ROOT, "--remount-ro", "/"]
+    # ipykernel reads JPY_PARENT_PID when the zygote imports it: 1 means no parent to poll (see above)
+    return warm.WarmZygote(args, sys.executable, {**_kernel_env(dict(os.environ)), "JPY_PARENT_PID": "1"}, pool)
+
+
+def warm_up() -> None:
+    """Start this grader's zygote now, if sandboxed kernels will fork from it: it imports torch while
+    the grader reads the notebooks and imports its own modules."""
+    try:
+        if mode() != "off" and sandbox_status()[0]:
+            warm_zygote()
+    except SandboxUnavailable:
+        pass
+
+
+def warm_zygote() -> warm.WarmZygote | None:
+    """This grader's zygote for sandboxed kernels (started now if need be), or None (off, or it failed)."""
+    if not warm.wanted():
+        return None
+    return warm.zygote(_zygote_key(), _make_zygote)
+
+
+# bubblewrap arguments that set up namespaces and capabilities, not the file system (with their values)
+_NOT_LAYOUT = {"--unshare-all": 0, "--unshare-user": 0, "--disable-userns": 0, "--die-with-parent": 0,
+               "--cap-drop": 1, "--cap-add": 1}
+
+
+def _warm_layout(args: list[str], pool: Path) -> list[str]:
+    """The file system part of a kernel's bubblewrap arguments, each bind's source as the zygote sees it."""
+    layout, i = [], 1  # args[0]: bwrap itself
+    while i < len(args):
+        if args[i] in _NOT_LAYOUT:
+            i += 1 + _NOT_LAYOUT[args[i]]
+            continue
+        layout.append(args[i])
+        i += 1
+    for i, arg in enumerate(layout[:-2]):
+        if arg not in ("--bind", "--ro-bind"):
+            continue
+        source, target = Path(layout[i + 1]), layout[i + 2]
+        if target.startswith(PACKAGE_MOUNT + "/"):  # the packages: the zygote has them where the kernel does
+            layout[i + 1] = target
+        elif source == pool or pool in source.parents:  # the kernel's own folders, in the zygote's pool
+            layout[i + 1] = str(Path(warm.POOL) / source.relative_to(pool))
+    return layout
+
+
+class _WarmStart:
+    """How a prepared kernel starts from the zygote; the usual start if that fails."""
+
+    def __init__(self, zygote, job, cgroups, usual):
+        self.zygote, self.job, self.cgroups, self.usual = zygote, job, cgroups, usual
+
+    def join(self, pid: int) -> None:
+        for procs in (self.cgroups.procs_files() if self.cgroups else []):
+            with open(procs, "w") as f:
+                f.write(str(pid))
+
+    def __call__(self, cmd, cwd, env):
+        job = {**self.job, "argv": ["ipykernel_launcher", *cmd[3:]], "cwd": cwd or os.getcwd(), "env": env}
+        return self.zygote.start(job, self.join)
+
+    def failed(self, why: str) -> None:
+        """The zygote could not start this kernel: this process starts the next ones as usual."""
+        warm.forget(self.zygote, why)
+
+
 def sandboxed_steps(steps: list) -> list:
     """nbgrader preprocessors with every ``Execute`` step starting its kernels sandboxed.
 
@@ -634,16 +742,20 @@ def sandboxed_steps(steps: list) -> list:
         def __init__(self, *args, **kwargs):
             kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
             step.__init__(self, *args, **kwargs)
+            warm_up()
 
         async def async_start_new_kernel(self, **kwargs):
             await step.async_start_new_kernel(self, **kwargs)
             self._kernels_sandboxed.append(bool(getattr(self.km, "sandboxed", False)))
+            self._kernels_warm.append(getattr(getattr(self.km, "provisioner", None), "warm", False) is True)
 
         def preprocess(self, nb, resources=None, km=None):
-            self._kernels_sandboxed = []
+            self._kernels_sandboxed, self._kernels_warm = [], []
             nb, resources = step.preprocess(self, nb, resources, km)
             if self._kernels_sandboxed:  # what this notebook's kernel(s) really ran in
-                nb.metadata.setdefault(KERNEL_METADATA, {})["sandboxed"] = all(self._kernels_sandboxed)
+                said = nb.metadata.setdefault(KERNEL_METADATA, {})
+                said["sandboxed"] = all(self._kernels_sandboxed)
+                said["warm"] = all(self._kernels_warm)  # forked from the grader's zygote (nboracle.grader.warm)
             return nb, resources
 
         return type(f"Sandboxed{step.__name__}", (step,),
