@@ -71,3 +71,34 @@ def same_as_a_twin(what, build, call):
                f"{what} as built gives another output than a second {what} holding the same weights with the hidden "
                "units of its feed-forward layer in another order (the same function): its forward must depend on the "
                "values of its parameters only, not on whether it made them itself")
+
+
+class moved_to:
+    """``with moved_to(module, values):`` ``module`` (a reference the grader built) holding ``values`` (name ->
+    tensor) in place of those entries of its state, and what it held before once the block ends. The same as
+    ``module.load_state_dict({**state, **values}, strict=False)`` with ``module`` holding ``state`` (its shape
+    check included), without copying every other entry again: a test that judges the outputs at many points a
+    gradient check moved one parameter to pays for one parameter per point."""
+
+    def __init__(self, module: torch.nn.Module, values: dict) -> None:
+        self.module, self.values = module, values
+        self.entries = module.state_dict(keep_vars=True)
+
+    def __enter__(self) -> torch.nn.Module:
+        unknown = [name for name in self.values if name not in self.entries]
+        wrong = [name for name, value in self.values.items()
+                 if name in self.entries and tuple(value.shape) != tuple(self.entries[name].shape)]
+        if unknown or wrong:  # what load_state_dict would do with them: its own error, or ignoring an unknown name
+            self.saved = {k: v.detach().clone() for k, v in self.entries.items()}
+            self.module.load_state_dict(self.values, strict=False)
+            return self.module
+        self.saved = {name: self.entries[name].detach().clone() for name in self.values}
+        with torch.no_grad():
+            for name, value in self.values.items():
+                self.entries[name].copy_(value)
+        return self.module
+
+    def __exit__(self, *exc) -> None:
+        with torch.no_grad():
+            for name, value in self.saved.items():
+                self.entries[name].copy_(value)
