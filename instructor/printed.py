@@ -120,6 +120,9 @@ def _placeholders(template: str) -> Counter:
 def problems(english: str, translation: str) -> list[str]:
     """Why ``translation`` cannot replace ``english`` in the code (empty: it can)."""
     out = []
+    if re.search(r"\{[^{}]*\{", english.replace("{{", "").replace("}}", "")):
+        return ["the English has a placeholder inside a placeholder (a nested format such as {x:{width}}): "
+                "compute that value in a variable first"]
     if _placeholders(translation) != _placeholders(english):
         out.append(f"its placeholders {sorted(_placeholders(translation))} are not the English "
                    f"{sorted(_placeholders(english))} (keep each {{...}} exactly: the value prints the same)")

@@ -13,7 +13,10 @@ An edition is an nbgrader course of its own, ``editions/<lang>/`` (docs/TRANSLAT
     editions/<lang>/release/<chapter>/<nb>.ipynb what its students get (nbgrader, committed)
 
 The generated source is the English notebook, cell for cell (same ids, metadata, code, grade ids,
-points), with each markdown cell's text replaced by its translation. Only the chapters of
+points), with each markdown cell's text replaced by its translation, and in each demo cell (no
+nbgrader metadata) the strings it prints or draws replaced by theirs (:mod:`instructor.printed`;
+msgctxt ``<cell id>:code``, in the same catalog); a graded, solution or locked cell's code is the
+English one byte for byte. Only the chapters of
 :data:`EDITIONS` are published; the catalogs of every other chapter are kept up to date so that
 translators can start on them.
 

@@ -156,6 +156,7 @@ def test_printed_words_are_translated_and_nothing_else():
         "a placeholder's format is kept"
     assert printed.problems("mean of", "trung bình của 2"), "no number is added"
     assert not printed.problems(fstring, words[fstring])
+    assert printed.problems("{x:{width}} rows", "{x:{width}} hàng"), "a nested format is refused, not rewritten"
 
 
 # ---------------------------------------------------------------- same code, same grades
