@@ -13,7 +13,10 @@ An edition is an nbgrader course of its own, ``editions/<lang>/`` (docs/TRANSLAT
     editions/<lang>/release/<chapter>/<nb>.ipynb what its students get (nbgrader, committed)
 
 The generated source is the English notebook, cell for cell (same ids, metadata, code, grade ids,
-points), with each markdown cell's text replaced by its translation. Only the chapters of
+points), with each markdown cell's text replaced by its translation, and in each demo cell (no
+nbgrader metadata) the strings it prints or draws replaced by theirs (:mod:`instructor.printed`;
+msgctxt ``<cell id>:code``, in the same catalog); a graded, solution or locked cell's code is the
+English one byte for byte. Only the chapters of
 :data:`EDITIONS` are published; the catalogs of every other chapter are kept up to date so that
 translators can start on them.
 
@@ -39,6 +42,7 @@ import polib
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 
+from instructor import printed
 from instructor.repository import REPO, REPOSITORY
 
 I18N = REPO / "i18n"
@@ -77,10 +81,6 @@ def catalog_path(lang: str, assignment: str) -> Path:
 # ---------------------------------------------------------------- catalogs
 
 
-def markdown_cells(nb) -> list:
-    return [cell for cell in nb.cells if cell.cell_type == "markdown"]
-
-
 def read_catalog(path: Path) -> polib.POFile | None:
     if not path.is_file():
         return None
@@ -109,34 +109,68 @@ def new_catalog(old: polib.POFile | None, header: str, lang: str, project: str) 
     return catalog
 
 
+def code_context(entry: polib.POEntry) -> bool:
+    """A string a demo cell prints or draws (msgctxt ``<cell id>:code``), not a markdown cell."""
+    return bool(entry.msgctxt) and entry.msgctxt.endswith(printed.CONTEXT)
+
+
+def _carried(entry: polib.POEntry, was: polib.POEntry | None) -> polib.POEntry:
+    """``entry`` (the English now) with ``was``'s translation; fuzzy when the English changed."""
+    if was is not None:
+        entry.msgstr, entry.flags = was.msgstr, list(was.flags)
+        entry.previous_msgid = was.previous_msgid
+        entry.tcomment = was.tcomment  # the translator's own notes
+        if was.msgid != entry.msgid:  # the English changed: its translation needs a review
+            if "fuzzy" not in entry.flags:
+                entry.flags.append("fuzzy")
+            entry.previous_msgid = entry.previous_msgid or was.msgid
+    if "fuzzy" not in entry.flags:
+        entry.previous_msgid = None
+    return entry
+
+
+def _code_entries(assignment: str, cell, old: dict[str, polib.POEntry]) -> list[polib.POEntry]:
+    """One message per string a demo cell prints or draws. A string whose English is unchanged keeps its
+    translation; the others take, in order, the translations of the cell's strings that are gone, fuzzy."""
+    english = printed.templates(cell.source)
+    unmatched = [msgid for msgid in old if msgid not in english]
+    out = []
+    for msgid in english:
+        was = old.pop(msgid, None)
+        if was is None and unmatched:
+            was = old.pop(unmatched.pop(0))
+        out.append(_carried(polib.POEntry(msgctxt=cell.id + printed.CONTEXT, msgid=msgid, msgstr="",
+                                          comment=f"{assignment}: printed or drawn by code cell {cell.id}"), was))
+    return out
+
+
 def updated_catalog(lang: str, assignment: str) -> polib.POFile:
     """The catalog of ``assignment`` brought up to date with the English source (nothing written)."""
     nb = P.read_nb(REPOSITORY.notebook("source", assignment))
     old = read_catalog(catalog_path(lang, assignment))
-    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete} if old else {}
+    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete and not code_context(e)} if old else {}
+    by_code: dict[str, dict[str, polib.POEntry]] = {}
+    for entry in old or []:
+        if code_context(entry) and not entry.obsolete:
+            by_code.setdefault(entry.msgctxt, {})[entry.msgid] = entry
     catalog = new_catalog(old, HEADER.format(lang=LANGUAGE_NAMES.get(lang, lang), assignment=assignment),
                           lang, f"attention-transformers {assignment}")
-    for cell in markdown_cells(nb):
-        if not cell.get("id"):
-            raise P.PipelineError(f"{assignment}: a markdown cell has no id (nbformat 4.5 cell ids are needed)")
-        english = cell.source
-        entry = polib.POEntry(msgctxt=cell.id, msgid=english, msgstr="",
-                              comment=f"{assignment}: markdown cell {cell.id}")
-        was = by_cell.pop(cell.id, None)
-        if was is not None:
-            entry.msgstr, entry.flags = was.msgstr, list(was.flags)
-            entry.previous_msgid = was.previous_msgid
-            entry.tcomment = was.tcomment  # the translator's own notes
-            if was.msgid != english:  # the English cell changed: its translation needs a review
-                if "fuzzy" not in entry.flags:
-                    entry.flags.append("fuzzy")
-                entry.previous_msgid = entry.previous_msgid or was.msgid
-        if "fuzzy" not in entry.flags:
-            entry.previous_msgid = None
-        catalog.append(entry)
-    kept = {e.msgctxt for e in catalog}
-    for entry in [*(e for e in old if e.obsolete and e.msgctxt not in kept), *by_cell.values()] if old else []:
-        entry.obsolete = True  # cells gone from the English source: obsolete, never deleted
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" or printed.is_demo(cell):
+            if not cell.get("id"):
+                raise P.PipelineError(f"{assignment}: a cell has no id (nbformat 4.5 cell ids are needed)")
+        if cell.cell_type == "markdown":
+            catalog.append(_carried(polib.POEntry(msgctxt=cell.id, msgid=cell.source, msgstr="",
+                                                  comment=f"{assignment}: markdown cell {cell.id}"),
+                                    by_cell.pop(cell.id, None)))
+        elif printed.is_demo(cell):
+            catalog += _code_entries(assignment, cell, by_code.get(cell.id + printed.CONTEXT, {}))
+    kept = {(e.msgctxt, e.msgid if code_context(e) else None) for e in catalog}
+    gone = [e for entries in by_code.values() for e in entries.values()]  # what _code_entries left
+    for entry in [*(e for e in old if e.obsolete), *by_cell.values(), *gone] if old else []:
+        if (entry.msgctxt, entry.msgid if code_context(entry) else None) in kept:
+            continue  # back in the English source: the live message holds the translation
+        entry.obsolete = True  # cells or strings gone from the English source: obsolete, never deleted
         catalog.append(entry)
     return catalog
 
@@ -153,14 +187,17 @@ class Status:
     fuzzy: list[str]
     not_nfc: list[str]
     stale: bool  # the catalog file differs from what the English source makes of it
+    bad: list[str] = ()  # printed strings whose translation changes more than words (printed.problems)
 
     @property
     def complete(self) -> bool:
-        return not (self.untranslated or self.fuzzy or self.not_nfc)
+        return not (self.untranslated or self.fuzzy or self.not_nfc or self.bad)
 
     def line(self) -> str:
-        return status_line(self.total, len(self.untranslated), len(self.fuzzy),
-                           f"{len(self.not_nfc)} not in Unicode NFC" if self.not_nfc else "",
+        problem = ", ".join(part for part in (f"{len(self.not_nfc)} not in Unicode NFC" if self.not_nfc else "",
+                                              f"{len(self.bad)} printed string(s) with other placeholders or numbers"
+                                              if self.bad else "") if part)
+        return status_line(self.total, len(self.untranslated), len(self.fuzzy), problem,
                            "catalog out of date with the English source" if self.stale else "")
 
 
@@ -180,10 +217,17 @@ def status(lang: str, assignment: str, catalog: polib.POFile | None = None) -> S
     stale = not path.is_file() or path.read_bytes() != render_catalog(fresh)
     current = messages(fresh)
     return Status(assignment, len(current),
-                  untranslated=[e.msgctxt for e in current if not e.msgstr],
-                  fuzzy=[e.msgctxt for e in current if e.msgstr and e.fuzzy],
-                  not_nfc=[e.msgctxt for e in current if not unicodedata.is_normalized("NFC", e.msgstr)],
-                  stale=stale)
+                  untranslated=[label(e) for e in current if not e.msgstr],
+                  fuzzy=[label(e) for e in current if e.msgstr and e.fuzzy],
+                  not_nfc=[label(e) for e in current if not unicodedata.is_normalized("NFC", e.msgstr)],
+                  stale=stale,
+                  bad=[f"{label(e)}: {problem}" for e in current if e.msgstr and code_context(e)
+                       for problem in printed.problems(e.msgid, e.msgstr)])
+
+
+def label(entry: polib.POEntry) -> str:
+    """How a message is named in a report: a markdown cell's id, a printed string's cell and English."""
+    return f"{entry.msgctxt} {entry.msgid!r}" if code_context(entry) else entry.msgctxt
 
 
 def update_catalogs(lang: str, assignments: list[str]) -> dict[str, Status]:
@@ -204,19 +248,35 @@ def update_catalogs(lang: str, assignments: list[str]) -> dict[str, Status]:
 
 
 def translated_notebook(lang: str, assignment: str) -> nbformat.NotebookNode:
-    """The English source notebook with every markdown cell in ``lang`` (raises if one is missing)."""
+    """The English source notebook with every markdown cell, and every string a demo cell prints or draws,
+    in ``lang`` (raises if one is missing); graded, solution and locked cells are the English ones."""
     nb = copy.deepcopy(P.read_nb(REPOSITORY.notebook("source", assignment)))
-    by_cell = {e.msgctxt: e for e in messages(updated_catalog(lang, assignment))}
+    current = messages(updated_catalog(lang, assignment))
+    by_cell = {e.msgctxt: e for e in current if not code_context(e)}
+    by_code = {(e.msgctxt, e.msgid): e for e in current if code_context(e)}
     missing = []
-    for cell in markdown_cells(nb):
-        entry = by_cell.get(cell.id)
-        if entry is None or not entry.msgstr or entry.fuzzy:
-            missing.append(cell.id)
-            continue
-        cell.source = unicodedata.normalize("NFC", entry.msgstr)
+
+    def usable(entry) -> bool:
+        return bool(entry is not None and entry.msgstr and not entry.fuzzy
+                    and not (code_context(entry) and printed.problems(entry.msgid, entry.msgstr)))
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            entry = by_cell.get(cell.id)
+            if not usable(entry):
+                missing.append(cell.id)
+                continue
+            cell.source = unicodedata.normalize("NFC", entry.msgstr)
+        elif printed.is_demo(cell):
+            entries = [by_code.get((cell.id + printed.CONTEXT, msgid)) for msgid in printed.templates(cell.source)]
+            if not all(usable(e) for e in entries):
+                missing += [label(e) for e in entries if not usable(e)]
+                continue
+            cell.source = printed.rewrite(cell.source, {e.msgid: unicodedata.normalize("NFC", e.msgstr)
+                                                        for e in entries})
     if missing:
-        raise P.PipelineError(f"{assignment}: {len(missing)} markdown cell(s) not translated to {lang} "
-                              f"or fuzzy in i18n/{lang}/{assignment}.po: "
+        raise P.PipelineError(f"{assignment}: {len(missing)} message(s) not translated to {lang}, "
+                              f"fuzzy or refused in i18n/{lang}/{assignment}.po: "
                               f"{', '.join(missing)}")
     nb.metadata.pop("jupytext", None)  # generated, never paired: nobody edits it
     nb.metadata[METADATA_KEY] = lang
@@ -345,7 +405,7 @@ def run(lang: str, check: bool, assignments: list[str] | None, say=print, untran
                             f"`python -m instructor translate --lang {lang}`")
         if assignment in EDITIONS[lang] and not state.complete:
             failures.append(f"{assignment} is published in the {lang} edition but "
-                            f"{', '.join(state.untranslated + state.fuzzy + state.not_nfc)} "
+                            f"{', '.join(state.untranslated + state.fuzzy + state.not_nfc + list(state.bad))} "
                             "need a translation or a review; its release is not regenerated")
     failures += run_messages(lang, check, [a for a in chapters if a in EDITIONS[lang]] or EDITIONS[lang],
                              untranslated, say)

@@ -1,8 +1,11 @@
 """The Vietnamese edition (docs/TRANSLATING.md): one English source, two nbgrader courses.
 
 For every chapter the edition publishes (``instructor.translate.EDITIONS["vi"]``): every markdown
-cell is translated, reviewed (no fuzzy message) and in Unicode NFC; the code of every cell, the
-grade ids, points and cell metadata are the English edition's; the committed
+cell, and every string a demo cell prints or draws, is translated, reviewed (no fuzzy message) and
+in Unicode NFC; the code of every graded, solution and locked cell is the English edition's byte
+for byte, a demo cell's differs only in the words of what it prints (the same placeholders, the
+same numbers, the same code around them); the grade ids, points and cell metadata are the English
+edition's; the committed
 ``editions/vi/release`` is what nbgrader generates now. Chapter 01 graded through the real pipeline
 in both editions: tests/test_vietnamese_feedback.py.
 Every chapter of the course is in that list: a new chapter arrives in both editions.
@@ -11,6 +14,7 @@ Every chapter of the course is in that list: a new chapter arrives in both editi
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import unicodedata
 
@@ -20,6 +24,7 @@ from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 from support import hidden_lines, solution_lines, source_nb
 
+from instructor import printed
 from instructor import translate as TR
 from instructor import workspace as W
 from instructor.repository import REPO, REPOSITORY
@@ -63,8 +68,12 @@ def test_every_markdown_cell_is_translated_in_nfc(assignment):
     assert not state.untranslated, f"{where}: untranslated markdown cells {state.untranslated}"
     assert not state.fuzzy, f"{where}: the English of cells {state.fuzzy} changed: review their translation"
     assert not state.not_nfc, f"{where}: cells {state.not_nfc} are not in Unicode NFC"
-    english = {cell.id for cell in source_nb(assignment).cells if cell.cell_type == "markdown"}
-    assert state.total == len(english), "one message per markdown cell"
+    assert not state.bad, f"{where}: printed strings whose translation changes more than words: {state.bad}"
+    cells = source_nb(assignment).cells
+    printed_strings = sum(len(printed.templates(cell.source)) for cell in cells if printed.is_demo(cell))
+    assert printed_strings, "the demo cells print something: their strings are in the catalog"
+    assert state.total == sum(cell.cell_type == "markdown" for cell in cells) + printed_strings, \
+        "one message per markdown cell and per string a demo cell prints or draws"
 
 
 def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, monkeypatch):
@@ -81,6 +90,9 @@ def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, m
     nb.cells.remove(removed)
     new = nbformat.v4.new_markdown_cell("A new English cell.")
     nb.cells.append(new)
+    demo = next(cell for cell in nb.cells if printed.is_demo(cell) and "\"weights:\"" in cell.source)
+    demo.source = demo.source.replace('"weights:"', '"attention weights:"') + '\nprint(f"{len(V_two)} values")'
+    code = demo.id + printed.CONTEXT
     P.write_nb(nb, tmp_path / "source" / GRADED / path.name)
     monkeypatch.setattr(TR, "REPOSITORY", CourseRoot(tmp_path))
     monkeypatch.setattr(TR, "I18N", tmp_path / "i18n")
@@ -88,35 +100,93 @@ def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, m
     assert TR.run(LANG, check=True, assignments=[GRADED], say=said.append) == 1, "translate --check fails"
     assert any("out of date" in line for line in said) and any("need a translation" in line for line in said), said
     state = TR.update_catalogs(LANG, [GRADED])[GRADED]
-    assert state.fuzzy == [changed.id] and state.untranslated == [new.id]
+    assert state.fuzzy == [changed.id, f"{code} 'attention weights:'"]
+    assert state.untranslated == [f"{code} '{{len(V_two)}} values'", new.id]
     catalog = TR.read_catalog(TR.catalog_path(LANG, GRADED))
     entry = next(e for e in TR.messages(catalog) if e.msgctxt == changed.id)
     assert entry.msgid == changed.source and entry.fuzzy and entry.msgstr and entry.previous_msgid == before
+    entry = next(e for e in TR.messages(catalog) if e.msgctxt == code and e.msgid == "attention weights:")
+    assert entry.fuzzy and entry.msgstr == "trọng số:" and entry.previous_msgid == "weights:", \
+        "a changed printed string keeps its translation, fuzzy, with the old English"
     assert [(e.msgctxt, bool(e.msgstr)) for e in catalog.obsolete_entries()] == [(removed.id, True)], \
         "a removed cell's translation is kept"
     with pytest.raises(P.PipelineError, match="not translated"):
         TR.translated_notebook(LANG, GRADED)
+    for entry in TR.messages(catalog):  # reviewed, but one translation prints another number
+        entry.flags = [f for f in entry.flags if f != "fuzzy"]
+        entry.msgstr = entry.msgstr or ("{len(V_two)} giá trị" if entry.msgctxt == code else "Một ô mới.")
+        if entry.msgid == "attention weights:":
+            entry.msgstr = "trọng số attention (2):"
+    TR.catalog_path(LANG, GRADED).write_bytes(TR.render_catalog(catalog))
+    said.clear()
+    assert TR.run(LANG, check=True, assignments=[GRADED], say=said.append) == 1
+    assert any("'attention weights:': its numbers are not the English ones" in line for line in said), said
+    with pytest.raises(P.PipelineError, match="refused"):
+        TR.translated_notebook(LANG, GRADED)
+
+
+def test_printed_words_are_translated_and_nothing_else():
+    """The vi build rewrites the strings a demo cell prints or draws, keeps every placeholder (its format
+    too) and every other string; the code prints the same numbers."""
+    english = (
+        'labels = {"raw scores": 1}\n'
+        'print("mean of", labels["raw scores"], "over", 3, "rows")\n'
+        'print(f"d_k = {8:>3}: variance {2 / 3:7.2f}, "\n'
+        '      f"std {1 / 3:.3f}")\n'
+        'plot_curves([1], {"raw scores": [2]}, xlabel="step", title=f"{2 ** 10:,} tokens", mode="relu")\n')
+    words = {"mean of": "trung bình của", "over": "trên", "rows": "hàng",
+             "d_k = {8:>3}: variance {2 / 3:7.2f}, std {1 / 3:.3f}": "d_k = {8:>3}: phương sai {2 / 3:7.2f}, "
+                                                                     "độ lệch chuẩn {1 / 3:.3f}",
+             "raw scores": "score thô", "step": "bước", "{2 ** 10:,} tokens": "{2 ** 10:,} token"}
+    assert printed.templates(english) == list(words), "labels[...] and mode= are code, not words"
+    vietnamese = printed.rewrite(english, words)
+    assert printed.blanked(vietnamese) == printed.blanked(english)
+    assert 'labels["raw scores"]' in vietnamese and 'mode="relu"' in vietnamese and '"score thô": [2]' in vietnamese
+    def run(source):  # what the cell prints and draws
+        out = []
+        exec(source, {"print": lambda *a: out.append(" ".join(map(str, a))),
+                      "plot_curves": lambda xs, curves, **kw: out.append(f"{curves} {kw}")})
+        return out
+
+    shown = {"en": run(english), "vi": run(vietnamese)}
+    numbers = [[re.findall(r"\d+(?:[.,]\d+)*", line) for line in out] for out in shown.values()]
+    assert numbers[0] == numbers[1] and shown["vi"][1] == "d_k =   8: phương sai    0.67, độ lệch chuẩn 0.333"
+    fstring = "d_k = {8:>3}: variance {2 / 3:7.2f}, std {1 / 3:.3f}"
+    assert printed.problems(fstring, "d_k = {8}: phương sai {2 / 3:7.2f}, độ lệch chuẩn {1 / 3:.3f}"), \
+        "a placeholder's format is kept"
+    assert printed.problems("mean of", "trung bình của 2"), "no number is added"
+    assert not printed.problems(fstring, words[fstring])
+    assert printed.problems("{x:{width}} rows", "{x:{width}} hàng"), "a nested format is refused, not rewritten"
 
 
 # ---------------------------------------------------------------- same code, same grades
 
 
+def _code(cell):
+    """A code cell's code as both editions must share it: a graded, solution or locked cell's byte for
+    byte, a demo cell's with the words of what it prints taken out (its placeholders and the rest kept)."""
+    if cell.cell_type != "code":
+        return None
+    return printed.blanked(cell.source) if printed.is_demo(cell) else cell.source
+
+
 def _cells(nb):
-    return [(cell.cell_type, cell.get("id"), cell.metadata, cell.source if cell.cell_type == "code" else None)
-            for cell in nb.cells]
+    return [(cell.cell_type, cell.get("id"), cell.metadata, _code(cell)) for cell in nb.cells]
 
 
 @pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
 def test_same_code_grade_ids_points_and_metadata_as_english(assignment, edition):
     english, vietnamese = source_nb(assignment), P.read_nb(edition.notebook("source", assignment))
-    assert _cells(vietnamese) == _cells(english), "only the text of markdown cells may differ"
+    assert _cells(vietnamese) == _cells(english), "only the text of markdown cells and printed words may differ"
+    graded_code = [c.source for c in english.cells if c.cell_type == "code" and not printed.is_demo(c)]
+    assert [c.source for c in vietnamese.cells if c.cell_type == "code" and not printed.is_demo(c)] == graded_code
     assert vietnamese.metadata[TR.METADATA_KEY] == LANG and "jupytext" not in vietnamese.metadata
     translated = [c for c in vietnamese.cells if c.cell_type == "markdown"]
     assert all(unicodedata.is_normalized("NFC", c.source) for c in translated)
     assert [c.source for c in translated] != [c.source for c in english.cells if c.cell_type == "markdown"]
 
     def graded(nb):  # the released cells as nbgrader grades them (a markdown cell's checksum is of its text)
-        return [(c.cell_type, c.get("id"), c.source if c.cell_type == "code" else None,
+        return [(c.cell_type, c.get("id"), _code(c),
                  {k: v for k, v in _nbgrader(c).items() if not (k == "checksum" and c.cell_type == "markdown")})
                 for c in nb.cells]
 

@@ -1,0 +1,231 @@
+"""What a notebook's own demo code prints or draws, in another language (docs/TRANSLATING.md, "Printed").
+
+The English notebook stays plain code: ``print(f"d_k = {width}: variance of q.k = {v:.2f}")``,
+``plot_curves(..., title="Unscaled scores saturate softmax")``. An edition's build replaces those
+string literals, and only those, with their translation, read from the chapter's catalog
+(``i18n/<lang>/<chapter>.po``, msgctxt ``<cell id>:code``, msgid the English template as
+:func:`instructor.messages._template` writes an f-string: ``d_k = {width}: variance of q.k = {v:.2f}``).
+
+* **Which cells**: the demo cells, code cells without nbgrader metadata (:func:`is_demo`). A graded,
+  solution or locked cell is never touched: its code is the English one, byte for byte.
+* **Which strings** (:func:`shown`): what the code shows, found with ``ast``: the arguments of
+  ``print``, the ``title``/``xlabel``/``ylabel``/``label`` arguments of any call, the text of
+  ``set_title``/``set_xlabel``/``set_ylabel``/``set_label``/``suptitle``, the string arguments of
+  the course's plotting helpers (``plot_*``, ``show_*``) and the keys of a dict literal passed to
+  one (a curve's legend), and the string parts of such an argument (``a + f"..."``, ``x if c else
+  "..."``). A string that only formats (no word of two letters) is left as it is. Every other
+  string (a dict key the code looks up, a token, a mode such as ``"relu"``) is code and stays.
+* **What a translation may change**: the words. It keeps every ``{placeholder}`` of the English,
+  conversion and format included (the numbers print the same), and every number written in the
+  text (``1/8``, ``ln 12``): :func:`problems` refuses anything else, and so does ``translate
+  --check``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+
+from course.language import PLACEHOLDER
+
+CONTEXT = ":code"
+"""A printed string's msgctxt is its cell's id and this suffix: ``a1b2c3d4:code``."""
+SHOWN_KEYWORDS = {"title", "xlabel", "ylabel", "label", "suptitle"}
+SHOWN_METHODS = {"set_title", "set_xlabel", "set_ylabel", "set_label", "suptitle", "title", "xlabel", "ylabel"}
+HELPERS = ("plot_", "show_")  # the course's plotting helpers (course/plots.py, a chapter's show_mask)
+WORDS = re.compile(r"[^\W\d_]{2}")  # two letters in a row (any script)
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _template(node: ast.AST) -> str | None:
+    from instructor.messages import _template  # messages imports translate, which imports this module
+
+    return _template(node)
+
+
+def is_demo(cell) -> bool:
+    """A code cell nbgrader knows nothing of: not graded, no solution, not locked."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and not any(meta.get(k) for k in ("grade", "solution", "locked", "task"))
+
+
+def _name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _parts(node: ast.AST):
+    """The string nodes an argument is made of: itself, the operands of ``+``, the branches of ``if``."""
+    if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        yield node
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from _parts(node.left)
+        yield from _parts(node.right)
+    elif isinstance(node, ast.IfExp):
+        yield from _parts(node.body)
+        yield from _parts(node.orelse)
+
+
+def _shown_nodes(tree: ast.AST):
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        name = _name(call.func)
+        helper = name.startswith(HELPERS)
+        if name == "print" or helper or (name in SHOWN_METHODS and isinstance(call.func, ast.Attribute)):
+            args = call.args if name == "print" or helper else call.args[:1]
+            for arg in args:
+                yield from _parts(arg)
+                if helper and isinstance(arg, ast.Dict):  # a dict of curves: its keys are the legend
+                    for key in arg.keys:
+                        yield from _parts(key) if key is not None else ()
+        for keyword in call.keywords:
+            if keyword.arg in SHOWN_KEYWORDS:
+                yield from _parts(keyword.value)
+            elif helper and isinstance(keyword.value, ast.Dict):  # plot_curves(..., hlines={"uniform": ...})
+                for key in keyword.value.keys:
+                    yield from _parts(key) if key is not None else ()
+
+
+def _code(source: str) -> str:
+    """``source`` as Python: IPython's ``%magic`` and ``!shell`` lines blanked (the lines keep their numbers)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def shown(source: str) -> list[tuple[ast.AST, str]]:
+    """Every (node, English template) of a cell's source that it prints or draws, in the order of the code."""
+    out, seen = [], set()
+    for node in _shown_nodes(ast.parse(_code(source))):
+        template = _template(node)
+        if id(node) in seen or template is None or not WORDS.search(_literal(template)):
+            continue
+        seen.add(id(node))
+        out.append((node, template))
+    return sorted(out, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def templates(source: str) -> list[str]:
+    """The msgids of a cell, each once, in order."""
+    return list(dict.fromkeys(template for _, template in shown(source)))
+
+
+def _literal(template: str) -> str:
+    return PLACEHOLDER.sub(" ", template.replace("{{", "").replace("}}", ""))
+
+
+def _placeholders(template: str) -> Counter:
+    return Counter(PLACEHOLDER.findall(template.replace("{{", "").replace("}}", "")))
+
+
+def problems(english: str, translation: str) -> list[str]:
+    """Why ``translation`` cannot replace ``english`` in the code (empty: it can)."""
+    out = []
+    if re.search(r"\{[^{}]*\{", english.replace("{{", "").replace("}}", "")):
+        return ["the English has a placeholder inside a placeholder (a nested format such as {x:{width}}): "
+                "compute that value in a variable first"]
+    if _placeholders(translation) != _placeholders(english):
+        out.append(f"its placeholders {sorted(_placeholders(translation))} are not the English "
+                   f"{sorted(_placeholders(english))} (keep each {{...}} exactly: the value prints the same)")
+    if sorted(NUMBER.findall(_literal(translation))) != sorted(NUMBER.findall(_literal(english))):
+        out.append("its numbers are not the English ones (only the words change)")
+    return out
+
+
+# ---------------------------------------------------------------- writing the translated code
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a Python literal, double quotes unless it holds one (the course's style)."""
+    literal = repr(text)
+    if literal.startswith("'") and '"' not in text:
+        literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
+    return literal
+
+
+def _node(template: str, fields: dict[str, ast.AST], fstring: bool) -> ast.AST:
+    """The string or f-string node of a translated template (its placeholders: the English nodes)."""
+    if not fstring:
+        return ast.Constant(template.replace("{{", "{").replace("}}", "}"))
+    parts = re.split(r"(\{[^{}]*\})", template.replace("{{", "\0").replace("}}", "\1"))
+    values = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            values.append(fields[part])
+        elif part:
+            values.append(ast.Constant(part.replace("\0", "{").replace("\1", "}")))
+    return ast.JoinedStr(values)
+
+
+def _unparse(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant):
+        return _quoted(node.value)
+    text = ast.unparse(node)
+    if not node.values or not any(isinstance(v, ast.FormattedValue) for v in node.values):
+        return _quoted("".join(v.value for v in node.values))  # no placeholder left: a plain string
+    if text.startswith("f'") and '"' not in text:
+        text = 'f"' + text[2:-1].replace("\\'", "'") + '"'
+    return text
+
+
+def _pieces(template: str, count: int) -> list[str]:
+    """``template`` cut at spaces into at most ``count`` pieces of about equal length (never in a placeholder)."""
+    if count <= 1:
+        return [template]
+    cuts, depth = [], 0
+    for at, char in enumerate(template):
+        depth += char == "{"
+        depth -= char == "}"
+        if char == " " and depth == 0:
+            cuts.append(at + 1)
+    pieces, start = [], 0
+    for k in range(1, count):
+        goal = len(template) * k // count
+        best = min((c for c in cuts if c > start), key=lambda c: abs(c - goal), default=None)
+        if best is None or best >= len(template):
+            break
+        pieces.append(template[start:best])
+        start = best
+    return [*pieces, template[start:]]
+
+
+def _fields(node: ast.AST) -> dict[str, ast.AST]:
+    """Each placeholder of an f-string node's template, with its FormattedValue."""
+    return {_template(ast.JoinedStr([value])): value for value in getattr(node, "values", [])
+            if isinstance(value, ast.FormattedValue)}
+
+
+def rewrite(source: str, translations: dict[str, str]) -> str:
+    """``source`` with each string it shows replaced by its translation (``translations``: msgid -> msgstr)."""
+    lines = source.splitlines(keepends=True)
+    raw = [line.encode("utf-8") for line in lines]
+    edits = []
+    for node, template in shown(source):
+        translation = translations[template]
+        fstring = isinstance(node, ast.JoinedStr)
+        span = node.end_lineno - node.lineno + 1
+        indent = b" " * node.col_offset
+        pieces = [_node(piece, _fields(node), fstring) for piece in _pieces(translation, span)]
+        text = ("\n" + indent.decode()).join(_unparse(piece) for piece in pieces)
+        edits.append((node.lineno - 1, node.col_offset, node.end_lineno - 1, node.end_col_offset, text))
+    for first, start, last, end, text in sorted(edits, reverse=True):  # bottom up: earlier offsets stay right
+        head, tail = raw[first][:start], raw[last][end:]
+        raw[first: last + 1] = [head + text.encode("utf-8") + tail]
+    return b"".join(raw).decode("utf-8")
+
+
+def blanked(source: str) -> str:
+    """The cell's code with the words of every string it shows taken out (its placeholders kept, in a fixed
+    order): the two editions of a demo cell compare equal, and only if nothing else differs."""
+    tree = ast.parse(_code(source))
+    places = {(node.lineno, node.col_offset) for node, _ in shown(source)}
+    inner = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+             for part in ast.walk(node) if part is not node}  # an f-string's parts: positions unreliable in 3.11
+    for node in ast.walk(tree):
+        if id(node) in inner:
+            continue
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and (getattr(node, "lineno", 0), node.col_offset) in places:
+            if isinstance(node, ast.JoinedStr):
+                node.values = sorted((v for v in node.values if isinstance(v, ast.FormattedValue)), key=ast.dump)
+            else:
+                node.value = ""
+    return ast.dump(tree)
