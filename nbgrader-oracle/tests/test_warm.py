@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from nboracle.grader import sandbox, warm
 from nboracle.grader.sandbox import SandboxedKernelManager
-
 from test_forkserver import interrupted, run
 
 pytestmark = pytest.mark.skipif(not sandbox.sandbox_status()[0], reason="no working bubblewrap here")
@@ -70,7 +69,7 @@ def test_warm_kernels_are_sandboxed_kernels_of_their_own_folder(sandboxed, tmp_p
         folder.mkdir()
         (folder / f"{folder.name}.txt").write_text(folder.name)
     seen = asyncio.run(look_in(folders))
-    for (said, forked, in_cgroups), folder in zip(seen, folders):
+    for (said, forked, in_cgroups), folder in zip(seen, folders, strict=True):
         cwd, listing, preloaded, caps, memory_mb, home = said
         assert forked, "the kernel was not forked from the zygote"
         assert cwd == str(folder) and listing == repr([f"{folder.name}.txt"]), "its own folder, a copy"

@@ -163,6 +163,9 @@ def grade_here(private: CourseRoot, assignment: str, progress: Progress | None) 
     report = batch.StudentReport(LEARNER)
     with _inside(private.path), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not in session.*")
+        from nboracle.grader import sandbox
+
+        sandbox.warm_up()  # the kernel's zygote imports torch while this process imports nbgrader and the tests
         from nbgrader.apps import NbGraderAPI
         from nbgrader.apps.baseapp import NbGrader
         from nbgrader.coursedir import CourseDirectory
