@@ -210,8 +210,8 @@ def bench_autograde(repeat: int) -> str:
     for name, seconds in median.items():
         print(f"{name:<20} {seconds:6.2f} s | ratio over plain {seconds / plain:5.2f}")
     return (f"formgrader **{median['formgrader, warm'] / plain:.2f}** ({median['formgrader, warm']:.1f} s / "
-            f"{plain:.1f} s; kernels started as usual: {median['formgrader, usual'] / plain:.2f}); one CLI process "
-            f"{median['CLI, warm'] / plain:.2f} (usual: {median['CLI, usual'] / plain:.2f})")
+            f"{plain:.1f} s; usual kernels {median['formgrader, usual'] / plain:.2f}); command "
+            f"{median['CLI, warm'] / plain:.2f} (usual {median['CLI, usual'] / plain:.2f})")
 
 
 def bench_class(n_students: int) -> str:
@@ -484,9 +484,9 @@ def bench_check(repeat: int, assignments=("01_two_keys", "09_decoder")) -> str:
             print(f"{name:<22} first check {first:6.1f} s | plain execution {p:6.1f} s | check {c:6.1f} s | "
                   f"ratio check/plain {c / p:5.2f} | the command (a new process) {k:6.1f} s, ratio {k / p:5.2f}")
             figures.append((name[:2], c / p, first, k / p))
-    return (", ".join(f"{n} **{r:.2f}**" for n, r, _, _ in figures) + " (a check after the first in one process); "
-            "the command, a new process each time: " + ", ".join(f"{n} {k:.2f}" for n, _, _, k in figures)
-            + "; first check after a source change: " + ", ".join(f"{first:.1f} s" for _, _, first, _ in figures))
+    return (", ".join(f"{n} **{r:.2f}**" for n, r, _, _ in figures) + " (in one process); the command: "
+            + ", ".join(f"{n} {k:.2f}" for n, _, _, k in figures)
+            + "; first check: " + ", ".join(f"{first:.1f} s" for _, _, first, _ in figures))
 
 
 def bench_oracle(chapters: list[str], n_students: int, repeat: int) -> str:
