@@ -7,6 +7,8 @@ the call and says where to look. Nothing here is a solution to an exercise.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -26,8 +28,10 @@ def check_pad_invariance(masked_attention, q, k, v, rule, n_pad, generator, scal
     allowed = torch.cat([rule.expand(q.shape[1], length), torch.zeros(q.shape[1], n_pad, dtype=torch.bool)], dim=1)
     padded, _ = masked_attention(q, k_padded, v_padded, allowed)
     where = f"T={length}, after appending {n_pad} PAD key(s)"
-    check_close(f"real tokens' outputs without PAD (T={length})", alone, expected, atol=1e-5,
-                hint="scores q k^T / sqrt(d_k), masked softmax, then weights @ v")
+    by_length = F.scaled_dot_product_attention(q, k, v, attn_mask=rule, scale=1 / math.sqrt(length))
+    check_close(f"real tokens' outputs without PAD (T={length})", alone, expected, atol=1e-5, likely_causes={
+        "the scores are divided by the square root of the number of keys T_k (k.shape[-2]) instead of sqrt(d_k)":
+            by_length} if length != d else None, hint="scores q k^T / sqrt(d_k), masked softmax, then weights @ v")
     check_shape(f"real tokens' outputs ({where})", padded, tuple(expected.shape), hint=PAD_HINT)
     if not matches(padded, alone):  # message only: the comparisons with the fused kernel decide
         check_true(False, f"the real tokens' outputs changed ({where}): {PAD_HINT}")

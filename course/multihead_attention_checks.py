@@ -64,7 +64,8 @@ def weights_hint(weights, hint):
 
 
 def part_a_hint(split_heads, merge_heads, B, T, D, H, words):  # noqa: N803 (the text's names)
-    """Which mistake of Part A makes the block raise: a float d_head, a straight view of a slice, or another."""
+    """Which mistake of Part A makes the block raise: a float d_head, a straight view of a slice, a view of the
+    transposed heads in merge_heads, or another."""
     try:
         split_heads(torch.zeros(B, T, D), H)
         runs = True
@@ -73,6 +74,15 @@ def part_a_hint(split_heads, merge_heads, B, T, D, H, words):  # noqa: N803 (the
     if "float" in words.lower() and ("size" in words or "view" in words or "TypeError" in words):
         return ("split_heads passes a float size to view: d_head = D / n_heads is a float, use D // n_heads. "
                 "Part A's tests name it; the block runs your split_heads, so fix it there first")
+    try:
+        merge_heads(torch.zeros(B, H, T, D // H))
+        merge_words = ""
+    except Exception as error:  # noqa: BLE001 (only its words)
+        merge_words = str(error)
+    if runs and "view size is not compatible" in merge_words:
+        return ("merge_heads views the heads after transpose(1, 2), which leaves them out of memory order, so view "
+                "raises: use reshape (or .contiguous() before view). Part A's tests name it; the block runs your "
+                "merge_heads, so fix it there first")
     if runs and "view size is not compatible" in words:
         return ("split_heads views q, a slice of self.qkv(x), straight as (B, H, T, d_head), which raises for a tensor "
                 "not in one piece: view to (B, T, H, d_head), then transpose(1, 2). Part A's tests name it; the block "

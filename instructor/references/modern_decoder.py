@@ -374,6 +374,8 @@ def _judge_tiled(what, out, lse, q, k, v, block, causal):
     no_rescale = _tiled_mistake(q, k, v, block, causal, rescale=False)
     causes = {
         "the running sum and output are not rescaled by exp(m_old - m_new) when the maximum grows": no_rescale[0],
+        "the scores are not divided by sqrt(d)": F.scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), is_causal=causal, scale=1.0),
     }
     if causal:
         causes["the diagonal block is not masked: inside it, key j > query i must be -inf"] = _tiled_mistake(

@@ -274,6 +274,8 @@ def judge_pre_norm(what, out, x, attention, ffn, norm1, norm2):
             "the FFN reads norm2(x) of the block's input instead of the stream after the attention":
                 h + ffn(norm2(x)),
             "norm1 and norm2 are swapped": (lambda g: g + ffn(norm1(g)))(x + attention(norm2(x))),
+            "the FFN reads norm1(h) instead of norm2(h): norm1 is used for both sublayers and norm2 never":
+                h + ffn(norm1(h)),
         }
     check_close(what, out, expected, atol=1e-4, likely_causes=causes,
                 hint="h = x + attention(norm1(x)), then out = h + ffn(norm2(h))")

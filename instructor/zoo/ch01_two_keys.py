@@ -115,6 +115,16 @@ HAND_OUTPUT = np.array([[-0.218, 4.218]])
         replace={"predict_top_weight": "PREDICTED_TOP_WEIGHT = 1\n"},
         expect={"test_predict_top_weight": "that is a hard maximum"},
     ),
+    # issue 54's second hunt (2026-12-06): found with a bare ValueError in Part A and Part B blaming K's axes
+    Variant(
+        "softmax_sum_without_keepdims",
+        "softmax divides by exps.sum(axis=axis) without keepdims, so (rows, keys) meets (rows,) and raises",
+        edits={"softmax": (("return exps / exps.sum(axis=axis, keepdims=True)", "return exps / exps.sum(axis=axis)"),)},
+        expect={"test_softmax_rows": "keepdims=True on the maximum and on the sum keeps the reduced axis",
+                "test_attention_shapes": "your softmax raises on scores of two rows"},
+        crosses="the student's attention calls the student's softmax, which raises, so it has no weights to judge: "
+                "the grader may put no working softmax into the student's kernel",
+    ),
 ]
 
 ALTERNATIVES = [

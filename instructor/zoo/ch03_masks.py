@@ -201,6 +201,15 @@ VARIANTS = [
         replace={"predict_allowed": "PREDICTED_ALLOWED = 0.45\n"},
         expect={"test_predict_allowed": "strictly before each query"},
     ),
+    # issue 54's second hunt (2026-12-06): found with the formula as the only message
+    Variant(
+        "attention_scaled_by_length",
+        "masked_attention divides the scores by sqrt(k.shape[-2]), the number of keys, instead of sqrt(d_k)",
+        edits={"masked_attention": (("math.sqrt(q.shape[-1])", "math.sqrt(k.shape[-2])"),)},
+        expect={"test_masked_attention_sdpa": "divided by the square root of the number of keys T_k",
+                "test_masked_attention_pad_invariance": "divided by the square root of the number of keys T_k"},
+        only=True,
+    ),
 ]
 
 

@@ -271,6 +271,15 @@ VARIANTS = [
         replace={"predict_block_parameters": "PREDICTED_BLOCK_PARAMETERS = 49728\n"},
         expect={"test_predict_block_parameters": "leaves out the two LayerNorms"},
     ),
+    # issue 54's second hunt (2026-12-06): found with "compare your forward with the formulas of Part C" as the message
+    Variant(
+        "post_norm_ffn_reads_block_input",
+        "post-norm: h = norm1(x + attended), then norm2(h + ffn(x)): the FFN reads the block's input, not h",
+        edits=_block((f"{POST_ATTN}\n            {POST_FFN}",
+                      "h = self.norm1(x + attended)\n            x = self.norm2(h + self.ffn(x))")),
+        expect={"test_block_modules": "the FFN reads the block's input x instead of h = norm1(x + attention(x))",
+                "test_block_post_norm": "the FFN reads the block's input x instead of h = norm1(x + attention(x))"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -205,6 +205,17 @@ VARIANTS = [
         replace={"predict_element": "PREDICTED_ELEMENT = 185\n"},
         expect={"test_predict_element": "the transpose moves no data"},
     ),
+    # issue 54's second hunt (2026-12-06): found with the block's tests blaming split_heads for merge_heads' view
+    Variant(
+        "merge_view_after_transpose",
+        "merge_heads views the heads after transpose(1, 2), and view raises on a tensor out of memory order",
+        edits={"split_merge": ((MERGE, "return x.transpose(1, 2).view(B, T, H * d_head)"),)},
+        expect={"test_merge_heads": "reshape (not view: the transpose leaves memory out of order)",
+                "test_mhsa_shapes": "merge_heads views the heads after transpose(1, 2)"},
+        crosses="the block runs the student's merge_heads in the kernel, and this one raises there, so no output of "
+                "the block exists to judge; judging it around a working merge would need the grader to put a "
+                "function into the student's kernel, which nothing may reach (issue 54)",
+    ),
 ]
 
 ALTERNATIVES = [

@@ -164,6 +164,15 @@ VARIANTS = [
         replace={"predict_beam_candidates": "PREDICTED_BEAM_CANDIDATES = 21\n"},
         expect={"test_predict_beam_candidates": "that counts the hypotheses extended"},
     ),
+    # issue 54's second hunt (2026-12-06): found with the trained model's test blaming the shift, the <EOS> and the
+    # cross-attention's mask for labels reversed along the batch axis
+    Variant(
+        "batch_flips_batch_axis",
+        "make_reversal_batch reverses the batch axis, src.flip(0), instead of each sequence, src.flip(1)",
+        edits={"make_reversal_batch": (("src.flip(1)", "src.flip(0)"),)},
+        expect={"test_batch_teacher_forcing": "is the batch in reverse order (flip(0) turns the batch axis)",
+                "test_trained_model": "the model was trained on your make_reversal_batch, whose labels"},
+    ),
 ]
 
 
@@ -172,9 +181,9 @@ _TRAINED_ON_YOURS = ("the model of Part D is trained in the student's kernel on 
                      "judging it around reference ones would mean a second training run in every grading kernel")
 _DECODES_WITH_YOURS = ("beam_decode runs the student's beam_search and length_penalty of Part A on the model, as the "
                        "exercise asks: not yet judged around reference ones")
-CROSSES = {  # measured 2026-12-05: these 9 of the chapter's variants; every other one loses its own part only
+CROSSES = {  # measured 2026-12-05 (batch_flips_batch_axis 2026-12-06): these 10 of the chapter's variants; every other one loses its own part only
     **{name: _TRAINED_ON_YOURS for name in ("dec_in_not_shifted", "no_causal_mask", "labels_without_eos",
-                                            "causal_memory_mask", "forward_without_head")},
+                                            "causal_memory_mask", "forward_without_head", "batch_flips_batch_axis")},
     **{name: _DECODES_WITH_YOURS for name in ("lp_without_eos", "prune_by_normalised_score", "beam_ignores_width",
                                               "length_penalty_times_alpha")},
 }

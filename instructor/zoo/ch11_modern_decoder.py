@@ -298,6 +298,31 @@ VARIANTS = [
                 "test_quiz_q3": "Q3 is not right: (b)"},
         only=True,
     ),
+    # issue 54's second hunt (2026-12-06): found with messages that named no mistake (or Part F's formula for an error
+    # raised in Part A)
+    Variant(
+        "rms_mean_without_keepdim",
+        "rms_norm takes the mean of the squares without keepdim, so (..., D) meets (...,) and raises",
+        edits={"rms_norm": ((MEAN_SQUARE, "    mean_square = x.pow(2).mean(dim=-1)\n"),)},
+        expect={"test_rms_norm": "keepdim=True on the mean keeps the averaged axis",
+                "test_modern_block": "its norm1 raises on an input of this shape by itself",
+                "test_modern_gpt": "its norm raises on an input of this shape by itself"},
+        crosses="ModernBlock and ModernGPT run the student's RMSNorm in the kernel, and this one raises there, so no "
+                "output exists to judge; the grader may put no working norm into the student's kernel",
+    ),
+    Variant(
+        "block_norm1_twice",
+        "ModernBlock's FFN branch reads norm1(h) instead of norm2(h) (a copy of the attention's line)",
+        edits={"modern_model": (("return x + self.ffn(self.norm2(x))", "return x + self.ffn(self.norm1(x))"),)},
+        expect={"test_modern_block": "the FFN reads norm1(h) instead of norm2(h)"},
+        only=True,
+    ),
+    Variant(
+        "tiled_queries_unscaled",
+        "tiled_attention forgets to divide the queries (so the scores) by sqrt(d)",
+        edits={"tiled_attention": ((" / math.sqrt(q.shape[-1])  # (B, H, b, d)", "  # (B, H, b, d)"),)},
+        expect={"test_tiled_matches_sdpa": "the scores are not divided by sqrt(d)"},
+    ),
 ]
 
 ALTERNATIVES = [

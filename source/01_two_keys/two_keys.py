@@ -93,9 +93,10 @@ print(softmax(np.array([1000.0, 0.0])))
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_rows", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax keeps the shape of its input and every row sums to 1."""
+from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
 rng = np.random.default_rng(1)
 scores = rng.normal(size=(4, 6))
-weights = softmax(scores)
+weights = run_softmax(softmax, scores)
 check_shape("softmax(scores)", weights, scores.shape)
 check_true(not np.isclose(np.sum(np.asarray(weights, dtype=float)), 1.0),
            "the entries of softmax(scores) for 4 rows add up to 1 together: the whole array sums to 1, not each row; "
@@ -107,14 +108,14 @@ check_true((np.argsort(weights, axis=-1) == np.argsort(scores, axis=-1)).all(),
 from course.two_keys_checks import THREE_ROWS, TWO_ROWS  # the scores the tests of attention ask softmax about
 
 for probe in (TWO_ROWS, THREE_ROWS):
-    weights = softmax(np.array(probe), axis=-1)
+    weights = run_softmax(softmax, np.array(probe), axis=-1)
     check_shape(f"softmax of the {len(probe)} rows {probe}", weights, (len(probe), 3))
     check_rows_sum_to_one(f"softmax of the {len(probe)} rows {probe}", weights,
                           hint="normalise along `axis` (the key axis, -1)")
 for trial in range(5):
     shape = tuple(rng.integers(1, 6, size=rng.integers(1, 4)))
     scores = rng.normal(scale=3.0, size=shape)
-    weights = softmax(scores)
+    weights = run_softmax(softmax, scores)
     check_shape(f"softmax(scores) for scores of shape {shape}", weights, shape)
     check_rows_sum_to_one(f"softmax(scores) for scores of shape {shape}", weights,
                           hint="normalise along `axis` (the key axis, -1)")
@@ -122,15 +123,16 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_stable", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax stays finite when scores are large (subtract the row max before exp)."""
+from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
 big = np.array([[1000.0, 1000.0, 0.0], [-1000.0, 0.0, 1000.0]])
-check_finite("softmax of scores around 1000", softmax(big),
+check_finite("softmax of scores around 1000", run_softmax(softmax, big),
              hint="exp(1000) overflows to inf; subtract each row's maximum before exp")
-check_rows_sum_to_one("softmax of scores around 1000", softmax(big))
+check_rows_sum_to_one("softmax of scores around 1000", run_softmax(softmax, big))
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(2)
 for trial in range(4):
     scores = rng.normal(scale=1e4, size=(3, 7))
-    mine = softmax(scores)
+    mine = run_softmax(softmax, scores)
     check_finite("softmax of scores of size 1e4", mine,
                  hint="exp of a large score overflows to inf; subtract each row's maximum before exp")
     check_close("softmax of scores of size 1e4", mine, torch.softmax(torch.from_numpy(scores), dim=-1).numpy(),
@@ -139,9 +141,10 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax agrees with torch.softmax along whatever axis it is asked for."""
+from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
 scores = np.array([[1.0, 2.0, 3.0]])
-check_close("softmax([[1, 2, 3]])", softmax(scores), [[0.090031, 0.244728, 0.665241]], atol=1e-5)
-column_weights = softmax(np.arange(6.0).reshape(2, 3), axis=0)
+check_close("softmax([[1, 2, 3]])", run_softmax(softmax, scores), [[0.090031, 0.244728, 0.665241]], atol=1e-5)
+column_weights = run_softmax(softmax, np.arange(6.0).reshape(2, 3), axis=0)
 check_rows_sum_to_one("softmax(x, axis=0) read column by column", column_weights.T,
                       hint="use the `axis` argument instead of always normalising the last axis")
 ### BEGIN HIDDEN TESTS
@@ -152,7 +155,7 @@ for trial in range(6):
     axis = int(rng.integers(-ndim, ndim))
     scores = rng.normal(scale=2.0, size=shape)
     reference = torch.softmax(torch.from_numpy(scores), dim=axis).numpy()
-    check_close(f"softmax(scores of shape {shape}, axis={axis})", softmax(scores, axis=axis), reference,
+    check_close(f"softmax(scores of shape {shape}, axis={axis})", run_softmax(softmax, scores, axis=axis), reference,
                 atol=1e-8, hint="normalise along the `axis` you are given")
 ### END HIDDEN TESTS
 
@@ -284,14 +287,13 @@ plt.show()
 # %% nbgrader={"grade": true, "grade_id": "test_attention_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """attention returns output (..., Lq, d_v) and weights (..., Lq, Lk), batch axes included."""
 from course import attempt
-from course.two_keys_checks import softmax_normalises_rows  # course/two_keys_checks.py
+from course.two_keys_checks import attention_hint, softmax_normalises_rows  # course/two_keys_checks.py
 
 
 def run_attention(Q, K, V):
     """attention(Q, K, V); an error reads as one sentence with where to look (the tests below use it too)."""
     return attempt(f"attention(Q {Q.shape}, K {K.shape}, V {V.shape})", attention, Q, K, V,
-                   hint="the scores Q K^T need K's last two axes swapped (np.swapaxes(K, -1, -2)), so that "
-                        "(Lq, d_k) meets (d_k, Lk); the output is weights @ V")
+                   hint=attention_hint(softmax))
 
 
 ### BEGIN HIDDEN TESTS

@@ -560,7 +560,9 @@ for trial in range(5):
                                "the sign is flipped (p p^T - diag(p))": -reference,
                                "the diag(p) term is missing (only -p p^T)": -np.outer(p, p),
                                "p^T p, a single number, is subtracted instead of the outer product p p^T":
-                                   np.diag(p) - p @ p},
+                                   np.diag(p) - p @ p,
+                               "row i subtracts p_i * p_i in every column (p[..., :, None] twice) instead of "
+                               "p_i * p_j": np.diag(p) - (p * p)[:, None]},
                 hint="J = diag(p) - p p^T: entry (i, j) is p_i * (delta_ij - p_j)")
 ### END HIDDEN TESTS
 

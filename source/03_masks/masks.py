@@ -510,6 +510,8 @@ for trial in range(6):
     check_close(f"weights of {name}", weights, true_weights, atol=1e-5, likely_causes={
         "the scores are not divided by sqrt(d_k)": torch.where(allowed, raw, -math.inf).softmax(-1),
         "the scores are divided by d_k instead of sqrt(d_k)": torch.where(allowed, raw / d, -math.inf).softmax(-1),
+        "the scores are divided by the square root of the number of keys T_k (k.shape[-2]) instead of sqrt(d_k)":
+            torch.where(allowed, raw / math.sqrt(Tk), -math.inf).softmax(-1),
         "the mask is applied after softmax without renormalising": (raw / math.sqrt(d)).softmax(-1) * allowed,
         "forbidden scores are multiplied by 0 instead of set to -inf": (raw / math.sqrt(d) * allowed).softmax(-1),
     }, hint="scores q k^T / sqrt(d_k), then masked_softmax over the keys")

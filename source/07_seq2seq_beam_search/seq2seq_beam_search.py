@@ -653,6 +653,8 @@ src, dec_in, dec_out = make_reversal_batch(8)
 check_true(bool((dec_in[:, 0] == BOS).all()), "dec_in must start with <BOS> (id 0): the decoder input is the "
            "target shifted right by one position")
 check_true(bool((dec_out[:, -1] == EOS).all()), "dec_out must end with <EOS> (id 1): the model has to learn when to stop")
+check_true(not torch.equal(dec_out[:, :-1], src.flip(0)), "dec_out[:, :-1] is the batch in reverse order (flip(0) "
+           "turns the batch axis): reverse each sequence along its positions, flip(1)")
 check_true(bool((dec_out[:, :-1] == src.flip(1)).all()), "dec_out[:, :-1] must be the source reversed (the target)")
 check_true(bool((dec_in[:, 1:] == dec_out[:, :-1]).all()),
            "dec_in[:, 1:] must equal dec_out[:, :-1]: the decoder input is the label sequence shifted right")
@@ -1130,6 +1132,15 @@ if min(forced_score, free_score) < 0.99:  # what the student's own forward makes
                f"tgt_mask, no other mask) reverse only {forced_score:.3f} teacher-forced: forward must put exactly "
                "the causal tgt_mask on the decoder's self-attention and no mask on the cross-attention (memory_mask) "
                "or the encoder (src_mask)")
+try:  # which batches the model learned from: a message only, the scores above decide
+    seen_src, _, seen_labels = make_reversal_batch(16, generator=torch.Generator().manual_seed(1))
+    labels_reversed = (tuple(seen_labels.shape) != (16, LENGTH + 1)
+                       or torch.equal(seen_labels[:, :-1], seen_src.flip(1)))
+except Exception:  # noqa: BLE001 (the tests of make_reversal_batch report the error)
+    labels_reversed = True
+check_true(forced_score >= 0.99 or labels_reversed,
+           "the model was trained on your make_reversal_batch, whose labels dec_out[:, :-1] are not each source "
+           "reversed along its positions: make the tests of make_reversal_batch pass first")
 check_true(forced_score >= 0.99,
            f"teacher-forced, the trained model reverses only {forced_score:.3f} of 500 new sequences: check that "
            "make_reversal_batch shifts the decoder input right (<BOS> + target), ends the labels with <EOS>, "

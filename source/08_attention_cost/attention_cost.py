@@ -671,6 +671,8 @@ for trial in range(5):
                         (fq @ (fk.transpose(-1, -2) @ own_phi(phi, v))) / (fq @ fk.sum(-2).unsqueeze(-1)),
                     "the causal running sums were used although causal=False":
                         (kernel.tril() @ v) / kernel.tril().sum(-1, keepdim=True),
+                    "z sums phi(k) over the features (dim=-1) instead of over the keys (dim=-2)":
+                        (fq @ (fk.transpose(-1, -2) @ v)) / (fq * fk.sum(-1, keepdim=True)).sum(-1, keepdim=True),
                 }, hint="S = phi(K)^T V and z = sum_j phi(k_j); output = phi(q_i)^T S / (phi(q_i) . z)")
 ### END HIDDEN TESTS
 from course.attention_cost_checks import positive_inputs
