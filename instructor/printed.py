@@ -65,6 +65,9 @@ def _parts(node: ast.AST):
     elif isinstance(node, ast.IfExp):
         yield from _parts(node.body)
         yield from _parts(node.orelse)
+    elif isinstance(node, ast.Call) and _name(node.func) == "join" and len(node.args) == 1 \
+            and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)):  # "".join(f"{key:>9s}" for key in ...)
+        yield from _parts(node.args[0].elt)
 
 
 def _string(node: ast.AST) -> bool:
@@ -83,19 +86,23 @@ def _shown_args(call: ast.Call):
     yield from (keyword.value for keyword in call.keywords if keyword.arg in SHOWN_KEYWORDS)
 
 
-def _shown_names(tree: ast.AST) -> set[int]:
-    """The ``Name`` nodes whose value is shown: a shown argument, or a ``{name}`` of a shown f-string."""
+def _names_of(nodes) -> set[int]:
+    """The ``Name`` nodes these shown nodes show: a name itself, or a ``{name}`` of an f-string."""
     out = set()
+    for part in nodes:
+        if isinstance(part, ast.Name):
+            out.add(id(part))
+        elif isinstance(part, ast.JoinedStr):
+            out.update(id(v.value) for v in part.values if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name))
+    return out
+
+
+def _shown_exprs(tree: ast.AST):
     for call in ast.walk(tree):
         if isinstance(call, ast.Call):
             for arg in _shown_args(call):
-                for part in [arg, *_parts(arg)]:
-                    if isinstance(part, ast.Name):
-                        out.add(id(part))
-                    elif isinstance(part, ast.JoinedStr):
-                        out.update(id(v.value) for v in part.values
-                                   if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name))
-    return out
+                yield arg
+                yield from _parts(arg)
 
 
 def _bound(target: ast.AST, value: ast.AST):
@@ -122,31 +129,63 @@ def _iterated(target: ast.AST, iterable: ast.AST):
             yield from _iterated(target.elts[1], iterable.args[0])
 
 
+def _uses(nodes) -> dict[str, list[ast.Name]]:
+    out: dict[str, list[ast.Name]] = {}
+    for node in nodes:
+        for name in ast.walk(node):
+            if isinstance(name, ast.Name):
+                out.setdefault(name.id, []).append(name)
+    return out
+
+
+def _only_shown(uses: list[ast.Name], shown: set[int], stores: bool = False) -> bool:
+    """Read at least once, and every read shown (``stores``: its assignments allowed too)."""
+    reads = [use for use in uses if not isinstance(use.ctx, ast.Store)]
+    return bool(reads) and len(reads if stores else uses) == len(reads) and all(id(use) in shown for use in reads)
+
+
 def _labels(tree: ast.AST):
-    """Strings shown otherwise than as a call's argument: a literal a ``for`` loop binds to a name that
-    its body only shows (``for name, n in [("causal", 1), ...]: print(f"{name:9s} {n}")``), the
-    message of an ``assert`` or of ``check_true``, and the text assigned to a ``MY_...`` name (the
-    student's own answer, which they overwrite)."""
-    shown_names = _shown_names(tree)
+    """Strings shown otherwise than as a call's argument: a literal a loop (``for``, or a comprehension)
+    binds to a name that its body only shows (``for name, n in [("causal", 1), ...]:
+    print(f"{name:9s} {n}")``); the text a loop's body assigns (``=``, ``+=``) to a name the cell only
+    shows (``said = f"{what}: ..."; ...; print(said)``); the message of an ``assert`` or of
+    ``check_true``; and the text assigned to a ``MY_...`` name (the student's own answer, which they
+    overwrite)."""
+    fixed = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert) and node.msg is not None:
-            yield from _parts(node.msg)
+            fixed += _parts(node.msg)
         elif isinstance(node, ast.Call) and _name(node.func) == "check_true":  # course.check_true(condition, message)
-            yield from (part for arg in node.args[1:2] for part in _parts(arg))
-            yield from (part for k in node.keywords if k.arg == "message" for part in _parts(k.value))
+            fixed += (part for arg in node.args[1:2] for part in _parts(arg))
+            fixed += (part for k in node.keywords if k.arg == "message" for part in _parts(k.value))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.startswith("MY_") and _string(node.value):
-            yield node.value
-        elif isinstance(node, ast.For):
-            uses: dict[str, list[ast.Name]] = {}
-            for statement in node.body:
-                for name in ast.walk(statement):
-                    if isinstance(name, ast.Name):
-                        uses.setdefault(name.id, []).append(name)
-            for name, string in _iterated(node.target, node.iter):
-                if uses.get(name) and all(isinstance(use.ctx, ast.Load) and id(use) in shown_names
-                                          for use in uses[name]):
-                    yield string
+            fixed.append(node.value)
+    loops = [(node.target, node.iter, node.body) for node in ast.walk(tree) if isinstance(node, ast.For)]
+    loops += [(c.generators[0].target, c.generators[0].iter, [c.elt]) for c in ast.walk(tree)
+              if isinstance(c, (ast.GeneratorExp, ast.ListComp)) and len(c.generators) == 1]
+    assigned = [(node.targets[0] if isinstance(node, ast.Assign) else node.target, node.value)
+                for target, _, body in loops if isinstance(target, (ast.Name, ast.Tuple)) for node in ast.walk(
+                    ast.Module(body=[s for s in body if isinstance(s, ast.stmt)], type_ignores=[]))
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1) or
+                (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add))]
+    everywhere = _uses([tree])
+    base = _names_of(_shown_exprs(tree))
+    shown, found = base, []
+    for _ in range(4):  # a label reaches print through at most a few names
+        found = []
+        for target, iterable, body in loops:
+            uses = _uses(body)
+            found += [string for name, string in _iterated(target, iterable) if _only_shown(uses.get(name, []), shown)]
+        for target, value in assigned:
+            if isinstance(target, ast.Name) and _only_shown(everywhere.get(target.id, []), shown, stores=True):
+                found += _parts(value)
+        names = base | _names_of(found)
+        if names == shown:
+            break
+        shown = names
+    yield from fixed
+    yield from found
 
 
 def _shown_nodes(tree: ast.AST):

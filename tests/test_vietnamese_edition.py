@@ -178,13 +178,20 @@ def test_labels_a_loop_only_shows_and_messages_are_words_and_lookup_keys_stay():
         '    print(mode)\n'
         '    mode = mode.upper()\n'
         'assert n == 2, f"got {n}, expected two rows"\n'
-        'check_true(n == 2, "the loop ran twice")\n')
-    assert printed.templates(english) == [
+        'check_true(n == 2, "the loop ran twice")\n'
+        'print("".join(f"{c:>9s}" for c in ("tone pattern", "rhyme")))\n'
+        'for key, what in (("tones", "tone pattern"), ("chain", "chain rhyme")):\n'
+        '    said = f"{what}: " + ("apart" if seconds[key] else "not told apart")\n'
+        '    print(said)\n')
+    assert printed.templates(english)[-5:] == ["tone pattern", "rhyme", "chain rhyme", "apart",
+                                               "not told apart"], "a text a loop builds for print; key is a lookup"
+    assert printed.templates(english)[:-5] == [
         "\nyour answer here\n", "no mask", "causal", "window 2", "window 2, causal",
         "unscaled d_k = 4", "its state", "the cause", "head {head}: {role}",
         "got {n}, expected two rows", "the loop ran twice"], "seconds[key] is a lookup; mode is reassigned"
     vietnamese = printed.rewrite(english, {t: "vi " + t for t in printed.templates(english)})
     assert vietnamese.startswith('MY_PREDICTION = """vi \nyour answer here\n"""\n')  # still one text, as written
+    assert '("tones", "vi tone pattern")' in vietnamese
     assert '("vi no mask", 1)' in vietnamese and '("full attention", 1)' in vietnamese and '["relu", "gelu"]' in vietnamese
     assert printed.blanked(vietnamese) == printed.blanked(english)
 
