@@ -7,6 +7,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .checks import as_numpy
+from .language import translate
+
+WEIGHT = "weight"
+"""The colour bar's word (``key`` and ``query`` stay English in every edition): in the kernel's language
+(:func:`course.language.translate`, the catalog ``i18n/<lang>/messages.po``)."""
 
 
 def plot_attention(
@@ -30,7 +35,7 @@ def plot_attention(
     if ax is None:
         _, ax = plt.subplots(figsize=(1.0 + 0.55 * w.shape[1], 0.8 + 0.5 * w.shape[0]))
     image = ax.imshow(w, cmap="viridis", vmin=0.0, vmax=max(1e-12, float(np.nanmax(w))), aspect="auto")
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label=translate(WEIGHT))
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     ax.set_xticks(range(w.shape[1]), labels=list(keys) if keys is not None else range(w.shape[1]))

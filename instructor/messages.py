@@ -59,6 +59,7 @@ GRADER_SOURCES = {
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
     "instructor/__main__.py": ("check_workspace", "cmd_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
+    "course/plots.py": ("WEIGHT",),  # the word of plot_attention's colour bar
 }
 # The review reasons `make check` shows a student ("would be flagged for review: cell 4 (softmax): uses ..."):
 # the static scan's sentences, a template per finding (nboracle.grader.scan) and the values it names

@@ -8,8 +8,9 @@ string literals, and only those, with their translation, read from the chapter's
 
 * **Which cells**: the demo cells, code cells without nbgrader metadata (:func:`is_demo`). A graded,
   solution or locked cell is never touched: its code is the English one, byte for byte.
-* **Which strings** (:func:`shown`): what the code shows, found with ``ast``: the arguments of
-  ``print``, the ``title``/``xlabel``/``ylabel``/``label`` arguments of any call, the text of
+* **Which strings** (:func:`shown`): what the code shows, found with ``ast`` (and :func:`_labels`: a
+  loop's own labels, an ``assert``'s message, a ``MY_...`` answer): the arguments of ``print``, the
+  ``title``/``xlabel``/``ylabel``/``label`` arguments of any call, the text of ``ax.text`` and of
   ``set_title``/``set_xlabel``/``set_ylabel``/``set_label``/``suptitle``, the string arguments of
   the course's plotting helpers (``plot_*``, ``show_*``) and the keys of a dict literal passed to
   one (a curve's legend), and the string parts of such an argument (``a + f"..."``, ``x if c else
@@ -64,16 +65,139 @@ def _parts(node: ast.AST):
     elif isinstance(node, ast.IfExp):
         yield from _parts(node.body)
         yield from _parts(node.orelse)
+    elif isinstance(node, ast.Call) and _name(node.func) == "join" and len(node.args) == 1 \
+            and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)):  # "".join(f"{key:>9s}" for key in ...)
+        yield from _parts(node.args[0].elt)
+
+
+def _string(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _shown_args(call: ast.Call):
+    """The arguments of a call that are shown whole (a ``print``'s, a helper's, a title's, ``ax.text``'s text)."""
+    name = _name(call.func)
+    if name == "print" or name.startswith(HELPERS):
+        yield from call.args
+    elif isinstance(call.func, ast.Attribute) and name in SHOWN_METHODS:
+        yield from call.args[:1]
+    elif isinstance(call.func, ast.Attribute) and name == "text":  # ax.text(x, y, s)
+        yield from call.args[2:3]
+    yield from (keyword.value for keyword in call.keywords if keyword.arg in SHOWN_KEYWORDS)
+
+
+def _names_of(nodes) -> set[int]:
+    """The ``Name`` nodes these shown nodes show: a name itself, or a ``{name}`` of an f-string."""
+    out = set()
+    for part in nodes:
+        if isinstance(part, ast.Name):
+            out.add(id(part))
+        elif isinstance(part, ast.JoinedStr):
+            out.update(id(v.value) for v in part.values if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name))
+    return out
+
+
+def _shown_exprs(tree: ast.AST):
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call):
+            for arg in _shown_args(call):
+                yield arg
+                yield from _parts(arg)
+
+
+def _bound(target: ast.AST, value: ast.AST):
+    """(target name, string node) for each string a loop or assignment binds to a plain name."""
+    if isinstance(target, ast.Name) and _string(value):
+        yield target.id, value
+    elif isinstance(target, ast.Tuple) and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+        for sub, item in zip(target.elts, value.elts, strict=True):
+            yield from _bound(sub, item)
+
+
+def _iterated(target: ast.AST, iterable: ast.AST):
+    """What ``for target in iterable`` binds from literals written in the loop: a list or tuple of
+    them, ``zip`` of such lists, ``enumerate`` of one."""
+    if isinstance(iterable, (ast.Tuple, ast.List)):
+        for item in iterable.elts:
+            yield from _bound(target, item)
+    elif isinstance(iterable, ast.Call) and not iterable.keywords and isinstance(target, ast.Tuple):
+        name = _name(iterable.func)
+        if name == "zip" and len(iterable.args) == len(target.elts):
+            for sub, arg in zip(target.elts, iterable.args, strict=True):
+                yield from _iterated(sub, arg)
+        elif name == "enumerate" and len(iterable.args) == 1 and len(target.elts) == 2:
+            yield from _iterated(target.elts[1], iterable.args[0])
+
+
+def _uses(nodes) -> dict[str, list[ast.Name]]:
+    out: dict[str, list[ast.Name]] = {}
+    for node in nodes:
+        for name in ast.walk(node):
+            if isinstance(name, ast.Name):
+                out.setdefault(name.id, []).append(name)
+    return out
+
+
+def _only_shown(uses: list[ast.Name], shown: set[int], stores: bool = False) -> bool:
+    """Read at least once, and every read shown (``stores``: its assignments allowed too)."""
+    reads = [use for use in uses if not isinstance(use.ctx, ast.Store)]
+    return bool(reads) and len(reads if stores else uses) == len(reads) and all(id(use) in shown for use in reads)
+
+
+def _labels(tree: ast.AST):
+    """Strings shown otherwise than as a call's argument: a literal a loop (``for``, or a comprehension)
+    binds to a name that its body only shows (``for name, n in [("causal", 1), ...]:
+    print(f"{name:9s} {n}")``); the text a loop's body assigns (``=``, ``+=``) to a name the cell only
+    shows (``said = f"{what}: ..."; ...; print(said)``); the message of an ``assert`` or of
+    ``check_true``; and the text assigned to a ``MY_...`` name (the student's own answer, which they
+    overwrite)."""
+    fixed = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            fixed += _parts(node.msg)
+        elif isinstance(node, ast.Call) and _name(node.func) == "check_true":  # course.check_true(condition, message)
+            fixed += (part for arg in node.args[1:2] for part in _parts(arg))
+            fixed += (part for k in node.keywords if k.arg == "message" for part in _parts(k.value))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.startswith("MY_") and _string(node.value):
+            fixed.append(node.value)
+    loops = [(node.target, node.iter, node.body) for node in ast.walk(tree) if isinstance(node, ast.For)]
+    loops += [(c.generators[0].target, c.generators[0].iter, [c.elt]) for c in ast.walk(tree)
+              if isinstance(c, (ast.GeneratorExp, ast.ListComp)) and len(c.generators) == 1]
+    assigned = [(node.targets[0] if isinstance(node, ast.Assign) else node.target, node.value)
+                for target, _, body in loops if isinstance(target, (ast.Name, ast.Tuple)) for node in ast.walk(
+                    ast.Module(body=[s for s in body if isinstance(s, ast.stmt)], type_ignores=[]))
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1) or
+                (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add))]
+    everywhere = _uses([tree])
+    base = _names_of(_shown_exprs(tree))
+    shown, found = base, []
+    for _ in range(4):  # a label reaches print through at most a few names
+        found = []
+        for target, iterable, body in loops:
+            uses = _uses(body)
+            found += [string for name, string in _iterated(target, iterable) if _only_shown(uses.get(name, []), shown)]
+        for target, value in assigned:
+            if isinstance(target, ast.Name) and _only_shown(everywhere.get(target.id, []), shown, stores=True):
+                found += _parts(value)
+        names = base | _names_of(found)
+        if names == shown:
+            break
+        shown = names
+    yield from fixed
+    yield from found
 
 
 def _shown_nodes(tree: ast.AST):
+    yield from _labels(tree)
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call):
             continue
         name = _name(call.func)
         helper = name.startswith(HELPERS)
-        if name == "print" or helper or (name in SHOWN_METHODS and isinstance(call.func, ast.Attribute)):
-            args = call.args if name == "print" or helper else call.args[:1]
+        if name == "print" or helper or (name in SHOWN_METHODS and isinstance(call.func, ast.Attribute)) \
+                or (name == "text" and isinstance(call.func, ast.Attribute)):
+            args = call.args if name == "print" or helper else call.args[2:3] if name == "text" else call.args[:1]
             for arg in args:
                 yield from _parts(arg)
                 if helper and isinstance(arg, ast.Dict):  # a dict of curves: its keys are the legend
@@ -204,8 +328,13 @@ def rewrite(source: str, translations: dict[str, str]) -> str:
         fstring = isinstance(node, ast.JoinedStr)
         span = node.end_lineno - node.lineno + 1
         indent = b" " * node.col_offset
-        pieces = [_node(piece, _fields(node), fstring) for piece in _pieces(translation, span)]
-        text = ("\n" + indent.decode()).join(_unparse(piece) for piece in pieces)
+        opening = raw[node.lineno - 1][node.col_offset:node.col_offset + 4].lstrip(b"fF")[:3]
+        if opening in (b'"""', b"'''") and not re.search(r'"|\\', translation):  # a docstring-like text: as written
+            body = translation if fstring else translation.replace("{{", "{").replace("}}", "}")
+            text = ("f" if fstring else "") + '"""' + body + '"""'
+        else:
+            pieces = [_node(piece, _fields(node), fstring) for piece in _pieces(translation, span)]
+            text = ("\n" + indent.decode()).join(_unparse(piece) for piece in pieces)
         edits.append((node.lineno - 1, node.col_offset, node.end_lineno - 1, node.end_col_offset, text))
     for first, start, last, end, text in sorted(edits, reverse=True):  # bottom up: earlier offsets stay right
         head, tail = raw[first][:start], raw[last][end:]

@@ -159,6 +159,43 @@ def test_printed_words_are_translated_and_nothing_else():
     assert printed.problems("{x:{width}} rows", "{x:{width}} hàng"), "a nested format is refused, not rewritten"
 
 
+def test_labels_a_loop_only_shows_and_messages_are_words_and_lookup_keys_stay():
+    """A literal a ``for`` loop binds to a name its body only prints or draws, an ``assert``'s or
+    ``check_true``'s message, a ``MY_...`` answer and ``ax.text``'s text are words; a label the loop
+    also uses as a key, or a literal bound to a name used otherwise, is code."""
+    english = (
+        'MY_PREDICTION = """\nyour answer here\n"""\n'
+        'for name, n in [("no mask", 1), ("causal", 2)]:\n'
+        '    print(f"{name:9s} {n}")\n'
+        'for ax, title in zip(axes, ("window 2", "window 2, causal")):\n'
+        '    ax.set(title=title)\n'
+        '    ax.text(0, 1, "unscaled d_k = 4")\n'
+        'for head, role in enumerate(["its state", "the cause"]):\n'
+        '    print(f"head {head}: {role}")\n'
+        'for key, value in [("full attention", 1)]:\n'
+        '    print(key, seconds[key])\n'
+        'for mode in ["relu", "gelu"]:\n'
+        '    print(mode)\n'
+        '    mode = mode.upper()\n'
+        'assert n == 2, f"got {n}, expected two rows"\n'
+        'check_true(n == 2, "the loop ran twice")\n'
+        'print("".join(f"{c:>9s}" for c in ("tone pattern", "rhyme")))\n'
+        'for key, what in (("tones", "tone pattern"), ("chain", "chain rhyme")):\n'
+        '    said = f"{what}: " + ("apart" if seconds[key] else "not told apart")\n'
+        '    print(said)\n')
+    assert printed.templates(english)[-5:] == ["tone pattern", "rhyme", "chain rhyme", "apart",
+                                               "not told apart"], "a text a loop builds for print; key is a lookup"
+    assert printed.templates(english)[:-5] == [
+        "\nyour answer here\n", "no mask", "causal", "window 2", "window 2, causal",
+        "unscaled d_k = 4", "its state", "the cause", "head {head}: {role}",
+        "got {n}, expected two rows", "the loop ran twice"], "seconds[key] is a lookup; mode is reassigned"
+    vietnamese = printed.rewrite(english, {t: "vi " + t for t in printed.templates(english)})
+    assert vietnamese.startswith('MY_PREDICTION = """vi \nyour answer here\n"""\n')  # still one text, as written
+    assert '("tones", "vi tone pattern")' in vietnamese
+    assert '("vi no mask", 1)' in vietnamese and '("full attention", 1)' in vietnamese and '["relu", "gelu"]' in vietnamese
+    assert printed.blanked(vietnamese) == printed.blanked(english)
+
+
 # ---------------------------------------------------------------- same code, same grades
 
 

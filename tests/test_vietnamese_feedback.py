@@ -301,6 +301,21 @@ def test_a_visible_check_fails_in_the_kernels_language(monkeypatch, vi):
     assert said[0].startswith("softmax(scores) có shape (3, 2), cần (2, 3)")
 
 
+def test_plot_attentions_colour_bar_speaks_the_kernels_language(monkeypatch):
+    """plot_attention's colour bar says ``weight`` in English and ``trọng số`` in a Vietnamese kernel."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.plots import plot_attention
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    for setting, word in (("", "weight"), ("vi", "trọng số")):
+        monkeypatch.setenv(language.ENV, setting)
+        ax = plot_attention([[0.5, 0.5]], keys=["a", "b"])
+        assert (ax.figure.axes[-1].get_ylabel(), ax.get_xlabel()) == (word, "key")
+        plt.close(ax.figure)
+
+
 def test_a_visible_test_fails_in_vietnamese_in_a_kernel_of_the_vietnamese_seat(tmp_path, monkeypatch, vi):
     """make lab LANG=vi puts the edition's language in Lab's environment; a kernel (and Validate's) inherits it."""
     from nbclient import NotebookClient
