@@ -183,8 +183,8 @@ def graded(tmp_path_factory) -> Graded:
 def test_solution_scores_full_marks_and_stub_zero(graded, assignment):
     assert graded.scores[assignment, SOLUTION] == graded.maxima[assignment], graded.said(assignment, SOLUTION)
     assert set(graded.scores[assignment, STUB].values()) == {0.0}
-    for student in (SOLUTION, STUB):  # the example's sandbox line took effect
-        assert graded.notebook(assignment, student).metadata["grading_kernel"] == {"sandboxed": True}
+    for student in (SOLUTION, STUB):  # the example's sandbox line took effect, with warm kernels by default
+        assert graded.notebook(assignment, student).metadata["grading_kernel"] == {"sandboxed": True, "warm": True}
 
 
 @pytest.mark.parametrize("entry", WRONG, ids=lambda e: e.name)

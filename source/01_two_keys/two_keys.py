@@ -93,7 +93,7 @@ print(softmax(np.array([1000.0, 0.0])))
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_rows", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax keeps the shape of its input and every row sums to 1."""
-from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
+from course.two_keys_checks import run_softmax
 rng = np.random.default_rng(1)
 scores = rng.normal(size=(4, 6))
 weights = run_softmax(softmax, scores)
@@ -123,7 +123,7 @@ for trial in range(5):
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_stable", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax stays finite when scores are large (subtract the row max before exp)."""
-from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
+from course.two_keys_checks import run_softmax
 big = np.array([[1000.0, 1000.0, 0.0], [-1000.0, 0.0, 1000.0]])
 check_finite("softmax of scores around 1000", run_softmax(softmax, big),
              hint="exp(1000) overflows to inf; subtract each row's maximum before exp")
@@ -141,7 +141,7 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """softmax agrees with torch.softmax along whatever axis it is asked for."""
-from course.two_keys_checks import run_softmax  # a crash of your softmax reads as one sentence naming its cause
+from course.two_keys_checks import run_softmax
 scores = np.array([[1.0, 2.0, 3.0]])
 check_close("softmax([[1, 2, 3]])", run_softmax(softmax, scores), [[0.090031, 0.244728, 0.665241]], atol=1e-5)
 column_weights = run_softmax(softmax, np.arange(6.0).reshape(2, 3), axis=0)
