@@ -202,6 +202,17 @@ def _mpl_cache() -> Path | None:
     return folder if folder.is_dir() else None
 
 
+def _mpl_folder(parent: Path) -> Path:
+    """``parent/mpl``: matplotlib's settings for a sandbox, with the grader's font list copied in."""
+    mpl = parent / "mpl"
+    mpl.mkdir()
+    cache = _mpl_cache()
+    if cache is not None:
+        for font_list in cache.glob("fontlist-*.json"):
+            shutil.copy2(font_list, mpl / font_list.name)
+    return mpl
+
+
 # Variables the kernel inherits; everything else (tokens, the grader's paths) is dropped.
 KEEP_ENV = {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
             "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE", "MPLBACKEND", "OMP_NUM_THREADS",
@@ -538,12 +549,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         copy = work / "cwd"
         shutil.copytree(cwd, copy, symlinks=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        mpl = work / "mpl"
-        mpl.mkdir()
-        cache = _mpl_cache()
-        if cache is not None:
-            for font_list in cache.glob("fontlist-*.json"):
-                shutil.copy2(font_list, mpl / font_list.name)
+        mpl = _mpl_folder(work)
         self.transport = "ipc"
         self.ip = str(ipc / "k")
         self.connection_file = str(ipc / "kernel.json")
@@ -640,12 +646,7 @@ def _zygote_key() -> tuple:
 
 def _make_zygote() -> warm.WarmZygote:
     pool = warm.pool_folder(f"{PREFIX}{os.getpid()}-pool-")
-    mpl = pool / "mpl"
-    mpl.mkdir()
-    cache = _mpl_cache()
-    if cache is not None:
-        for font_list in cache.glob("fontlist-*.json"):
-            shutil.copy2(font_list, mpl / font_list.name)
+    mpl = _mpl_folder(pool)
     base = _base_args(bwrap_path())
     # the zygote keeps what it needs to build each kernel's sandbox; no kernel keeps any of it
     base = [a for a in base if a != "--disable-userns"]

@@ -10,7 +10,7 @@ torch, matplotlib and ipykernel and then only forks. For each kernel:
 1. the grader prepares the kernel's folder as for a usual start (a scratch copy of the notebook's
    folder, the ZeroMQ socket folder, matplotlib's settings) inside the zygote's *pool*, a folder
    only that zygote sees, and describes the kernel's filesystem with the same bubblewrap
-   arguments a usual start would use (:func:`sandbox.kernel_layout`);
+   arguments a usual start would use (``sandbox._warm_layout``);
 2. the zygote forks a child, which waits until the grader has put it in the kernel's own control
    groups (memory, processes);
 3. the child enters new mount, PID, IPC, UTS and network namespaces and forks the kernel's *init*
