@@ -24,6 +24,7 @@ from .kernel.probes import (
     module_tensors,
     parameter_and_input_gradients,
     parameter_gradients,
+    parameter_gradients_of,
     read_parameters,
     read_state,
     read_tensors,
@@ -35,5 +36,5 @@ __version__ = "0.1.0"
 
 __all__ = ["CheckFailed", "Fresh", "Largest", "WireError", "call_keeping_arguments", "draw_parameters", "fresh",
            "generator_entry", "input_gradients", "is_remote", "largest_tensor", "load_tensors", "module_tensors",
-           "parameter_and_input_gradients", "parameter_gradients", "probed_points", "read_parameters", "read_state",
+           "parameter_and_input_gradients", "parameter_gradients", "parameter_gradients_of", "probed_points", "read_parameters", "read_state",
            "read_tensors", "set_training"]

@@ -185,6 +185,8 @@ def test_the_kernel_runs_each_call_in_the_tests_autograd_mode_and_keeps_its_own(
             grads = eval(probe, {"link": link, "x": x, "torch": torch,
                                  "parameter_gradients": oracle.probes.parameter_gradients})
             assert torch.equal(grads["bias"], torch.full((2,), 4.0)) and torch.equal(grads["weight"], torch.full((2, 3), 4.0))
+            some = oracle.probes.parameter_gradients_of(link.name("layer"), ("bias",), x, torch.ones(4, 2))
+            assert list(some) == ["bias"] and torch.equal(some["bias"], torch.full((2,), 4.0))  # computed in the kernel
         with torch.inference_mode():
             assert call(link, "grad_mode") == [False, True]
         assert call(link, "turns_gradients_off") is False

@@ -823,6 +823,23 @@ def test_gradients_that_do_not_belong_to_the_output_are_refused():
     assert all(torch.equal(before[k], v) for k, v in module.state_dict().items())  # the weights are back
 
 
+def test_the_gradients_of_some_parameters_only():
+    """parameter_gradients_of: the same backward pass, only the parameters under the prefixes come back, each
+    still checked against finite differences of the same forward; prefixes that are not a tuple of names are
+    refused."""
+    x, direction = torch.randn(5, 4), torch.randn(5, 3)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    probes.draw_parameters(model, torch.Generator().manual_seed(2))
+    everything = probes.parameter_gradients(model, x, direction)
+    some = probes.parameter_gradients_of(model, ("2.",), x, direction)
+    assert set(some) == {"2.weight", "2.bias"} and all(torch.equal(some[k], everything[k]) for k in some)
+    with pytest.raises(AssertionError, match="gradient of linear.bias does not belong"):
+        probes.parameter_gradients_of(_StraightThrough(), ("linear.b",), x, direction)
+    for prefixes in ("2.", (), ("",), ["2."], (2,)):
+        with pytest.raises(TypeError, match="prefixes"):
+            probes.parameter_gradients_of(model, prefixes, x, direction)
+
+
 class _RightAtThePoints(torch.nn.Module):
     """Issue 50: the wrong output (no bias) with the right gradients at a call, and the right output at
     parameters a hair away from its last call (the points of a gradient check)."""

@@ -111,7 +111,7 @@ class _GradientsOn:
             mode.__exit__(*exc)
 
 
-def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None) -> dict:
+def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = None, prefixes: Any = None) -> dict:
     G = _genuine()
     held = [(name, t) for name, kind, t, _ in _slots(module) if kind == "parameter"]
     with _GradientsOn():
@@ -119,6 +119,9 @@ def _gradients(module: Any, inputs: Any, direction: Any, kwargs: dict | None = N
             G.grad.__set__(tensor, None)
         inputs = inputs if G.type(inputs) is G.tuple else (inputs,)
         output = _backward(module(*inputs, **(kwargs or {})), direction)
+    if G.type(prefixes) is G.tuple:  # only the parameters the test asked for (names are the slots', exact strs)
+        held = [(name, t) for name, t in held
+                if any(G.type(p) is G.str and G.str.startswith(name, p) for p in prefixes)]
     return {name: _gradient_of(t) for name, t in held}, output
 
 
@@ -145,6 +148,20 @@ def parameter_gradients(module: Any, inputs: Any, direction: Any, **kwargs: Any)
     its parameter moves a little (a finite difference of the same forward), wherever it runs.
     """
     gradients, output = _with_output(_probe("gradients", module, inputs, direction, kwargs), 2)
+    _checked_parameter_gradients(module, gradients, inputs, direction, kwargs, output)
+    return gradients
+
+
+def parameter_gradients_of(module: Any, prefixes: tuple, inputs: Any, direction: Any, **kwargs: Any) -> dict:
+    """:func:`parameter_gradients` for the parameters whose names start with one of ``prefixes`` only
+    (``("encoder_blocks.", "encoder_norm.")``): the same backward pass, and only those gradients come
+    back and are checked against finite differences (a test about one part of a model pays for that
+    part's points, not the whole model's)."""
+    if type(prefixes) is not tuple or not prefixes or any(type(p) is not str or not p for p in prefixes):
+        raise TypeError("prefixes must be a non-empty tuple of non-empty parameter-name prefixes")
+    gradients, output = _with_output(_probe("gradients", module, inputs, direction, kwargs, prefixes), 2)
+    if type(gradients) is dict and any(type(name) is not str or not name.startswith(prefixes) for name in gradients):
+        raise WireError("the gradients hold a parameter the test did not ask for")
     _checked_parameter_gradients(module, gradients, inputs, direction, kwargs, output)
     return gradients
 
