@@ -16,7 +16,7 @@ from nboracle import (
     fresh,
     module_tensors,
     parameter_and_input_gradients,
-    parameter_gradients,
+    parameter_gradients_of,
     set_training,
 )
 from torch import nn
@@ -442,8 +442,10 @@ def check_encoder_learns(model, twin, src, dec_in, dec_out):
     attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)  # an error reads as a message
     logits = twin(src, dec_in).detach().requires_grad_()  # nn.Transformer's logits with the same weights
     F.cross_entropy(logits.transpose(1, 2), dec_out).backward()  # the test's loss there; its gradient on the logits
-    gradients = parameter_gradients(model, (src, dec_in), logits.grad)
-    encoder = {name: grad for name, grad in gradients.items() if name.startswith(("encoder_blocks.", "encoder_norm."))}
+    # the encoder's parameters only: the decoder's gradients are the decoder block test's (Part B)
+    encoder = parameter_gradients_of(model, ("encoder_blocks.", "encoder_norm."), (src, dec_in), logits.grad)
+    check_true(bool(encoder), "the model has no parameter named encoder_blocks.<i>.… or encoder_norm.…: keep the "
+               "names the exercise gives (encoder_blocks, an nn.ModuleList of blocks, then encoder_norm)")
     reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
     for name, grad in encoder.items():
         check_true(bool(reached), f"{name} gets no gradient from the loss on the logits, nor does any encoder "
@@ -453,7 +455,7 @@ def check_encoder_learns(model, twin, src, dec_in, dec_out):
                    "parameters do: forward never uses this parameter (encode: embed, every encoder block, then "
                    "encoder_norm)")
         check_finite(f"the gradient of {name}", grad)
-    return logits.grad, gradients  # the direction of the test's loss, and the gradients the kernel reported
+    return logits.grad, encoder  # the direction of the test's loss, and the encoder's gradients the kernel reported
 
 
 def check_anti_diagonal(weights_per_block, batch, length):

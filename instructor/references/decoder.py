@@ -35,13 +35,18 @@ def decoder_layer(state, width, heads, hidden, norm_first=False):
     """nn.TransformerDecoderLayer holding the parameters `state` (by the names of the exercise)."""
     layer = nn.TransformerDecoderLayer(width, heads, hidden, dropout=0.0, activation="relu", batch_first=True,
                                        norm_first=norm_first)
+    layer.load_state_dict(layer_names(state))
+    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
+
+
+def layer_names(state):
+    """``state`` (the exercise's names) by nn.TransformerDecoderLayer's names."""
     renamed = {}
     for key, value in state.items():
         for ours, theirs in (("self_attention.", "self_attn."), ("cross_attention.", "multihead_attn."), ("ffn.", "")):
             key = theirs + key[len(ours):] if key.startswith(ours) else key
         renamed[key] = value
-    layer.load_state_dict(renamed)
-    return layer.train()  # dropout is 0; train mode keeps PyTorch on its plain code path
+    return renamed
 
 
 def same_layer(width, heads, hidden, norm_first=False, seed=0):

@@ -746,7 +746,8 @@ direction, memory_grad = check_decoder_gradients(new_block(8, 2, 16, seed=10), t
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
 
-from instructor.references.decoder import built_block, decoder_layer, same_layer  # the grader's side only
+from instructor.references.as_built import moved_to  # the grader's side only
+from instructor.references.decoder import built_block, decoder_layer, layer_names, same_layer
 
 gen = torch.Generator().manual_seed(101)
 for trial in range(3):
@@ -767,11 +768,11 @@ for trial in range(3):
                 hint="it is not the gradient of nn.TransformerDecoderLayer holding the same parameters: the backward "
                      "pass follows your forward, so first make the block agree with the layer (tests above)")
     # the outputs at the points the gradient checks moved a parameter, x or the memory to are answers too: judged
-    for point, output in probed_points(block):
+    for point, output in probed_points(block):  # (layer holds state: moved_to puts the moved entry in for a point)
         moved = point if isinstance(point, dict) else {}
         inputs = point if isinstance(point, tuple) else (x, memory)
-        with torch.no_grad():
-            expected = decoder_layer({**state, **moved}, width, heads, 9, norm_first)(*inputs, tgt_mask=future_mask(4))
+        with moved_to(layer, layer_names(moved)), torch.no_grad():
+            expected = layer(*inputs, tgt_mask=future_mask(4))
         what = ", ".join(moved) if moved else "x or the memory"
         check_close(f"the block's output with {what} moved a little (norm_first={norm_first})", output, expected,
                     atol=1e-4, hint="the forward must compute the block for any values, also for values a hair away "
