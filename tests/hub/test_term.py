@@ -297,9 +297,11 @@ def term(hub, driver):
     return out
 
 
-def fetch_feedback(driver, hub, name: str, person: Person) -> tuple[str, str, str]:
-    """In the Assignments panel, Fetch Feedback; open the page in the browser: (its path, HTML, text)."""
-    browser_login(driver, hub, name)
+def fetch_feedback(driver, hub, name: str, person: Person, login: bool = True) -> tuple[str, str, str]:
+    """In the Assignments panel, Fetch Feedback; open the page in the browser: (its path, HTML, text).
+    ``login``: log in first (else the browser is in ``name``'s Lab already)."""
+    if login:
+        browser_login(driver, hub, name)
     lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
     assignments_panel(driver, lab)
     time.sleep(2)
@@ -925,10 +927,13 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     formgrader(linh, "POST", f"assignment/{A}/vy/release_feedback", fg=VI_FG)
 
     # her feedback page, fetched in the panel: Vietnamese, bruno's score
-    path, html, text = fetch_feedback(driver, hub, "vy", vy)
+    path, html, text = fetch_feedback(driver, hub, "vy", vy, login=False)  # her Lab, still open
     text = unicodedata.normalize("NFC", text)
-    english = BUG_CAUSE  # a hidden test's likely cause: the grader's catalog says it in Vietnamese
-    assert "Chương 01" in text and M.catalog("vi").translate(english) in text and english not in text, text[:3000]
+    english, cause = BUG_CAUSE, M.catalog("vi").translate(BUG_CAUSE)  # a hidden test's: the grader's catalog
+    assert "Chương 01" in text and cause != english and cause in text and english not in text, text[:3000]
+    for failure in driver.find_elements(By.XPATH, f"//*[contains(text(), '{cause}')]")[:1]:  # what she reads there
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", failure)
+    shot(driver, "vy-feedback-failure")
     shown = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", text)
     assert shown and float(shown[1]) == graded["vy"]["score"], text[:400]
     assert "HIDDEN TESTS" not in html
