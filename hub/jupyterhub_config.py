@@ -12,6 +12,10 @@
 * Another course (`python -m instructor.hub course add`) gets the same: its service
   /services/formgrader-<id>/ run by `grader-<id>`, its groups and role, on the next port. With
   more than one course nbgrader asks the hub which courses a user is in (its groups).
+* A course in another language (its config's c.MessageCatalog.language, which `course add`
+  records: the Vietnamese edition's `vi`): its students' servers get COURSE_LANGUAGE, so that the
+  visible tests and Validate speak it as its feedback does; a person whose courses differ in
+  language gets English (H.server_language, by their groups when their server starts).
 """
 
 import os
@@ -25,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from nboracle.classroom import pipeline as P  # noqa: E402
 from nboracle.grader.nbgrader_ext import JUPYTER_DATA  # noqa: E402
 
+from course.language import ENV as LANGUAGE_ENV  # noqa: E402
 from instructor import hub as H  # noqa: E402
 
 c = get_config()  # noqa: F821
@@ -118,6 +123,11 @@ c.Spawner.environment = {
     # the Assignment List's due dates: the nboracle-due-dates Lab extension
     "JUPYTER_PATH": str(JUPYTER_DATA),
 }
+if any(course.language != H.ENGLISH for course in courses):
+    # the language of the person's courses (all of them the same), else English (""); read when
+    # the server starts, from the groups in force then (a roster import changes them)
+    c.Spawner.environment[LANGUAGE_ENV] = lambda spawner: H.server_language(
+        courses, {group.name for group in spawner.user.groups})
 
 c.JupyterHub.services = [{"name": H.ROSTER_SERVICE, "api_token": H.roster_token(layout)}]
 for number, course in enumerate(courses):

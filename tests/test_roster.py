@@ -278,6 +278,64 @@ def test_a_second_course_has_its_own_roster_service_and_groups(tmp_path):
     assert not (layout.student_etc / "nbgrader_config.py").exists()
 
 
+def test_a_course_in_another_language_gives_its_students_servers_that_language(tmp_path, monkeypatch):
+    """`course add` records the language its config sets (c.MessageCatalog.language: the Vietnamese
+    edition's `vi`), and the hub's config gives a person's server COURSE_LANGUAGE by their groups: the
+    language of all their courses, else English (""); a language with no catalog is refused, said."""
+    import json
+    from types import SimpleNamespace
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from course.language import ENV
+    from instructor import hub as H
+
+    vi_config = REPO / "editions" / "vi" / "nbgrader_config.py"
+    example = REPO / "examples" / "sorting_course"
+    assert H.config_language(vi_config) == "vi"
+    assert H.config_language(REPO / "nbgrader_config.py") == H.config_language(example / "nbgrader_config.py") == "en"
+    unknown = tmp_path / "xx" / "nbgrader_config.py"
+    unknown.parent.mkdir()
+    unknown.write_text(f"c = get_config()\nload_subconfig({str(vi_config)!r})\nc.MessageCatalog.language = 'xx'\n")
+    with pytest.raises(SystemExit) as refused:
+        H.config_language(unknown)
+    said = str(refused.value.code)
+    assert "'xx', a language with no catalog here" in said and "course/data/messages-xx.json" in said, said
+    assert "i18n/xx/messages.po" in said and "The languages with one: vi" in said, said
+    assert H.config_language(unknown, strict=False) == "en"
+    (unknown.parent / "nbgrader_config.py").write_text("c = get_config()\nc.MessageCatalog.language = 'Tiếng Việt'\n")
+    with pytest.raises(SystemExit, match="no language code such as 'vi'"):
+        H.config_language(unknown)
+
+    layout = H.Layout(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    for course_id in ("attention-vi", "sorting-example"):
+        (tmp_path / "courses" / course_id).mkdir(parents=True)
+        (tmp_path / "courses" / course_id / "roster.csv").write_text(EVENING)
+    (tmp_path / "courses.json").write_text(json.dumps([
+        {"id": "attention-vi", "source": str(REPO / "source"), "config": str(vi_config), "language": "vi"},
+        # a course recorded before languages were: its config's, read again
+        {"id": "sorting-example", "source": str(example / "source"), "config": str(example / "nbgrader_config.py")}]))
+    courses = layout.courses()
+    assert [(c.id, c.language) for c in courses] == [(H.COURSE_ID, "en"), ("attention-vi", "vi"), ("sorting-example", "en")]
+    for groups, language in [({"nbgrader-attention-vi"}, "vi"), ({"formgrade-attention-vi"}, "vi"),
+                             ({"nbgrader-attention-vi", "nbgrader-sorting-example"}, ""),
+                             ({"nbgrader-attention-vi", "formgrade-attention-transformers"}, ""),
+                             ({"nbgrader-attention-transformers"}, ""), (set(), "")]:
+        assert H.server_language(courses, groups) == language, groups
+
+    # the hub's config, as JupyterHub loads it: the spawner's environment asks the person's groups
+    monkeypatch.setenv("COURSE_HUB_STATE", str(tmp_path))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(REPO / "hub")).load_config()
+    environment = config.Spawner.environment
+    for groups, language in [(["nbgrader-attention-vi"], "vi"), (["nbgrader-attention-vi", "nbgrader-sorting-example"], "")]:
+        spawner = SimpleNamespace(user=SimpleNamespace(groups=[SimpleNamespace(name=g) for g in groups]))
+        assert environment[ENV](spawner) == language, groups
+    (tmp_path / "courses.json").write_text(json.dumps([json.loads((tmp_path / "courses.json").read_text())[1]]))
+    english = PyFileConfigLoader("jupyterhub_config.py", path=str(REPO / "hub")).load_config()
+    assert ENV not in english.Spawner.environment, "a hub of English courses sets no language"
+
+
 def test_an_extension_must_be_one(tmp_path):
     """Negative, not a number or over a year: refused before the gradebook is touched; only a
     student of the course's roster gets one."""

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--roster", type=Path, help="add: its class list (the roster's CSV layout)")
     p.add_argument("--source", type=Path, help="add: its source/ folder (default: this course's)")
     p.add_argument("--config", type=Path,
-                   help="add: its nbgrader_config.py (default: the one beside --source, else this course's)")
+                   help="add: its nbgrader_config.py (default: the one beside --source, else this course's); "
+                   "its c.MessageCatalog.language is the course's language (its students' servers get it)")
     p = sub.add_parser("admin", help="the hub's administrators: add ID..., drop ID..., list (no lecturer by role)")
     p.add_argument("action", choices=["add", "drop", "list"])
     p.add_argument("names", nargs="*")

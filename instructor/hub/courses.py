@@ -12,7 +12,16 @@ from instructor import roster as R
 from instructor.repository import REPO
 
 from .accounts import _accounts, _hide_from_students, _save_roster
-from .layout import COURSE_ID_RULE, ROLE_NAMES, Course, Layout, _state_folders, valid_course_id
+from .layout import (
+    COURSE_ID_RULE,
+    ENGLISH,
+    ROLE_NAMES,
+    Course,
+    Layout,
+    _state_folders,
+    config_language,
+    valid_course_id,
+)
 from .rosters import SHARED_FOLDERS_HELP, shared_folders
 from .server import _course_root, _hub_running, _import_students, _seed_lab
 
@@ -22,7 +31,9 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     """A second (third ...) course on this hub: its roster, service account ``grader-<id>``,
     course root from ``source`` (default: this course's source/) and ``config`` (default: the
     nbgrader_config.py beside that source/, else this course's), gradebook students; its
-    formgrader service and groups come with the hub's next start."""
+    formgrader service and groups come with the hub's next start. The config's language
+    (``c.MessageCatalog.language``) is recorded: the hub gives the course's students' servers
+    ``COURSE_LANGUAGE`` from it (:func:`.layout.server_language`); one without a catalog is refused."""
     _state_folders(layout)
     known = layout.courses()
     if not valid_course_id(course_id):
@@ -38,13 +49,14 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     config = Path(config).resolve()
     if not config.is_file():
         sys.exit(f"no nbgrader config {config}")
+    language = config_language(config)
     people = R.read(roster)
     R.require_grader(people, roster)
     grader = f"grader-{course_id}"
     if grader in {p.id for p in [*layout.everyone(), *people]}:
         sys.exit(f"{grader} is a person's id on a roster: it names the course's service account")
     course = Course(course_id, grader, f"formgrader-{course_id}", layout.state / "courses" / course_id / "roster.csv",
-                    layout.home / grader / "course", source, config)
+                    layout.home / grader / "course", source, config, language)
     shared = shared_folders(layout, course, people)
     if shared:
         sys.exit("not added: " + "; ".join(shared) + ". " + SHARED_FOLDERS_HELP)
@@ -53,7 +65,8 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     record = json.loads(layout.courses_record.read_text()) if layout.courses_record.exists() else []
     _save_roster(layout, people, course)
     layout.courses_record.write_text(json.dumps(
-        [*record, {"id": course_id, "source": str(source), "config": str(config)}], indent=1))
+        [*record, {"id": course_id, "source": str(source), "config": str(config),
+                      "language": language}], indent=1))
     os.chmod(layout.courses_record, 0o600)
     # its accounts, course root and gradebook students now; the hub's and everyone's configs with the
     # next start (a running hub's servers keep theirs until then)
@@ -67,6 +80,10 @@ def course_add(layout: Layout, course_id: str, roster: Path, source: Path | None
     counts = ", ".join(f"{sum(p.role == role for p in people)} {ROLE_NAMES[role]}(s)" for role in R.ROLES)
     print(f"course {course_id}: roster {course.roster} ({counts}), course root {course.root} "
           f"(config from {config}), formgrader /services/{course.service}/")
+    if language != ENGLISH:
+        print(f"its language: {language} (c.MessageCatalog.language): its feedback, and from the hub's next start its "
+              f"students' servers (COURSE_LANGUAGE={language}: the visible tests, Validate), unless a student's "
+              "other courses are in another language (then English; docs/JUPYTERHUB.md)")
     if _hub_running(layout):
         print("the running hub starts its formgrader and groups when it starts again: make hub-stop, then "
               "make hub (every server stops: do it between classes; nobody's work is lost)")
@@ -108,5 +125,5 @@ def course_list(layout: Layout) -> int:
     for course in layout.courses():
         people = layout.people(course)
         print(f"{course.id:28s} /services/{course.service}/  {len(R.students(people))} student(s)  "
-              f"root {course.root}  source {course.source}")
+              f"language {course.language}  root {course.root}  source {course.source}")
     return 0

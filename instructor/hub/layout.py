@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import pwd
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -49,7 +50,10 @@ ROLE_NAMES = {"instructor": "instructor", "ta": "teaching assistant", "student":
 ADMINS_RECORD = "admins.json"  # STATE/hub/admins.json: the hub's administrators (``admin add``), no lecturer by role
 
 
-COURSES_RECORD = "courses.json"  # the state folder's other courses: [{"id": ..., "source": ...}]
+COURSES_RECORD = "courses.json"  # the state folder's other courses: [{"id": ..., "source": ..., "language": ...}]
+
+
+ENGLISH = "en"  # a course's language when its config sets none: the course's own, nothing translated
 
 
 COURSE_ID_RULE = "2 to 24 characters: lower-case letters, digits and '-', starting with a letter"
@@ -66,6 +70,7 @@ class Course:
     root: Path  # its course root: nbgrader_config.py, source/, gradebook.db, submitted/ ...
     source: Path  # the source/ folder it was made from
     config: Path = REPO / "nbgrader_config.py"  # the nbgrader_config.py its course root started with
+    language: str = ENGLISH  # its config's c.MessageCatalog.language (``course add`` records it)
 
     @property
     def graders_group(self) -> str:  # nbgrader's JupyterHub names: formgrade-<course>, nbgrader-<course>
@@ -77,8 +82,6 @@ class Course:
 
 
 def valid_course_id(course_id: str) -> bool:
-    import re
-
     return re.fullmatch(r"[a-z][a-z0-9-]{1,23}", course_id) is not None and not course_id.endswith("-")
 
 
@@ -120,7 +123,10 @@ class Layout:
         return [self.main_course(), *(Course(
             c["id"], f"grader-{c['id']}", f"formgrader-{c['id']}", self.state / "courses" / c["id"] / "roster.csv",
             self.home / f"grader-{c['id']}" / "course", Path(c["source"]),
-            Path(c.get("config") or REPO / "nbgrader_config.py")) for c in extra)]
+            Path(c.get("config") or REPO / "nbgrader_config.py"),
+            # a course recorded before languages were: its config's, read again
+            c.get("language") or config_language(Path(c.get("config") or REPO / "nbgrader_config.py"), strict=False))
+            for c in extra)]
 
     def course_named(self, course_id: str | None) -> Course:
         courses = self.courses()
@@ -155,6 +161,59 @@ class Layout:
     def password(self, name: str) -> str:
         """The first password ``start`` gave ``name`` (root only: hub/passwords.csv)."""
         return _passwords(self).get(name, "")
+
+
+def config_language(config: Path, strict: bool = True) -> str:
+    """The language an nbgrader config sets for its course (``c.MessageCatalog.language``), ``en`` for none.
+
+    A language the hub can give students' servers has the kernel's catalog
+    (``course/data/messages-<lang>.json``, :mod:`course.language`) and, with this course's catalog hook,
+    the feedback's (``i18n/<lang>/messages.po``), both written by ``python -m instructor translate``
+    (docs/TRANSLATING.md). ``strict``: a config that fails to load, or a language without them, ends
+    the command with what is missing; else it counts as English."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from course.language import DATA, catalog_file
+
+    def refuse(why: str) -> str:
+        if strict:
+            sys.exit(f"not added: {config} {why}")
+        return ENGLISH
+
+    try:
+        settings = PyFileConfigLoader(config.name, path=str(config.parent)).load_config()
+    except Exception as err:  # noqa: BLE001 (any error of the file: said, nothing recorded)
+        return refuse(f"fails to load: {type(err).__name__}: {err}")
+    catalog = settings.get("MessageCatalog", {})
+    language = str(catalog.get("language") or "").strip()
+    if language in ("", ENGLISH):
+        return ENGLISH
+    known = sorted(p.stem.removeprefix("messages-") for p in DATA.glob("messages-*.json"))
+    if not re.fullmatch(r"[a-z]{2,3}", language):
+        return refuse(f"sets c.MessageCatalog.language = {language!r}: no language code such as 'vi' "
+                      f"(the languages with a catalog: {', '.join(known) or 'none'})")
+    missing = [] if catalog_file(language).is_file() else [f"course/data/{catalog_file(language).name} (the "
+                                                           "students' kernels: visible tests, Validate)"]
+    hook = str(catalog.get("catalog") or "")
+    if not hook:
+        missing.append("c.MessageCatalog.catalog (the feedback's)")
+    elif hook == "instructor.messages:translator" and not (REPO / "i18n" / language / "messages.po").is_file():
+        missing.append(f"i18n/{language}/messages.po (the feedback)")
+    if missing:
+        return refuse(f"sets c.MessageCatalog.language = {language!r}, a language with no catalog here: no "
+                      f"{' and no '.join(missing)}. The languages with one: {', '.join(known) or 'none'}; "
+                      f"another is made with python -m instructor translate (docs/TRANSLATING.md)")
+    return language
+
+
+def server_language(courses: list[Course], groups: set[str]) -> str:
+    """``COURSE_LANGUAGE`` for a person's server, from the hub groups they are in (``nbgrader-<id>``,
+    ``formgrade-<id>``): the language of their courses when all of them have the same one (a student
+    of the Vietnamese edition only: ``vi``); else ``""``, English, the language every message is
+    written in (in no course, or in courses of different languages: one server has one environment;
+    each course's feedback is still in its own course's language, the grader's)."""
+    languages = {c.language for c in courses if groups & {c.students_group, c.graders_group}}
+    return languages.pop() if len(languages) == 1 and ENGLISH not in languages else ""
 
 
 def _passwords(layout: Layout) -> dict[str, str]:

@@ -24,6 +24,7 @@ from .layout import (
     COURSE_ID,
     CREATED_RECORD,
     DEFAULT_ROSTER,
+    ENGLISH,
     GRADER,
     HUB_DIR,
     ROLE_NAMES,
@@ -233,7 +234,8 @@ def banner(url: str, layout: Layout) -> str:
               f"course root: {layout.course}   exchange: {layout.exchange}"]
     for course in layout.courses()[1:]:
         others = layout.people(course)
-        lines += [f"course {course.id}: roster {course.roster} ({len(R.students(others))} student(s)), "
+        language = "" if course.language == ENGLISH else f", language {course.language}"
+        lines += [f"course {course.id}: roster {course.roster} ({len(R.students(others))} student(s){language}), "
                   f"formgrader {url}/services/{course.service}/, course root {course.root}"]
     lines.append(f"hub log: {layout.log}   stop: make hub-stop (or Ctrl-C on make hub)")
     return "\n".join(lines)

@@ -54,11 +54,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-PORTS = 5  # the proxy, its API, the hub, the formgrader services of two courses
+PORTS = 6  # the proxy, its API, the hub, the formgrader services of three courses
 
 
 def _free_base() -> int:
-    """A port p with p..p+4 free (proxy, proxy API, hub, two courses' formgrader services)."""
+    """A port p with p..p+5 free (proxy, proxy API, hub, three courses' formgrader services)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -292,29 +292,35 @@ def term(hub, driver):
     show_formgrader(driver, hub, f"manage_submissions/{A}", "formgrader-feedback-released")
 
     # --- each student fetches their feedback
-    out["feedback"] = {}
-    for name, person in (("amara", amara), ("bruno", bruno)):
-        browser_login(driver, hub, name)
-        lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
-        assignments_panel(driver, lab)
-        time.sleep(2)
-        row_button(driver, "submitted_assignments_list", "Fetch Feedback").click()
-        found = []
-
-        def feedback_file(person=person, found=found):
-            listing = person.server("GET", f"api/contents/{A}/feedback").json()
-            for stamp in listing.get("content") or []:
-                inner = person.server("GET", f"api/contents/{stamp['path']}").json()
-                found[:] = [c["path"] for c in inner.get("content") or [] if c["name"].endswith(".html")]
-            return bool(found)
-
-        wait(driver, feedback_file, 60, f"{name}'s feedback in their home")
-        shot(driver, f"{name}-feedback-fetched")
-        driver.get(f"{hub.url}/user/{name}/files/{found[0]}")
-        time.sleep(2)
-        shot(driver, f"{name}-feedback-page")
-        out["feedback"][name] = (found[0], driver.page_source, driver.find_element(By.TAG_NAME, "body").text)
+    out["feedback"] = {name: fetch_feedback(driver, hub, name, person) for name, person in (("amara", amara),
+                                                                                             ("bruno", bruno))}
     return out
+
+
+def fetch_feedback(driver, hub, name: str, person: Person, login: bool = True) -> tuple[str, str, str]:
+    """In the Assignments panel, Fetch Feedback; open the page in the browser: (its path, HTML, text).
+    ``login``: log in first (else the browser is in ``name``'s Lab already)."""
+    if login:
+        browser_login(driver, hub, name)
+    lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
+    assignments_panel(driver, lab)
+    time.sleep(2)
+    row_button(driver, "submitted_assignments_list", "Fetch Feedback").click()
+    found = []
+
+    def feedback_file():
+        listing = person.server("GET", f"api/contents/{A}/feedback").json()
+        for stamp in listing.get("content") or []:
+            inner = person.server("GET", f"api/contents/{stamp['path']}").json()
+            found[:] = [c["path"] for c in inner.get("content") or [] if c["name"].endswith(".html")]
+        return bool(found)
+
+    wait(driver, feedback_file, 60, f"{name}'s feedback in their home")
+    shot(driver, f"{name}-feedback-fetched")
+    driver.get(f"{hub.url}/user/{name}/files/{found[0]}")
+    time.sleep(2)
+    shot(driver, f"{name}-feedback-page")
+    return found[0], driver.page_source, driver.find_element(By.TAG_NAME, "body").text
 
 
 def test_validate_tells_each_student(term):
@@ -680,8 +686,8 @@ fola,Fola,Adeyemi,fola.adeyemi@uni.example,E,student
 def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     """`course add` between classes: a second course (the example course of another subject, with
     its own nbgrader config) with its own roster, formgrader, gradebook and export; people on both
-    rosters keep one account; after the restart each student's Assignment
-    List offers their own courses only, the second course's instructor reaches her formgrader only, and
+    rosters keep one account (the Vietnamese edition is added too, for the next test); after the restart each
+    student's Assignment List offers their own courses only, the second course's instructor reaches her formgrader only, and
     the first course's term is as it was. A student on both rosters of courses with an assignment
     of the same name is refused (both would be fetched into ~/<assignment>/)."""
     first = tmp_path / "first-before.csv"
@@ -701,6 +707,8 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     assert str(EXAMPLE / "nbgrader_config.py") in added.stdout, added.stdout
     again = course_add("--source", str(EXAMPLE / "source"))
     assert again.returncode != 0 and "already has the course" in again.stderr, again.stderr
+    vi_added = add_the_vietnamese_edition(hub, tmp_path)  # the next test's course, started by the same restart
+    assert f"/services/formgrader-{VI}/" in vi_added and "its language: vi" in vi_added, vi_added
     passwords = {n: hub.password(n) for n in ("amara", "ta-jonas")}
     started = hub.restart()
     assert f"course {SECOND}" in started, started
@@ -796,6 +804,139 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     listed = hub_command(hub, "course", "list").stdout
     assert H.COURSE_ID in listed and f"/services/formgrader-{SECOND}/" in listed, listed
     assert "fola" in hub_command(hub, "roster", "--course", SECOND, "list").stdout
+
+
+VI = "attention-vi"  # the Vietnamese edition as a course of its own (docs/TRANSLATING.md), added beside SECOND
+VI_FG = f"/services/formgrader-{VI}/formgrader"
+BUG_CAUSE = "the scores are not divided by sqrt(d_k)"  # the likely cause BUG's hidden tests name
+VI_ROSTER = """id,first_name,last_name,email,section,role
+prof-linh,Linh,Nguyễn,linh.nguyen@uni.example,,instructor
+ta-jonas,Jonas,Berg,jonas.berg@uni.example,,ta
+vy,Vy,Trần,vy.tran@uni.example,V,student
+"""
+
+
+def add_the_vietnamese_edition(hub, tmp_path: Path) -> str:
+    """The recipe of docs/JUPYTERHUB.md: `make translate` writes editions/vi/source/ (git-ignored; here
+    chapter 01, as it does), then `course add attention-vi --roster lop.csv --source editions/vi/source`
+    (its config beside it, c.MessageCatalog.language = "vi"); what course add printed."""
+    from instructor import translate as TR
+
+    source = TR.build_sources("vi", assignments=[A]).path / "source"
+    roster = tmp_path / "lop.csv"
+    roster.write_text(VI_ROSTER, encoding="utf-8")
+    return hub_command(hub, "course", "add", VI, "--roster", str(roster), "--source", str(source)).stdout
+
+
+def server_environment(name: str) -> dict[str, str]:
+    """The environment of ``name``'s running server (root reads /proc), which her kernels and Validate inherit."""
+    uid = pwd.getpwnam(name).pw_uid
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or proc.stat().st_uid != uid:
+                continue
+            if b"jupyterhub.singleuser" in (proc / "cmdline").read_bytes().split(b"\0"):
+                pairs = (proc / "environ").read_bytes().decode().split("\0")
+                return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+        except OSError:
+            continue
+    raise AssertionError(f"no server of {name} runs")
+
+
+def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_path):
+    """issue 55: the Vietnamese edition added with `course add` (the previous test, before its restart), as its
+    students and its instructor meet it. Its language comes from its config, with no edit of the hub's config:
+    vy, its student, has COURSE_LANGUAGE=vi in her server; ta-jonas, in English courses too, has English. vy
+    fetches chapter 01 in the Assignments panel: Lab shows its prose in Vietnamese; she types bruno's code (the
+    zoo's unscaled scores) and Validate names the failures in Vietnamese; she submits. prof-linh collects and
+    autogrades in her course's formgrader: every cell scores what bruno's same code scored in the English course;
+    vy's feedback page, fetched in the panel, is Vietnamese. Screenshots vy-*.png."""
+    import unicodedata
+
+    from course.language import ENV, kernel_catalog
+    from instructor import messages as M
+    from instructor import translate as TR
+
+    if VI not in {c.id for c in hub.layout.courses()}:  # this test alone (-k): the course, then the restart
+        add_the_vietnamese_edition(hub, tmp_path)
+        hub.restart()
+    listed = {line.split()[0]: line for line in hub_command(hub, "course", "list").stdout.splitlines()}
+    assert "language vi" in listed[VI] and "language en" in listed[SECOND], listed
+    linh = Person(hub.url, "prof-linh", hub.password("prof-linh"))
+    formgrader(linh, "POST", f"assignment/{A}/assign", fg=VI_FG)
+    formgrader(linh, "POST", f"assignment/{A}/release", fg=VI_FG)
+
+    # vy: her server speaks Vietnamese; the fetched chapter is the edition's, its prose Vietnamese in Lab
+    browser_login(driver, hub, "vy")
+    vy = Person(hub.url, "vy", hub.password("vy"))
+    assert server_environment("vy").get(ENV) == "vi"
+    lab = Lab(driver, Seat(f"{hub.url}/user/vy", vy.token), ARTIFACTS, "vy")
+    assignments_panel(driver, lab)
+    row_button(driver, "released_assignments_list", "Fetch").click()
+    wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "vy's fetched chapter")
+    shot(driver, "vy-fetched")
+    lab.open(f"{A}/{NAME}.ipynb", "opened-vietnamese")
+    heading = driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown h1")
+    assert unicodedata.normalize("NFC", heading.text).startswith("Chương 01"), heading.text
+    edition = P.read_nb(TR.edition_root("vi").notebook("release", A))
+    fetched = P.read_nb(hub.layout.user_home("vy") / A / f"{NAME}.ipynb")
+    prose = [c.source for c in fetched.cells if c.cell_type == "markdown"]
+    assert prose == [c.source for c in edition.cells if c.cell_type == "markdown"], "the edition's prose, cell for cell"
+
+    # bruno's code, typed into her cells; Validate names its failures in Vietnamese (bruno's were English)
+    for gid, text in answers_of("bruno").items():
+        lab.replace_cell(gid, text)
+    for cell in lab.cells():
+        if cell["type"] == "markdown" and cell["solution"]:
+            lab.replace_cell(cell["grade_id"], "Trọng số chính là các điểm số.")
+    lab.save()
+    said = unicodedata.normalize("NFC", lab.validate("wrong-vietnamese"))
+    bruno_read = re.findall(r"CheckFailed: (.*too peaked.*)", term["bob_validate"])  # the visible test's check
+    assert bruno_read, term["bob_validate"]
+    failed = re.findall(r"CheckFailed: (.*)", said)
+    assert kernel_catalog("vi").translate(bruno_read[0]) in failed, said  # what bruno read in English, in Vietnamese
+    assert failed and not [line for line in failed if "too peaked" in line or kernel_catalog("vi").translate(line) != line], said
+    assignments_panel(driver, lab)
+    row_button(driver, "fetched_assignments_list", "Submit").click()
+    wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "vy's submission listed")
+    shot(driver, "vy-submitted")
+
+    # ta-jonas, an assistant of the English courses and of this one: English (docs/JUPYTERHUB.md)
+    jonas = Person(hub.url, "ta-jonas", hub.password("ta-jonas"))
+    jonas.start()
+    assert server_environment("ta-jonas").get(ENV, "") == ""
+    jonas.stop()
+
+    # prof-linh collects and autogrades in her formgrader: the same code, the same points, cell by cell
+    formgrader(linh, "POST", f"assignment/{A}/collect", fg=VI_FG)
+    formgrader(linh, "POST", f"submission/{A}/vy/autograde", fg=VI_FG)
+    graded = {s["student"]: s for s in formgrader(linh, "GET", f"submissions/{A}", fg=VI_FG)}
+    english_scores = {s["student"]: s for s in term["submissions"]}
+    assert graded["vy"]["score"] == english_scores["bruno"]["score"] < graded["vy"]["max_score"], \
+        (graded["vy"], english_scores["bruno"])
+    assert graded["vy"]["max_score"] == english_scores["bruno"]["max_score"]
+
+    def cell_scores(person: Person, fg: str, student: str) -> dict:
+        notebook = next(n for n in formgrader(person, "GET", f"submitted_notebooks/{A}/{NAME}", fg=fg)
+                        if n["student"] == student)
+        return {g["name"]: g["auto_score"] for g in formgrader(person, "GET", "grades", fg=fg,
+                                                                 params={"submission_id": notebook["id"]})}
+
+    assert cell_scores(linh, VI_FG, "vy") == cell_scores(term["prof"], FG, "bruno")
+    formgrader(linh, "POST", f"assignment/{A}/vy/generate_feedback", fg=VI_FG)
+    formgrader(linh, "POST", f"assignment/{A}/vy/release_feedback", fg=VI_FG)
+
+    # her feedback page, fetched in the panel: Vietnamese, bruno's score
+    path, html, text = fetch_feedback(driver, hub, "vy", vy, login=False)  # her Lab, still open
+    text = unicodedata.normalize("NFC", text)
+    english, cause = BUG_CAUSE, M.catalog("vi").translate(BUG_CAUSE)  # a hidden test's: the grader's catalog
+    assert "Chương 01" in text and cause != english and cause in text and english not in text, text[:3000]
+    for failure in driver.find_elements(By.XPATH, f"//*[contains(text(), '{cause}')]")[:1]:  # what she reads there
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", failure)
+    shot(driver, "vy-feedback-failure")
+    shown = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", text)
+    assert shown and float(shown[1]) == graded["vy"]["score"], text[:400]
+    assert "HIDDEN TESTS" not in html
 
 
 PANEL_LISTING = """
