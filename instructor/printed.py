@@ -16,6 +16,11 @@ string literals, and only those, with their translation, read from the chapter's
   one (a curve's legend), and the string parts of such an argument (``a + f"..."``, ``x if c else
   "..."``). A string that only formats (no word of two letters) is left as it is. Every other
   string (a dict key the code looks up, a token, a mode such as ``"relu"``) is code and stays.
+* **Labels** (:func:`find_labels`): a string a demo cell shows and also keeps in a name other cells read,
+  or looks up (chapter 10's ``ladder = {"counted bigram": ...}``), is one message per notebook (msgctxt
+  ``<notebook>:label``), renamed at every occurrence in the demo cells at once; :func:`label_problems`
+  refuses a renaming that could change what the code does (a graded cell or ``course/`` writes it too, two
+  labels meet, the code computes with it).
 * **What a translation may change**: the words. It keeps every ``{placeholder}`` of the English,
   conversion and format included (the numbers print the same), and every number written in the
   text (``1/8``, ``ln 12``): :func:`problems` refuses anything else, and so does ``translate
@@ -25,6 +30,7 @@ string literals, and only those, with their translation, read from the chapter's
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from pathlib import Path
@@ -458,6 +464,8 @@ class _Cell:
         self.parents = _parents(self.tree)
         self.shown = _names_of(_shown_exprs(self.tree))
         self.in_fstring = _inside_fstring(self.tree)
+        self.in_placeholder = {id(part) for node in ast.walk(self.tree) if isinstance(node, ast.FormattedValue)
+                               for part in ast.walk(node.value)}
         self.displayed = {id(node) for call in ast.walk(self.tree) if isinstance(call, ast.Call)
                           and (_name(call.func) == "print" or _name(call.func).startswith(HELPERS))
                           for node in ast.walk(call) if node is not call}  # anything inside a print or a helper call
@@ -540,12 +548,13 @@ _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _INSPECTING = {"len", "sorted", "min", "max", "reversed", "ord", "hash", "id", "str", "repr"}
 
 
-def _course_strings() -> set[str]:
+@functools.cache
+def _course_strings() -> frozenset[str]:
     """Every string literal of the course's package (``course/``): a helper may look a label up."""
     out = set()
     for path in sorted(COURSE.rglob("*.py")):
         out |= {node.value for node in ast.walk(ast.parse(path.read_text())) if _str(node)}
-    return out
+    return frozenset(out)
 
 
 def _computed_with(node: ast.AST, parents: dict[int, ast.AST]) -> str | None:
@@ -560,6 +569,9 @@ def _computed_with(node: ast.AST, parents: dict[int, ast.AST]) -> str | None:
         return "it is composed with another value (+, %, *)"
     if isinstance(parent, ast.Compare) and any(isinstance(op, _ORDERING) for op in parent.ops):
         return "it is ordered (<, >)"
+    if isinstance(parent, ast.Compare) and node in parent.comparators \
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
+        return "a text is searched in it (in)"
     if isinstance(parent, ast.Call) and node in parent.args and _name(parent.func) in _INSPECTING:
         return f"it is passed to {_name(parent.func)}()"
     if isinstance(parent, ast.FormattedValue):
@@ -616,7 +628,7 @@ def label_problems(cells, translations: dict[str, str]) -> dict[str, list[str]]:
         for node in ast.walk(cell.tree):
             if _str(node) and node.value in renamed:
                 how = ("it is looked up inside an f-string's placeholder: look it up in a name first"
-                       if id(node) in cell.in_fstring else _computed_with(node, cell.parents))
+                       if id(node) in cell.in_placeholder else _computed_with(node, cell.parents))
                 if how:
                     out[node.value].append(f"the code computes with it ({how}): renaming could change what it does")
             elif isinstance(node, ast.Call) and _name(node.func) in ("sorted", "min", "max") and node.args \

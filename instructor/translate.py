@@ -15,8 +15,9 @@ An edition is an nbgrader course of its own, ``editions/<lang>/`` (docs/TRANSLAT
 The generated source is the English notebook, cell for cell (same ids, metadata, code, grade ids,
 points), with each markdown cell's text replaced by its translation, and in each demo cell (no
 nbgrader metadata) the strings it prints or draws replaced by theirs (:mod:`instructor.printed`;
-msgctxt ``<cell id>:code``, in the same catalog); a graded, solution or locked cell's code is the
-English one byte for byte. Only the chapters of
+msgctxt ``<cell id>:code``, in the same catalog), and every occurrence of a label of the notebook (a
+string shown and also kept or looked up: msgctxt ``<notebook>:label``) replaced by its; a graded,
+solution or locked cell's code is the English one byte for byte. Only the chapters of
 :data:`EDITIONS` are published; the catalogs of every other chapter are kept up to date so that
 translators can start on them.
 

@@ -24,7 +24,7 @@ from nbclient import NotebookClient
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 from nboracle.grader.sandbox import SandboxedKernelManager
-from support import hidden_lines, solution_lines, source_nb, trusted_kernels
+from support import SOLUTION, STUB, hidden_lines, solution_lines, source_nb, trusted_kernels
 
 from instructor import printed
 from instructor import translate as TR
@@ -272,7 +272,8 @@ def test_a_label_is_refused_where_renaming_could_change_what_the_code_does():
                       ('first = "counted bigram".split()', "method .split"),
                       ('for name, value in ladder.items():\n    print(name[:4])', "sliced"),
                       ('key = f"{ladder[\'counted bigram\']}"', "f-string's placeholder"),
-                      ('for name in ladder:\n    print(len(name))', "len()")]:
+                      ('for name in ladder:\n    print(len(name))', "len()"),
+                      ('for name in ladder:\n    print("bigram" in name)', "searched")]:
         problems = refused([*cells, ("demo2", code, True)])
         assert problems and all(how in " ".join(p) for p in problems.values()), (code, problems)
 
@@ -333,6 +334,25 @@ def test_a_chapter_with_labels_runs_in_vietnamese_and_passes_its_tests(assignmen
     renamed = {label: vi for label, vi in _labels(assignment).items() if vi != label}
     assert renamed and any(vi in text for vi in renamed.values()), "a label printed in Vietnamese"
     assert not [label for label in renamed if label in text], "an English label left in what the demos print"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", [a for a in CHAPTERS if _labels(a)], ids=_ids)
+def test_a_chapter_with_labels_grades_in_vietnamese_as_in_english(assignment, tmp_path):
+    """The solution and the untouched release, graded through the real pipeline in both editions: the same
+    score for every test cell (full marks, and none)."""
+    english = REPOSITORY.scratch_copy(tmp_path / "en", [assignment])
+    edition = TR.scratch_edition(LANG, tmp_path / "vi", [assignment])
+    for root in (english, edition):
+        release_nb, answers = root.release_and_answers(assignment)
+        root.submit(assignment, SOLUTION, P.fill(release_nb, answers))
+        root.submit(assignment, STUB, release_nb)
+        with trusted_kernels():
+            root.autograde(assignment)
+    en, vn = english.results(assignment), edition.results(assignment)
+    for student in (SOLUTION, STUB):
+        assert {g: c.score for g, c in vn[student].cells.items()} == {g: c.score for g, c in en[student].cells.items()}
+    assert vn[SOLUTION].auto_score == vn[SOLUTION].auto_max > 0 and vn[STUB].auto_score == 0
 
 
 # ---------------------------------------------------------------- same code, same grades
