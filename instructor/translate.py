@@ -15,8 +15,9 @@ An edition is an nbgrader course of its own, ``editions/<lang>/`` (docs/TRANSLAT
 The generated source is the English notebook, cell for cell (same ids, metadata, code, grade ids,
 points), with each markdown cell's text replaced by its translation, and in each demo cell (no
 nbgrader metadata) the strings it prints or draws replaced by theirs (:mod:`instructor.printed`;
-msgctxt ``<cell id>:code``, in the same catalog); a graded, solution or locked cell's code is the
-English one byte for byte. Only the chapters of
+msgctxt ``<cell id>:code``, in the same catalog), and every occurrence of a label of the notebook (a
+string shown and also kept or looked up: msgctxt ``<notebook>:label``) replaced by its; a graded,
+solution or locked cell's code is the English one byte for byte. Only the chapters of
 :data:`EDITIONS` are published; the catalogs of every other chapter are kept up to date so that
 translators can start on them.
 
@@ -114,6 +115,11 @@ def code_context(entry: polib.POEntry) -> bool:
     return bool(entry.msgctxt) and entry.msgctxt.endswith(printed.CONTEXT)
 
 
+def label_context(entry: polib.POEntry) -> bool:
+    """A label of a notebook (msgctxt ``<notebook>:label``): translated wherever its demo cells write it."""
+    return bool(entry.msgctxt) and entry.msgctxt.endswith(printed.LABEL_CONTEXT)
+
+
 def _carried(entry: polib.POEntry, was: polib.POEntry | None) -> polib.POEntry:
     """``entry`` (the English now) with ``was``'s translation; fuzzy when the English changed."""
     if was is not None:
@@ -129,10 +135,10 @@ def _carried(entry: polib.POEntry, was: polib.POEntry | None) -> polib.POEntry:
     return entry
 
 
-def _code_entries(assignment: str, cell, old: dict[str, polib.POEntry]) -> list[polib.POEntry]:
+def _code_entries(assignment: str, cell, old: dict[str, polib.POEntry], labels=()) -> list[polib.POEntry]:
     """One message per string a demo cell prints or draws. A string whose English is unchanged keeps its
     translation; the others take, in order, the translations of the cell's strings that are gone, fuzzy."""
-    english = printed.templates(cell.source)
+    english = printed.templates(cell.source, labels)
     unmatched = [msgid for msgid in old if msgid not in english]
     out = []
     for msgid in english:
@@ -148,13 +154,22 @@ def updated_catalog(lang: str, assignment: str) -> polib.POFile:
     """The catalog of ``assignment`` brought up to date with the English source (nothing written)."""
     nb = P.read_nb(REPOSITORY.notebook("source", assignment))
     old = read_catalog(catalog_path(lang, assignment))
-    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete and not code_context(e)} if old else {}
+    by_cell = {e.msgctxt: e for e in old if e.msgctxt and not e.obsolete and not code_context(e)
+               and not label_context(e)} if old else {}
     by_code: dict[str, dict[str, polib.POEntry]] = {}
     for entry in old or []:
         if code_context(entry) and not entry.obsolete:
             by_code.setdefault(entry.msgctxt, {})[entry.msgid] = entry
     catalog = new_catalog(old, HEADER.format(lang=LANGUAGE_NAMES.get(lang, lang), assignment=assignment),
                           lang, f"attention-transformers {assignment}")
+    demo = [cell for cell in nb.cells if printed.is_demo(cell)]
+    labels = printed.find_labels([cell.source for cell in demo])
+    label_ctxt = REPOSITORY.notebook_name(assignment) + printed.LABEL_CONTEXT
+    old_labels = {e.msgid: e for e in old or [] if label_context(e) and not e.obsolete and e.msgctxt == label_ctxt}
+    shown_before = {e.msgid: e for e in old or [] if code_context(e) and not e.obsolete}  # a string now a label
+    first = {}  # the labels each demo cell is the first to hold
+    for label, cells in labels.items():
+        first.setdefault(demo[cells[0]].id, []).append(label)
     for cell in nb.cells:
         if cell.cell_type == "markdown" or printed.is_demo(cell):
             if not cell.get("id"):
@@ -164,11 +179,22 @@ def updated_catalog(lang: str, assignment: str) -> polib.POFile:
                                                   comment=f"{assignment}: markdown cell {cell.id}"),
                                     by_cell.pop(cell.id, None)))
         elif printed.is_demo(cell):
-            catalog += _code_entries(assignment, cell, by_code.get(cell.id + printed.CONTEXT, {}))
-    kept = {(e.msgctxt, e.msgid if code_context(e) else None) for e in catalog}
+            catalog += _code_entries(assignment, cell, by_code.get(cell.id + printed.CONTEXT, {}), labels)
+            for label in first.get(cell.id, []):
+                where = ", ".join(demo[at].id for at in labels[label])
+                was = old_labels.pop(label, None)
+                if was is None and label in shown_before:  # it was translated where one cell showed it
+                    was = copy.copy(shown_before[label])
+                    was.tcomment = ""
+                catalog.append(_carried(polib.POEntry(
+                    msgctxt=label_ctxt, msgid=label, msgstr="",
+                    comment=f"{assignment}: a label the code shows and also keeps or looks up: the same in code cells {where}"),
+                    was))
+    gone_labels = list(old_labels.values())
+    kept = {(e.msgctxt, e.msgid if code_context(e) or label_context(e) else None) for e in catalog}
     gone = [e for entries in by_code.values() for e in entries.values()]  # what _code_entries left
-    for entry in [*(e for e in old if e.obsolete), *by_cell.values(), *gone] if old else []:
-        if (entry.msgctxt, entry.msgid if code_context(entry) else None) in kept:
+    for entry in [*(e for e in old if e.obsolete), *by_cell.values(), *gone, *gone_labels] if old else []:
+        if (entry.msgctxt, entry.msgid if code_context(entry) or label_context(entry) else None) in kept:
             continue  # back in the English source: the live message holds the translation
         entry.obsolete = True  # cells or strings gone from the English source: obsolete, never deleted
         catalog.append(entry)
@@ -216,18 +242,30 @@ def status(lang: str, assignment: str, catalog: polib.POFile | None = None) -> S
     path = catalog_path(lang, assignment)
     stale = not path.is_file() or path.read_bytes() != render_catalog(fresh)
     current = messages(fresh)
+    refused = label_problems(assignment, current)
     return Status(assignment, len(current),
                   untranslated=[label(e) for e in current if not e.msgstr],
                   fuzzy=[label(e) for e in current if e.msgstr and e.fuzzy],
                   not_nfc=[label(e) for e in current if not unicodedata.is_normalized("NFC", e.msgstr)],
                   stale=stale,
-                  bad=[f"{label(e)}: {problem}" for e in current if e.msgstr and code_context(e)
-                       for problem in printed.problems(e.msgid, e.msgstr)])
+                  bad=[f"{label(e)}: {problem}" for e in current if e.msgstr and (code_context(e) or label_context(e))
+                       for problem in printed.problems(e.msgid, e.msgstr) + refused.get(e.msgid, [])])
+
+
+def label_problems(assignment: str, current: list[polib.POEntry]) -> dict[str, list[str]]:
+    """Why each translated label of ``assignment`` cannot rename it (printed.label_problems)."""
+    translations = {e.msgid: unicodedata.normalize("NFC", e.msgstr) for e in current if label_context(e) and e.msgstr}
+    if not translations:
+        return {}
+    nb = P.read_nb(REPOSITORY.notebook("source", assignment))
+    cells = [(cell.get("id", ""), cell.source, printed.is_demo(cell)) for cell in nb.cells if cell.cell_type == "code"]
+    return printed.label_problems(cells, translations)
 
 
 def label(entry: polib.POEntry) -> str:
-    """How a message is named in a report: a markdown cell's id, a printed string's cell and English."""
-    return f"{entry.msgctxt} {entry.msgid!r}" if code_context(entry) else entry.msgctxt
+    """How a message is named in a report: a markdown cell's id, a printed string's cell (or a label's
+    notebook) and English."""
+    return f"{entry.msgctxt} {entry.msgid!r}" if code_context(entry) or label_context(entry) else entry.msgctxt
 
 
 def update_catalogs(lang: str, assignments: list[str]) -> dict[str, Status]:
@@ -252,13 +290,19 @@ def translated_notebook(lang: str, assignment: str) -> nbformat.NotebookNode:
     in ``lang`` (raises if one is missing); graded, solution and locked cells are the English ones."""
     nb = copy.deepcopy(P.read_nb(REPOSITORY.notebook("source", assignment)))
     current = messages(updated_catalog(lang, assignment))
-    by_cell = {e.msgctxt: e for e in current if not code_context(e)}
+    by_cell = {e.msgctxt: e for e in current if not code_context(e) and not label_context(e)}
     by_code = {(e.msgctxt, e.msgid): e for e in current if code_context(e)}
+    refused = label_problems(assignment, current)
     missing = []
 
     def usable(entry) -> bool:
         return bool(entry is not None and entry.msgstr and not entry.fuzzy
-                    and not (code_context(entry) and printed.problems(entry.msgid, entry.msgstr)))
+                    and not ((code_context(entry) or label_context(entry)) and printed.problems(entry.msgid, entry.msgstr))
+                    and not (label_context(entry) and refused.get(entry.msgid)))
+
+    label_entries = [e for e in current if label_context(e)]
+    missing += [label(e) for e in label_entries if not usable(e)]
+    labels = {e.msgid: unicodedata.normalize("NFC", e.msgstr) for e in label_entries}
 
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -268,12 +312,12 @@ def translated_notebook(lang: str, assignment: str) -> nbformat.NotebookNode:
                 continue
             cell.source = unicodedata.normalize("NFC", entry.msgstr)
         elif printed.is_demo(cell):
-            entries = [by_code.get((cell.id + printed.CONTEXT, msgid)) for msgid in printed.templates(cell.source)]
+            entries = [by_code.get((cell.id + printed.CONTEXT, msgid)) for msgid in printed.templates(cell.source, labels)]
             if not all(usable(e) for e in entries):
                 missing += [label(e) for e in entries if not usable(e)]
                 continue
             cell.source = printed.rewrite(cell.source, {e.msgid: unicodedata.normalize("NFC", e.msgstr)
-                                                        for e in entries})
+                                                        for e in entries}, labels)
     if missing:
         raise P.PipelineError(f"{assignment}: {len(missing)} message(s) not translated to {lang}, "
                               f"fuzzy or refused in i18n/{lang}/{assignment}.po: "

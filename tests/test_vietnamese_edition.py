@@ -20,9 +20,11 @@ import unicodedata
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
-from support import hidden_lines, solution_lines, source_nb
+from nboracle.grader.sandbox import SandboxedKernelManager
+from support import SOLUTION, STUB, hidden_lines, solution_lines, source_nb, trusted_kernels
 
 from instructor import printed
 from instructor import translate as TR
@@ -48,6 +50,12 @@ def _nbgrader(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
+def _labels(assignment) -> dict[str, str]:
+    """The labels of a chapter, with their translations (the catalog's)."""
+    return {e.msgid: e.msgstr for e in TR.messages(TR.read_catalog(TR.catalog_path(LANG, assignment)))
+            if TR.label_context(e)}
+
+
 # ---------------------------------------------------------------- the catalogs
 
 
@@ -70,10 +78,11 @@ def test_every_markdown_cell_is_translated_in_nfc(assignment):
     assert not state.not_nfc, f"{where}: cells {state.not_nfc} are not in Unicode NFC"
     assert not state.bad, f"{where}: printed strings whose translation changes more than words: {state.bad}"
     cells = source_nb(assignment).cells
-    printed_strings = sum(len(printed.templates(cell.source)) for cell in cells if printed.is_demo(cell))
+    labels = printed.find_labels([cell.source for cell in cells if printed.is_demo(cell)])
+    printed_strings = sum(len(printed.templates(cell.source, labels)) for cell in cells if printed.is_demo(cell))
     assert printed_strings, "the demo cells print something: their strings are in the catalog"
-    assert state.total == sum(cell.cell_type == "markdown" for cell in cells) + printed_strings, \
-        "one message per markdown cell and per string a demo cell prints or draws"
+    assert state.total == sum(cell.cell_type == "markdown" for cell in cells) + printed_strings + len(labels), \
+        "one message per markdown cell, per string a demo cell prints or draws, and per label of the notebook"
 
 
 def test_a_changed_english_cell_becomes_fuzzy_a_new_one_untranslated(tmp_path, monkeypatch):
@@ -196,25 +205,179 @@ def test_labels_a_loop_only_shows_and_messages_are_words_and_lookup_keys_stay():
     assert printed.blanked(vietnamese) == printed.blanked(english)
 
 
+LABELS_EN = (
+    'ladder = {"counted bigram": 3.25}\n'
+    'for name, bits in [("neural bigram", 3.5)]:\n'
+    '    ladder[name] = bits\n'
+    'mode = {"relu": 1}["relu"]\n',
+    'for name, value in ladder.items():\n'
+    '    print(f"{name:16s} {value:.2f} bits")\n'
+    'plot_curves([1], {}, hlines={"counted bigram": ladder["counted bigram"]})\n'
+    'print("gap", ladder["neural bigram"] - ladder["counted bigram"])\n')
+LABELS_VI = {"counted bigram": "bigram đếm", "neural bigram": "bigram neural"}
+
+
+def test_a_label_is_translated_wherever_the_demo_cells_write_it():
+    """A string a demo cell shows and also keeps in a name other cells read, or looks up, is one message per
+    notebook, renamed at every occurrence in the demo cells: the code computes the same and prints it in Vietnamese."""
+    assert printed.find_labels(list(LABELS_EN)) == {"counted bigram": [0, 1], "neural bigram": [0, 1]}, \
+        "the ladder's keys are labels (a literal of the loop too); a mode looked up is code"
+    assert printed.templates(LABELS_EN[1], LABELS_VI) == ["{name:16s} {value:.2f} bits", "gap"], \
+        "a label shown in one cell is the notebook's message, not the cell's"
+    words = {"{name:16s} {value:.2f} bits": "{name:16s} {value:.2f} bit", "gap": "khoảng cách"}
+    vietnamese = [printed.rewrite(LABELS_EN[0], {}, LABELS_VI), printed.rewrite(LABELS_EN[1], words, LABELS_VI)]
+    assert vietnamese[0].startswith('ladder = {"bigram đếm": 3.25}\nfor name, bits in [("bigram neural", 3.5)]:')
+    assert 'hlines={"bigram đếm": ladder["bigram đếm"]}' in vietnamese[1] and '{"relu": 1}["relu"]' in vietnamese[0]
+    for english, translated in zip(LABELS_EN, vietnamese, strict=True):
+        assert printed.blanked(translated, set(LABELS_VI.values())) == printed.blanked(english, set(LABELS_VI))
+
+    def run(cells):
+        out, scope = [], {"print": lambda *a: out.append(" ".join(map(str, a))),
+                          "plot_curves": lambda xs, curves, **kw: out.append(f"{kw}")}
+        for cell in cells:
+            exec(cell, scope)
+        return out
+
+    english, translated = run(LABELS_EN), run(vietnamese)
+    for label, text in LABELS_VI.items():  # the same lines with the labels' words, the same numbers (the padding aside)
+        english = [" ".join(line.replace(label, text).split()) for line in english]
+    assert [" ".join(line.replace("khoảng cách", "gap").replace(" bit", " bits").split()) for line in translated] \
+        == english
+    assert translated[0] == "bigram đếm       3.25 bit" and translated[-1] == "khoảng cách 0.25"
+
+
+def test_a_label_is_refused_where_renaming_could_change_what_the_code_does():
+    """A label the graded cells or course/ also write, two labels that would read the same, a label meeting
+    another string of the code, and a label the code computes with are refused; a translation equal to the
+    English renames nothing and is always accepted."""
+    cells = [("demo0", LABELS_EN[0], True), ("demo1", LABELS_EN[1], True)]
+    assert printed.label_problems(cells, LABELS_VI) == {label: [] for label in LABELS_VI}
+
+    def refused(cells, translations=LABELS_VI):
+        return {label: problems for label, problems in printed.label_problems(cells, translations).items() if problems}
+
+    graded = [*cells, ("test_ladder", 'check_true(ladder["counted bigram"] > 3, "the bigram")', False)]
+    assert list(refused(graded)) == ["counted bigram"] and "test_ladder" in refused(graded)["counted bigram"][0]
+    assert not refused(graded, {**LABELS_VI, "counted bigram": "counted bigram"}), "kept English: nothing renamed"
+    assert set(refused(cells, {"counted bigram": "bigram", "neural bigram": "bigram"})) == set(LABELS_VI), \
+        "two labels would become one key"
+    assert "already a string" in refused(cells, {**LABELS_VI, "neural bigram": "relu"})["neural bigram"][0]
+    assert not refused(cells, {"counted bigram": "neural bigram", "neural bigram": "counted bigram"}), \
+        "a swap meets nothing: every occurrence of both is renamed"
+    helper = [*cells, ("demo2", 'norms = {"LayerNorm (norm1)": 1}\nfor k in norms:\n    print(k)\nnorms[k]', True)]
+    assert printed.find_labels([s for _, s, _ in helper])["LayerNorm (norm1)"] == [2]
+    assert "course/" in refused(helper, {**LABELS_VI, "LayerNorm (norm1)": "chuẩn hóa"})["LayerNorm (norm1)"][0]
+    for code, how in [('for name in ladder:\n    print(name.upper())', "method .upper"),
+                      ('for name in sorted(ladder):\n    print(name)', "sorted"),
+                      ('first = "counted bigram".split()', "method .split"),
+                      ('for name, value in ladder.items():\n    print(name[:4])', "sliced"),
+                      ('key = f"{ladder[\'counted bigram\']}"', "f-string's placeholder"),
+                      ('for name in ladder:\n    print(len(name))', "len()"),
+                      ('for name in ladder:\n    print("bigram" in name)', "searched")]:
+        problems = refused([*cells, ("demo2", code, True)])
+        assert problems and all(how in " ".join(p) for p in problems.values()), (code, problems)
+
+
+def test_translate_check_fails_for_an_untranslated_or_refused_label(tmp_path, monkeypatch):
+    """A new label is one untranslated message of its notebook (a chapter cannot skip it); a translation that
+    would rename what a graded cell also writes is refused by ``--check`` and by the build, naming why."""
+    shutil.copytree(REPO / "source" / GRADED, tmp_path / "source" / GRADED)
+    shutil.copytree(REPO / "i18n", tmp_path / "i18n")
+    path = REPOSITORY.notebook("source", GRADED)
+    nb = P.read_nb(path)
+    at = next(i for i, cell in enumerate(nb.cells) if printed.is_demo(cell))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        'totals = {"scaled scores": 1.0, "unscaled": 2.0}\nfor name, total in totals.items():\n'
+        '    print(f"{name:14s} {total}")\nprint(totals["unscaled"] - totals["scaled scores"])'))
+    graded = next(cell for cell in nb.cells if _nbgrader(cell).get("grade") and cell.cell_type == "code")
+    graded.source += '\nassert "unscaled" != "scaled"'
+    P.write_nb(nb, tmp_path / "source" / GRADED / path.name)
+    monkeypatch.setattr(TR, "REPOSITORY", CourseRoot(tmp_path))
+    monkeypatch.setattr(TR, "I18N", tmp_path / "i18n")
+    context = f"{REPOSITORY.notebook_name(GRADED)}{printed.LABEL_CONTEXT}"
+    state = TR.update_catalogs(LANG, [GRADED])[GRADED]
+    assert state.untranslated == [f"{context} 'scaled scores'", f"{context} 'unscaled'"]
+    said = []
+    assert TR.run(LANG, check=True, assignments=[GRADED], say=said.append) == 1
+    assert any(f"{context} 'scaled scores'" in line and "need a translation" in line for line in said), said
+    catalog = TR.read_catalog(TR.catalog_path(LANG, GRADED))
+    for entry in TR.messages(catalog):
+        entry.msgstr = entry.msgstr or {"scaled scores": "score đã chia", "unscaled": "chưa chia"}[entry.msgid]
+    TR.catalog_path(LANG, GRADED).write_bytes(TR.render_catalog(catalog))
+    state = TR.status(LANG, GRADED)
+    assert not state.untranslated and [line.split(": ")[0] for line in state.bad] == [f"{context} 'unscaled'"]
+    assert graded.id in state.bad[0], state.bad
+    with pytest.raises(P.PipelineError, match="refused"):
+        TR.translated_notebook(LANG, GRADED)
+    entry = next(e for e in TR.messages(catalog) if e.msgid == "unscaled")
+    entry.msgstr = "unscaled"  # kept English: renames nothing, accepted
+    TR.catalog_path(LANG, GRADED).write_bytes(TR.render_catalog(catalog))
+    assert TR.status(LANG, GRADED).complete
+    cell = TR.translated_notebook(LANG, GRADED).cells[at + 1]
+    assert cell.source.startswith('totals = {"score đã chia": 1.0, "unscaled": 2.0}')
+    assert 'totals["unscaled"] - totals["score đã chia"]' in cell.source
+
+
+@pytest.mark.parametrize("assignment", [a for a in CHAPTERS if _labels(a)], ids=_ids)
+def test_a_chapter_with_labels_runs_in_vietnamese_and_passes_its_tests(assignment, edition):
+    """The edition's source (solutions and hidden tests) runs top to bottom: every graded test passes, as in
+    English, and the demo cells print the labels in Vietnamese, never the English ones they rename."""
+    nb = P.read_nb(edition.notebook("source", assignment))
+    with trusted_kernels(), P.environment({"COURSE_QUICK_DEMOS": "1"}):
+        NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
+                       resources={"metadata": {"path": str(edition.folder("source", assignment))}}).execute()
+    errors = [P.cell_error(c) for c in nb.cells if P.cell_error(c)]
+    assert not errors, f"{assignment} (vi) raised: {errors}"
+    assert any(_nbgrader(c).get("grade") and c.cell_type == "code" for c in nb.cells)
+    text = "\n".join(o.get("text", "") for c in nb.cells if printed.is_demo(c) for o in c.get("outputs", [])
+                     if o.get("output_type") == "stream")
+    renamed = {label: vi for label, vi in _labels(assignment).items() if vi != label}
+    assert renamed and any(vi in text for vi in renamed.values()), "a label printed in Vietnamese"
+    assert not [label for label in renamed if label in text], "an English label left in what the demos print"
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("assignment", [a for a in CHAPTERS if _labels(a)], ids=_ids)
+def test_a_chapter_with_labels_grades_in_vietnamese_as_in_english(assignment, tmp_path):
+    """The solution and the untouched release, graded through the real pipeline in both editions: the same
+    score for every test cell (full marks, and none)."""
+    english = REPOSITORY.scratch_copy(tmp_path / "en", [assignment])
+    edition = TR.scratch_edition(LANG, tmp_path / "vi", [assignment])
+    for root in (english, edition):
+        release_nb, answers = root.release_and_answers(assignment)
+        root.submit(assignment, SOLUTION, P.fill(release_nb, answers))
+        root.submit(assignment, STUB, release_nb)
+        with trusted_kernels():
+            root.autograde(assignment)
+    en, vn = english.results(assignment), edition.results(assignment)
+    for student in (SOLUTION, STUB):
+        assert {g: c.score for g, c in vn[student].cells.items()} == {g: c.score for g, c in en[student].cells.items()}
+    assert vn[SOLUTION].auto_score == vn[SOLUTION].auto_max > 0 and vn[STUB].auto_score == 0
+
+
 # ---------------------------------------------------------------- same code, same grades
 
 
-def _code(cell):
+def _code(cell, labels=()):
     """A code cell's code as both editions must share it: a graded, solution or locked cell's byte for
-    byte, a demo cell's with the words of what it prints taken out (its placeholders and the rest kept)."""
+    byte, a demo cell's with the words of what it prints, and its labels (``labels``: the notebook's, in
+    this edition), taken out (its placeholders and the rest kept)."""
     if cell.cell_type != "code":
         return None
-    return printed.blanked(cell.source) if printed.is_demo(cell) else cell.source
+    return printed.blanked(cell.source, labels) if printed.is_demo(cell) else cell.source
 
 
-def _cells(nb):
-    return [(cell.cell_type, cell.get("id"), cell.metadata, _code(cell)) for cell in nb.cells]
+def _cells(nb, labels=()):
+    return [(cell.cell_type, cell.get("id"), cell.metadata, _code(cell, labels)) for cell in nb.cells]
 
 
 @pytest.mark.parametrize("assignment", CHAPTERS, ids=_ids)
 def test_same_code_grade_ids_points_and_metadata_as_english(assignment, edition):
     english, vietnamese = source_nb(assignment), P.read_nb(edition.notebook("source", assignment))
-    assert _cells(vietnamese) == _cells(english), "only the text of markdown cells and printed words may differ"
+    labels = _labels(assignment)
+    assert set(labels) == set(printed.find_labels([c.source for c in english.cells if printed.is_demo(c)]))
+    assert _cells(vietnamese, set(labels.values())) == _cells(english, set(labels)), \
+        "only the text of markdown cells, printed words and labels may differ"
     graded_code = [c.source for c in english.cells if c.cell_type == "code" and not printed.is_demo(c)]
     assert [c.source for c in vietnamese.cells if c.cell_type == "code" and not printed.is_demo(c)] == graded_code
     assert vietnamese.metadata[TR.METADATA_KEY] == LANG and "jupytext" not in vietnamese.metadata
@@ -222,13 +385,14 @@ def test_same_code_grade_ids_points_and_metadata_as_english(assignment, edition)
     assert all(unicodedata.is_normalized("NFC", c.source) for c in translated)
     assert [c.source for c in translated] != [c.source for c in english.cells if c.cell_type == "markdown"]
 
-    def graded(nb):  # the released cells as nbgrader grades them (a markdown cell's checksum is of its text)
-        return [(c.cell_type, c.get("id"), _code(c),
+    def graded(nb, labels):  # the released cells as nbgrader grades them (a markdown cell's checksum is of its text)
+        return [(c.cell_type, c.get("id"), _code(c, labels),
                  {k: v for k, v in _nbgrader(c).items() if not (k == "checksum" and c.cell_type == "markdown")})
                 for c in nb.cells]
 
     released = P.read_nb(TR.edition_root(LANG).notebook("release", assignment))
-    assert graded(released) == graded(P.read_nb(REPOSITORY.notebook("release", assignment)))
+    assert graded(released, set(labels.values())) == graded(P.read_nb(REPOSITORY.notebook("release", assignment)),
+                                                              set(labels))
 
 
 def test_edition_config_is_the_course_config_with_its_own_course_id():
