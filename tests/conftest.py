@@ -44,7 +44,7 @@ FILE_SECONDS = {"tests/test_oracle_attacks.py": 700, "tests/test_attacks_ordinar
                 "tests/test_class_batch.py": 150, "tests/test_sandbox.py": 100, "tests/test_attacks_references.py": 220,
                 "tests/test_exchange.py": 110, "tests/test_collect.py": 60, "tests/test_repair.py": 50,
                 "tests/test_course_root_copy.py": 40, "tests/test_example_course.py": 80, "tests/test_selfcheck.py": 60,
-                "tests/test_vietnamese_edition.py": 60, "tests/test_vietnamese_feedback.py": 50,
+                "tests/test_vietnamese_edition.py": 170, "tests/test_vietnamese_feedback.py": 50,
                 "tests/test_class_report.py": 45, "tests/test_grader.py": 40, "tests/test_grader_memory.py": 30,
                 "tests/test_scan.py": 35,
                 "nbgrader-oracle/tests/test_forkserver.py": 20, "nbgrader-oracle/tests/test_channel.py": 30}
