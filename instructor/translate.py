@@ -453,6 +453,16 @@ def run(lang: str, check: bool, assignments: list[str] | None, say=print, untran
                             "need a translation or a review; its release is not regenerated")
     failures += run_messages(lang, check, [a for a in chapters if a in EDITIONS[lang]] or EDITIONS[lang],
                              untranslated, say)
+    from instructor import feedback_page  # nbgrader's feedback page, its words in the edition's language
+
+    if check:
+        failures += [f"{problem}: run `python -m instructor translate --lang {lang}`"
+                     for problem in feedback_page.problems(lang)]
+    else:
+        try:
+            say(f"wrote {feedback_page.write(lang).relative_to(REPO)}/ (the feedback page's words)")
+        except (FileNotFoundError, ValueError) as err:
+            failures.append(str(err))
     ready = [a for a in published if statuses[a].complete]  # the others keep their committed release
     if ready and check:
         import tempfile

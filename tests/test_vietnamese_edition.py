@@ -471,3 +471,25 @@ def test_lab_seat_copies_the_edition_and_check_grades_it_with_the_edition(tmp_pa
 
 # Chapter 01 graded through the real pipeline in both editions (the solution, the untouched release and two
 # bug-zoo variants: the same scores, the feedback in Vietnamese): tests/test_vietnamese_feedback.py.
+
+
+# ---------------------------------------------------------------- the feedback page's own words
+
+
+def test_the_feedback_page_template_is_current_and_refuses_a_phrase_nbgrader_dropped(tmp_path, monkeypatch):
+    """editions/vi/templates/feedback is what nbgrader's template and i18n/vi/feedback_page.po give (translate
+    --check says so otherwise), the edition's config uses it, and a catalog phrase the installed template no
+    longer shows is an error rather than a page left half in English."""
+    from instructor import feedback_page
+
+    assert feedback_page.problems(LANG) == []
+    settings = TR.edition_root(LANG).settings()
+    assert settings.HTMLExporter.template_name == "feedback"
+    assert settings.HTMLExporter.extra_template_basedirs == [str(feedback_page.template_folder(LANG))]
+    catalog = tmp_path / "feedback_page.po"
+    catalog.write_text(feedback_page.catalog_path(LANG).read_text(encoding="utf-8")
+                       + '\nmsgid "Autograder results"\nmsgstr "Kết quả chấm tự động"\n', encoding="utf-8")
+    monkeypatch.setattr(feedback_page, "catalog_path", lambda lang: catalog)
+    with pytest.raises(ValueError, match="no longer shows 'Autograder results'"):
+        feedback_page.translated(LANG)
+    assert any("no longer shows" in problem for problem in feedback_page.problems(LANG))

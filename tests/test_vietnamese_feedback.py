@@ -193,6 +193,11 @@ def test_chapter_01_feedback_is_vietnamese_with_the_english_scores(tmp_path, mon
         shown_en, shown_vi = _shown(graded_en), _shown(graded_vi)
         assert set(shown_en) == set(shown_vi) >= set(variant.expect)
         page = edition.notebook("feedback", GRADED, student).with_suffix(".html").read_text()
+        page_en = english.notebook("feedback", GRADED, student).with_suffix(".html").read_text()
+        # the page's own words too (nbgrader's template, its words from i18n/vi/feedback_page.po)
+        assert "Test cell" in page_en and "Score:" in page_en, "the English course keeps nbgrader's page"
+        assert "Ô kiểm tra" in page and "Điểm:" in page and "Bài làm của bạn" in page
+        assert "Test cell" not in page and "Score:" not in page and "Student" not in page
         for gid, fragment in variant.expect.items():
             assert fragment in shown_en[gid] and fragment not in shown_vi[gid], f"{student} {gid}: {shown_vi[gid]}"
             assert shown_vi[gid] == vi.translate(shown_en[gid].split(": ", 1)[0]) + ": " + vi.translate(

@@ -27,3 +27,7 @@ c.ClearSolutions.text_stub = "CÂU TRẢ LỜI CỦA BẠN Ở ĐÂY"
 # Every message a student reads (tests, the grader's notes, the due-date cell, make check's summary)
 # in Vietnamese: i18n/vi/messages.po, through the course's catalog (nbgrader_config.py: MessageCatalog).
 c.MessageCatalog.language = "vi"
+# The feedback page's own words (Score, Test cell, Student's answer) in Vietnamese: nbgrader's template with
+# its words from i18n/vi/feedback_page.po, written by `python -m instructor translate --lang vi`.
+c.HTMLExporter.template_name = "feedback"
+c.HTMLExporter.extra_template_basedirs = [str(_REPO / "editions" / "vi" / "templates")]
