@@ -180,7 +180,8 @@ def check_block_modules(EncoderBlock, FeedForward, width, heads, hidden, norm_fi
     expected = x + ffn(norm2(x)) if norm_first else norm2(norm1(x) + ffn(norm1(x)))
     with torch.no_grad():
         out, _ = call_block(name, block, x)
-    causes = None if norm_first else {  # with the attention at 0, a pre-norm FFN reads x either way
+    causes = {"norm1 is used for both sublayers and norm2 never": x + ffn(norm1(x))} if norm_first else {
+        # with the attention at 0, a pre-norm FFN reads x either way
         "the FFN reads the block's input x instead of h = norm1(x + attention(x))": norm2(norm1(x) + ffn(x))}
     check_close(f"{name} output with the attention's output projection set to 0", out, expected, atol=1e-5,
                 likely_causes=causes, hint="norm1 and norm2 must be nn.LayerNorm(width), with their learnable scale "

@@ -74,6 +74,10 @@ def gpt_state(vocab, width, layers, max_len, seed, scale=0.3):
     return state
 
 
+SWAPPED = ("lm_batch returns the targets first and the inputs second: the inputs are each window's first block_size "
+           "ids, the targets the same window shifted by one; return (inputs, targets)")
+
+
 def check_targets(lm_batch, length, batch_size, block_size, seed):
     """The targets are the inputs shifted by one character."""
     ids = torch.randperm(length, generator=torch.Generator().manual_seed(seed))  # every id once: a window is known by its ids
@@ -87,6 +91,7 @@ def check_targets(lm_batch, length, batch_size, block_size, seed):
     after = torch.cat([ids[1:], ids[:1]])[where]  # after[v]: the id that follows id v in ids
     check_true(not torch.equal(targets, inputs), "the targets are the inputs themselves: the target at position t "
                "is the character at t + 1, the inputs and targets are the same window shifted by one")
+    check_true(not torch.equal(inputs, after[targets]), SWAPPED)
     check_true(torch.equal(targets, after[inputs]), "the target at position t is not the character that follows "
                "input t in ids: targets are ids[s + 1 : s + block_size + 1] for a window starting at s")
 
@@ -101,6 +106,8 @@ def check_starts(lm_batch, length, batch_size, block_size, seed):
     check_shape("inputs", inputs, (batch_size, block_size), hint="one row per window, block_size characters each")
     starts = torch.randint(length - block_size, (batch_size,), generator=own)
     expected = torch.stack([ids[s:s + block_size] for s in starts.tolist()])
+    check_true(not torch.equal(inputs, torch.stack([ids[s + 1:s + block_size + 1] for s in starts.tolist()])),
+               SWAPPED)
     check_true(torch.equal(inputs, expected), "the windows do not start where the generator you were given says: "
                "draw the starts with torch.randint(len(ids) - block_size, (batch_size,), generator=generator), "
                "once, and cut row b at the b-th start")

@@ -103,6 +103,9 @@ OWN_PARTS: dict[str, dict[str, str]] = {
     "06_multihead_attention": {"multihead_reference": "the block is judged around the student's split_heads and "
                                                       "merge_heads, read as the entries they pick (as_gather refuses "
                                                       "anything but a rearrangement); Part A's tests judge them"},
+    "07_seq2seq_beam_search": {"own_lp": "beam_decode is judged around the student's length_penalty, read as a table "
+                                         "(refused when it raises, gives no positive number or the same answer for every "
+                                         "length at an alpha above 0); test_length_penalty judges it"},
     "08_attention_cost": {"own_phi": "linear attention, its causal form and the step are judged around the "
                                      "student's phi; test_phi judges phi against F.elu(x) + 1"},
     "10_tiny_gpt": {"own_sublayers": "a Block is judged around its own attention and FFN, called as the block holds "

@@ -222,6 +222,9 @@ def _judge_swiglu(what, out, x, state):
         "ReLU is used instead of SiLU": reference_swiglu(state, x, gate=torch.relu),
         "the gate is missing: w2(silu(w1(x))) without the product with w3(x)":
             F.silu(x.double() @ state["w1.weight"].double().T) @ state["w2.weight"].double().T,
+        "the two branches are added, silu(w1(x)) + w3(x), where the gate multiplies them":
+            (F.silu(x.double() @ state["w1.weight"].double().T) + x.double() @ state["w3.weight"].double().T)
+            @ state["w2.weight"].double().T,
         "SiLU is applied after the product (silu(w1(x) * w3(x)))":
             F.silu((x.double() @ state["w1.weight"].double().T) * (x.double() @ state["w3.weight"].double().T))
             @ state["w2.weight"].double().T,

@@ -28,22 +28,25 @@ class HeadsAsYouSplitThem(nn.MultiheadAttention):
     """nn.MultiheadAttention whose heads are split and merged by your split_heads and merge_heads: where those
     differ from Part A's, the block is judged around them (Part A's tests judge them)."""
 
-    def __init__(self, D, H, heads, **kwargs):  # noqa: N803 (the text's names)
+    def __init__(self, D, H, heads, mistake=None, **kwargs):  # noqa: N803 (the text's names)
         super().__init__(D, H, **kwargs)
         self.heads = heads  # your (split_heads, merge_heads)
+        self.mistake = mistake  # None, or one of MISTAKES: what a typical wrong block computes
 
     def forward(self, query, key, value, attn_mask=None, need_weights=True, average_attn_weights=True):
         B, T, D = query.shape
         split_heads, merge_heads = self.heads
-        if standard_layout(split_heads, merge_heads, B, T, D, self.num_heads):
+        if self.mistake is None and standard_layout(split_heads, merge_heads, B, T, D, self.num_heads):
             return super().forward(query, key, value, attn_mask=attn_mask, need_weights=need_weights,
                                    average_attn_weights=average_attn_weights)
         split = as_gather("split_heads", split_heads, (B, T, D), self.num_heads)
         try:
             q, k, v = (t.flatten()[split] for t in F.linear(query, self.in_proj_weight, self.in_proj_bias).split(D, -1))
-            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T) as your split makes them
+            scores = q @ k.transpose(-2, -1)  # (B, H, T, T) as your split makes them
+            if self.mistake != UNSCALED:
+                scores = scores / math.sqrt(q.shape[-1])
             if attn_mask is not None:
-                scores = scores.masked_fill(attn_mask, float("-inf"))
+                scores = scores.masked_fill(attn_mask, 0.0 if self.mistake == MASKED_TO_ZERO else float("-inf"))
             weights = scores.softmax(dim=-1)
             mixed = weights @ v
         except RuntimeError:
@@ -53,11 +56,18 @@ class HeadsAsYouSplitThem(nn.MultiheadAttention):
         return out, (None if not need_weights else weights.mean(dim=1) if average_attn_weights else weights)
 
 
-def multihead_reference(params, D, H, heads, dtype=None):  # noqa: N803 (the text's names)
-    """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj)."""
+UNSCALED = "the scores q k^T are not divided by sqrt(d_head)"
+MASKED_TO_ZERO = ("the future scores are set to 0 instead of -inf, so a later key keeps the weight e^0: "
+                  "masked_fill(..., float('-inf'))")
+MISTAKES = (UNSCALED, MASKED_TO_ZERO)
+
+
+def multihead_reference(params, D, H, heads, dtype=None, mistake=None):  # noqa: N803 (the text's names)
+    """nn.MultiheadAttention holding the weights the test loaded into a block (qkv -> in_proj, proj -> out_proj);
+    with `mistake` (one of MISTAKES), what a block making that mistake computes from them."""
     check_params(params)
     has_bias = "qkv.bias" in params
-    reference = HeadsAsYouSplitThem(D, H, heads, batch_first=True, bias=has_bias, dtype=dtype)
+    reference = HeadsAsYouSplitThem(D, H, heads, mistake=mistake, batch_first=True, bias=has_bias, dtype=dtype)
     with torch.no_grad():
         reference.in_proj_weight.copy_(params["qkv.weight"])
         reference.out_proj.weight.copy_(params["proj.weight"])
@@ -104,9 +114,11 @@ def causal_agrees(MultiHeadSelfAttention, heads, B, T, D, H, as_built=False):  #
         expected, expected_changed = (reference(t, t, t, attn_mask=future)[0] for t in (x, last_changed(x)))
     hint = "scores / sqrt(d_head), causal mask, softmax over keys, weights @ v, then self.proj"
     with torch.no_grad():
-        swapped = multihead_reference(qk_swapped(params, D), D, H, heads)(x, x, x, attn_mask=future)[0]
+        causes = {QK_SWAPPED: multihead_reference(qk_swapped(params, D), D, H, heads)(x, x, x, attn_mask=future)[0],
+                  **{mistake: multihead_reference(params, D, H, heads, mistake=mistake)(x, x, x, attn_mask=future)[0]
+                     for mistake in MISTAKES}}
     check_close("block(x) with causal=True" + (", on the weights it was built with" if as_built else ""), out, expected,
-                atol=1e-5, hint=hint, likely_causes={QK_SWAPPED: swapped})
+                atol=1e-5, hint=hint, likely_causes=causes)
     if not as_built:
         check_close("block(x) after changing the last token", out_changed, expected_changed, atol=1e-5, hint=hint)
 
@@ -121,10 +133,24 @@ def compare_with_multihead(MultiHeadSelfAttention, heads, B, T, H, d_head, seed,
     reference = multihead_reference(params, D, H, heads)
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = may NOT attend
     expected_out, expected_weights = reference(x, x, x, attn_mask=forbidden, average_attn_weights=False)
-    swapped = multihead_reference(qk_swapped(params, D), D, H, heads)(x, x, x, attn_mask=forbidden,
-                                                                      average_attn_weights=False)[1]
+    causes = {QK_SWAPPED: multihead_reference(qk_swapped(params, D), D, H, heads)(
+        x, x, x, attn_mask=forbidden, average_attn_weights=False)[1],
+              **{mistake: multihead_reference(params, D, H, heads, mistake=mistake)(
+                  x, x, x, attn_mask=forbidden, average_attn_weights=False)[1] for mistake in MISTAKES}}
     check_close(f"the per-head weights for {where}", weights, expected_weights, atol=1e-5,
                 hint="softmax(q k^T / sqrt(d_head)) over the keys with the causal mask, one matrix per head",
-                likely_causes={QK_SWAPPED: swapped})
+                likely_causes=causes)
     check_close(f"block(x) for {where}", out, expected_out, atol=1e-5,
                 hint="the weights agree, so look after the softmax: weights @ v, merge_heads, then self.proj")
+
+
+def mistake_gradients(params, D, H, heads, x, direction, dtype=None):  # noqa: N803 (the text's names)
+    """{mistake: the gradient of qkv.weight of (block(x) * direction).sum() for a block making it}."""
+    T = x.shape[1]
+    forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    gradients = {}
+    for mistake in MISTAKES:
+        wrong = multihead_reference(params, D, H, heads, dtype=dtype, mistake=mistake)
+        (wrong(x, x, x, attn_mask=forbidden, need_weights=False)[0] * direction).sum().backward()
+        gradients[mistake] = wrong.in_proj_weight.grad
+    return gradients

@@ -165,6 +165,23 @@ VARIANTS = [
         replace={"predict_spread": "PREDICTED_SPREAD = 400.0\n"},
         expect={"test_predict_spread": "400 is the variance"},
     ),
+    # ------------------------------------------------------------ issue 54, third hunt
+    Variant(
+        "top_weight_max_over_axis0",
+        "mean_top_weight takes each key column's largest weight (max over axis 0) instead of each row's",
+        edits={"mean_top_weight": (("weights.max(axis=-1).mean()", "weights.max(axis=0).mean()"),)},
+        expect={"test_top_weight_values": "instead of over each row's keys, axis -1",
+                "test_top_weight_stable": "instead of over each row's keys, axis -1"},
+        only=True,
+    ),
+    Variant(
+        "statistics_scaled_top_from_raw",
+        "score_statistics reports mean_top_weight(raw) as scaled_top too (a copied line)",
+        edits={"score_statistics": (('"scaled_top": mean_top_weight(scaled)', '"scaled_top": mean_top_weight(raw)'),)},
+        expect={"test_statistics_keys": "scaled_top of the scaled ones",
+                "test_statistics_table": "scaled_top is mean_top_weight of the raw scores"},
+        only=True,
+    ),
 ]
 
 ALTERNATIVES = [

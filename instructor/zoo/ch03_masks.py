@@ -210,6 +210,13 @@ VARIANTS = [
                 "test_masked_attention_pad_invariance": "divided by the square root of the number of keys T_k"},
         only=True,
     ),
+    Variant(  # issue 54, third hunt
+        "attention_returns_scores",
+        "masked_attention returns the scores instead of the weights as its second output",
+        edits={"masked_attention": (("return weights @ v, weights", "return weights @ v, scores"),)},
+        expect={"test_masked_attention_sdpa": "the second output is the scores"},
+        only=True,
+    ),
 ]
 
 

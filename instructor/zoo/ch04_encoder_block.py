@@ -280,6 +280,13 @@ VARIANTS = [
         expect={"test_block_modules": "the FFN reads the block's input x instead of h = norm1(x + attention(x))",
                 "test_block_post_norm": "the FFN reads the block's input x instead of h = norm1(x + attention(x))"},
     ),
+    Variant(  # issue 54, third hunt
+        "pre_norm_ffn_reads_norm1",
+        "pre-norm: the FFN branch reads norm1(x) instead of norm2(x) (a copied line)",
+        edits={"encoder_block": (("x = x + self.ffn(self.norm2(x))", "x = x + self.ffn(self.norm1(x))"),)},
+        expect={"test_block_modules": "norm1 is used for both sublayers and norm2 never",
+                "test_block_pre_norm": "norm1 is used for both sublayers and norm2 never"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -283,6 +283,22 @@ VARIANTS = [
         replace={"predict_squared_norm": "PREDICTED_SQUARED_NORM = 64.0\n"},
         expect={"test_predict_squared_norm": "come in sin/cos pairs"},
     ),
+    # ------------------------------------------------------------ issue 54, third hunt
+    Variant(
+        "scores_position_term_from_keys",
+        "relative_scores takes the position term as k_j . r instead of q_i . r",
+        edits={"relative_scores": (('torch.einsum("id,ijd->ij", q, r_pairs)', 'torch.einsum("jd,ijd->ij", k, r_pairs)'),)},
+        expect={"test_relative_scores_by_hand": "instead of the query q_i",
+                "test_relative_scores_random": "multiplies r by the key k_j instead of the query q_i"},
+        only=True,
+    ),
+    Variant(
+        "rotation_frequencies_inverted",
+        "shift_rotation's frequencies are 10000^(+2i/d) (the minus sign forgotten)",
+        edits={"shift_rotation": (("angles = k * 10000.0 ** (-torch.arange", "angles = k * 10000.0 ** (torch.arange"),)},
+        expect={"test_rotation_shifts": "the exponent's minus sign missing"},
+        only=True,
+    ),
 ]
 
 

@@ -52,6 +52,19 @@ VARIANTS = [
         expect={"test_beam_toy": "raw summed log-probability",
                 "test_beam_random_tables": "the best raw ln p among finished hypotheses wins"},
     ),
+    Variant(  # issue 54, third hunt
+        "exact_match_over_batch",
+        "exact_match reduces with all(dim=0), over the batch, instead of over each row's positions",
+        edits={"exact_match": (("(pred == target).all(dim=-1)", "(pred == target).all(dim=0)"),)},
+        expect={"test_exact_match": "all() runs over the batch axis (dim=0)"},
+        only=True,
+    ),
+    Variant(  # issue 54, third hunt: Part E judges beam_decode around the student's length_penalty, so only Part A pays
+        "length_penalty_precedence",
+        "the length penalty is (5 + n / 6) ** alpha: the division binds before the sum",
+        edits={"length_penalty": (("return float(((5 + n) / 6) ** alpha)", "return float((5 + n / 6) ** alpha)"),)},
+        expect={"test_length_penalty": "the division binds before the sum"},
+    ),
     Variant(
         "length_penalty_times_alpha",
         "the length penalty multiplies by alpha instead of raising to the power alpha",
@@ -179,13 +192,15 @@ VARIANTS = [
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
 _TRAINED_ON_YOURS = ("the model of Part D is trained in the student's kernel on the student's batches and masks; "
                      "judging it around reference ones would mean a second training run in every grading kernel")
-_DECODES_WITH_YOURS = ("beam_decode runs the student's beam_search and length_penalty of Part A on the model, as the "
-                       "exercise asks: not yet judged around reference ones")
+_DECODES_WITH_YOURS = ("beam_decode runs the student's beam_search of Part A on the model, as the exercise asks: not yet "
+                       "judged around a reference one (it is judged around the student's length_penalty)")
+_PENALTY_REFUSED = ("Part E judges beam_decode around the student's length_penalty, but refuses one that gives 0 at alpha 0 "
+                    "(a division by zero in the student's beam_search): the test names length_penalty's test to fix first")
 CROSSES = {  # measured 2026-12-05 (batch_flips_batch_axis 2026-12-06): these 10 of the chapter's variants; every other one loses its own part only
     **{name: _TRAINED_ON_YOURS for name in ("dec_in_not_shifted", "no_causal_mask", "labels_without_eos",
                                             "causal_memory_mask", "forward_without_head", "batch_flips_batch_axis")},
-    **{name: _DECODES_WITH_YOURS for name in ("lp_without_eos", "prune_by_normalised_score", "beam_ignores_width",
-                                              "length_penalty_times_alpha")},
+    **{name: _DECODES_WITH_YOURS for name in ("lp_without_eos", "prune_by_normalised_score", "beam_ignores_width")},
+    "length_penalty_times_alpha": _PENALTY_REFUSED,
 }
 VARIANTS = crossing(VARIANTS, CROSSES)
 

@@ -82,6 +82,13 @@ VARIANTS = [
 '''},
         expect={"test_window_pairs_large": "does not fit in memory"},
     ),
+    Variant(  # issue 54, third hunt
+        "pairs_reach_unclipped",
+        "sliding_window_pairs uses the window as the reach even when it exceeds L - 1",
+        edits={"sliding_window_pairs": (("reach = min(window, L - 1)", "reach = window"),)},
+        expect={"test_window_pairs_small": "the reach is min(window, L - 1)"},
+        only=True,
+    ),
 ]
 
 # Correct answers written differently: each must keep full marks.

@@ -86,6 +86,11 @@ VARIANTS = [
                                         "key_padding_mask=None if memory_padding_mask is None else ~memory_padding_mask,"),)},
             expect={"test_cross_attention_padding": "not inverted",
                     "test_decoder_memory_padding": "pass it as it is"}),
+    Variant("padding_as_attn_mask",  # issue 54, third hunt: the block's tests name the mask, but the block runs it
+            "cross_attention passes the memory padding mask as attn_mask instead of key_padding_mask",
+            edits={"cross_attention": (("key_padding_mask=memory_padding_mask", "attn_mask=memory_padding_mask"),)},
+            expect={"test_cross_attention_padding": "pass memory_padding_mask as key_padding_mask",
+                    "test_decoder_memory_padding": "the memory padding mask (B, S) belongs to the cross-attention only"}),
     # ------------------------------------------------------------ Part B: DecoderBlock
     Variant("causal_mask_on_cross", "the causal mask is also applied to the cross-attention",
             edits={"decoder_block": (("return cross_attention(self.cross_attention, h, memory, memory_padding_mask)",
@@ -286,6 +291,7 @@ _MODEL_RUNS_YOUR_BLOCK = ("the model of Part C runs the student's DecoderBlock (
                           "kernel; judging it around a reference block would mean a second model in every kernel")
 CROSSES = {"kv_from_decoder": _BLOCK_RUNS_YOUR_CROSS, "heads_averaged": _BLOCK_RUNS_YOUR_CROSS,
            "memory_padding_ignored": _BLOCK_RUNS_YOUR_CROSS, "memory_padding_inverted": _BLOCK_RUNS_YOUR_CROSS,
+           "padding_as_attn_mask": _BLOCK_RUNS_YOUR_CROSS,
            **{name: _MODEL_RUNS_YOUR_BLOCK for name in (
                "causal_mask_on_cross", "no_causal_self_attention", "block_ignores_memory_padding", "memory_normalised",
                "pre_norms_2_3_swapped", "memory_detached")}}

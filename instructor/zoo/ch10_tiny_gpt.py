@@ -60,6 +60,14 @@ VARIANTS = [
         edits={"lm_batch": (("return windows[:, :-1], windows[:, 1:]", "return windows[:, :-1], windows[:, :-1]"),)},
         expect={"test_lm_batch_targets": "the targets are the inputs themselves"},
     ),
+    Variant(  # issue 54, third hunt
+        "batch_inputs_targets_swapped",
+        "lm_batch returns (targets, inputs): the windows' tails as inputs and their heads as targets",
+        edits={"lm_batch": (("return windows[:, :-1], windows[:, 1:]", "return windows[:, 1:], windows[:, :-1]"),)},
+        expect={"test_lm_batch_targets": "lm_batch returns the targets first and the inputs second",
+                "test_lm_batch_starts": "lm_batch returns the targets first and the inputs second"},
+        only=True,
+    ),
     Variant(
         "batch_global_rng",
         "the window starts are drawn from the global random state instead of the generator given",

@@ -134,6 +134,13 @@ VARIANTS = [
         expect={"test_swiglu": "GELU is used instead of SiLU"},
         only=True,
     ),
+    Variant(  # issue 54, third hunt
+        "swiglu_branches_added",
+        "SwiGLU adds the two branches, silu(w1 x) + w3 x, instead of multiplying them",
+        edits={"swiglu": (("F.silu(self.w1(x)) * self.w3(x)", "F.silu(self.w1(x)) + self.w3(x)"),)},
+        expect={"test_swiglu": "the two branches are added"},
+        only=True,
+    ),
     Variant(
         "swiglu_with_bias",
         "w1 has a bias",

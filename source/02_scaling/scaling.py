@@ -187,7 +187,9 @@ for shape in [(int(rng.integers(5, 60)), int(rng.integers(2, 10))) for _ in rang
     causes = {"you take the largest raw score instead of the largest softmax weight": scores.max(axis=-1).mean(),
               "you take the largest weight of all rows instead of the mean of each row's largest":
                   weights.max().item(),
-              "you average all the weights instead of taking each row's largest": weights.mean().item()}
+              "you average all the weights instead of taking each row's largest": weights.mean().item(),
+              "you take the largest weight over axis 0 (of each key's column, across the rows) instead of over each "
+              "row's keys, axis -1": weights.amax(dim=0).mean().item()}
     if len(shape) == 2:
         causes["the softmax runs over the query axis instead of the key axis"] = \
             torch.softmax(torch.from_numpy(scores), dim=-2).amax(dim=-1).mean().item()
@@ -208,7 +210,9 @@ value = mean_top_weight(big)
 check_finite("mean_top_weight of scores around 1000", value,
              hint="exp(1000) overflows to inf; subtract each row's maximum before exp")
 check_close("mean_top_weight of scores around 1000", value, (1.0 + 1 / (1 + np.exp(-1.0))) / 2, atol=1e-6,
-            hint="the two rows' largest weights are 1 and e/(e+1); return their mean")
+            hint="the two rows' largest weights are 1 and e/(e+1); return their mean",
+            likely_causes={"you take the largest weight over axis 0 (of each key's column, across the rows) instead "
+                           "of over each row's keys, axis -1": (1.0 + 1 / (1 + np.exp(-1.0)) + 1 / (1 + np.exp(1.0))) / 3})
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(13)
 for trial in range(3):
@@ -397,6 +401,9 @@ for trial in range(3):
             pass
     for key in ("raw_std", "scaled_std", "raw_top", "scaled_top"):
         causes = {cause: w[key] for cause, w in wrong.items()}
+        if key == "scaled_top":  # reached with scaled_std right
+            causes = {"scaled_top is mean_top_weight of the raw scores (your scaled_std is right): take it of the "
+                      "scaled ones": expected["raw_top"], **causes}
         check_close(f"{key} for d_k={d_k}, n_queries={n_q}, n_keys={n_k}", mine[key], expected[key],
                     atol=1e-9, rtol=1e-6, likely_causes=causes,
                     hint="draw q (n_queries, 1, d_k) then k (n_queries, n_keys, d_k) from `rng`, "

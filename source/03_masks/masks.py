@@ -514,6 +514,8 @@ for trial in range(6):
             torch.where(allowed, raw / math.sqrt(Tk), -math.inf).softmax(-1),
         "the mask is applied after softmax without renormalising": (raw / math.sqrt(d)).softmax(-1) * allowed,
         "forbidden scores are multiplied by 0 instead of set to -inf": (raw / math.sqrt(d) * allowed).softmax(-1),
+        "the second output is the scores q k^T / sqrt(d_k), before masked_softmax: return the weights":
+            raw / math.sqrt(d),
     }, hint="scores q k^T / sqrt(d_k), then masked_softmax over the keys")
     check_close(f"output of {name}", output, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
                 atol=1e-5, hint="output = weights @ v: the output mixes values")

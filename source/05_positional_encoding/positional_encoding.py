@@ -733,7 +733,9 @@ check_shape("relative_scores for T = 2", scores, (2, 2))
 check_close("relative_scores for T = 2, d_k = 1", scores, [[2.0, 3.0], [1.0, 2.0]], atol=1e-6,
             likely_causes={"the offsets are taken as i - j instead of j - i": [[2.0, 1.0], [3.0, 2.0]],
                            "r is indexed by the raw offset j - i, so negative offsets wrap to the end of r":
-                               [[1.0, 2.0], [3.0, 1.0]]},
+                               [[1.0, 2.0], [3.0, 1.0]],
+                           "the scores hold no q_i . r term (r multiplied by the key k_j instead of the query q_i, "
+                           "or left out): the position term is q_i . r[j - i + T - 1]": [[0.0, 0.0], [0.0, 0.0]]},
             hint="row o + T - 1 of r belongs to offset o = j - i: row 0 to o = -1, row 1 to 0, row 2 to +1")
 ### BEGIN HIDDEN TESTS
 generator = torch.Generator().manual_seed(40)
@@ -752,6 +754,8 @@ for trial in range(4):  # equal queries u and equal keys w: one content term u .
                     "the offsets are taken as i - j instead of j - i": reference.T,
                     "only the content term q . k is divided by sqrt(d_k)": content / d_k ** 0.5 + position,
                     "the scores are not divided by sqrt(d_k)": content + position,
+                    "the position term multiplies r by the key k_j instead of the query q_i: it is q_i . r[j - i + T - 1]":
+                        (content + torch.stack([(r @ w[0])[T - 1 - i: 2 * T - 1 - i] for i in range(T)])) / d_k ** 0.5,
                 }, hint="row o + T - 1 of r belongs to offset o = j - i")
 ### END HIDDEN TESTS
 
@@ -794,16 +798,18 @@ for trial in range(5):
     T, d_k = int(sizes.integers(1, 9)), int(sizes.integers(1, 12))
     q, k = (torch.randn(T, d_k, generator=generator, dtype=torch.float64) for _ in range(2))
     r = torch.randn(2 * T - 1, d_k, generator=generator, dtype=torch.float64)
-    reference, only_content_scaled, flipped = (torch.zeros(T, T, dtype=torch.float64) for _ in range(3))
+    reference, only_content_scaled, flipped, by_keys = (torch.zeros(T, T, dtype=torch.float64) for _ in range(4))
     for i in range(T):
         for j in range(T):
             reference[i, j] = q[i] @ (k[j] + r[j - i + T - 1]) / d_k ** 0.5
             only_content_scaled[i, j] = q[i] @ k[j] / d_k ** 0.5 + q[i] @ r[j - i + T - 1]
             flipped[i, j] = q[i] @ (k[j] + r[i - j + T - 1]) / d_k ** 0.5
+            by_keys[i, j] = (q[i] @ k[j] + k[j] @ r[j - i + T - 1]) / d_k ** 0.5
     check_close(f"relative_scores for T = {T}, d_k = {d_k}", scores_of(relative_scores, relative_offsets, q, k, r), reference, atol=1e-5,
                 likely_causes={"the offsets are taken as i - j instead of j - i": flipped,
                                "only the content term q . k is divided by sqrt(d_k)": only_content_scaled,
-                               "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5},
+                               "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5,
+                               "the position term multiplies r by the key k_j instead of the query q_i: it is q_i . r[j - i + T - 1]": by_keys},
                 hint="s_ij = q_i . (k_j + r[j - i + T - 1]) / sqrt(d_k)")
 ### END HIDDEN TESTS
 
@@ -924,6 +930,9 @@ for trial in range(6):
             pe[start - k:start - k + n],
         "every pair rotates by k radians, ignoring its frequency w_i":
             before @ torch.block_diag(*[same_angle] * (d // 2)).T,
+        "the frequencies are 10000^(+2i/d), the exponent's minus sign missing: w_i = 10000^(-2i/d)":
+            before @ torch.block_diag(*[torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
+                                        for a in k * 10000.0 ** (np.arange(0, d, 2) / d)]).T,
     }, hint="pair i rotates by w_i * k with w_i = 1 / 10000^(2i/d)")
 ### END HIDDEN TESTS
 

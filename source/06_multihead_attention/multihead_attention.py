@@ -249,6 +249,9 @@ print("in_proj_weight is a Q, K, V stack:", torch.equal(fuse_qkv(*mha.in_proj_we
 """fuse_qkv returns a (3D, D) weight: the fused Linear maps D features to 3D."""
 w_q, w_k, w_v = torch.randn(3, 6, 6).unbind(0)
 fused_weight = fuse_qkv(w_q, w_k, w_v)
+check_true(tuple(getattr(fused_weight, "shape", ())) != (3, 6, 6),
+           "fuse_qkv of three (6, 6) weights has shape (3, 6, 6): torch.stack puts the three on a new axis; "
+           "concatenate them along dim 0 with torch.cat, to one (3D, D) weight")
 check_true(tuple(getattr(fused_weight, "shape", ())) != (6, 18),
            "fuse_qkv of three (6, 6) weights has shape (6, 18), (D, 3D): a Linear weight is "
            "(out_features, in_features), so stack along dim 0, the output axis")
@@ -267,7 +270,11 @@ for D in (1, 3, 16):
 torch.manual_seed(1)
 w_q, w_k, w_v = torch.randn(3, 6, 6).unbind(0)
 x = torch.randn(2, 4, 6)
-check_shape("fuse_qkv of three (6, 6) weights", fuse_qkv(w_q, w_k, w_v), (18, 6),
+fused_weight = fuse_qkv(w_q, w_k, w_v)
+check_true(tuple(getattr(fused_weight, "shape", ())) != (3, 6, 6),
+           "fuse_qkv of three (6, 6) weights has shape (3, 6, 6): torch.stack puts the three on a new axis; "
+           "concatenate them along dim 0 with torch.cat, to one (3D, D) weight")
+check_shape("fuse_qkv of three (6, 6) weights", fused_weight, (18, 6),
             hint="a Linear weight is (out_features, in_features): stack along dim 0, the output axis")
 q, k, v = F.linear(x, fuse_qkv(w_q, w_k, w_v)).split(6, dim=-1)
 for name, got, w in (("queries", q, w_q), ("keys", k, w_k), ("values", v, w_v)):
@@ -641,6 +648,9 @@ def reference_and_mistakes(params, x, H):
             project(glue(F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, scale=1 / math.sqrt(D)))),
         "softmax runs over the query axis (dim=-2) instead of the key axis":
             project(glue(scores.softmax(dim=-2).nan_to_num() @ vh)),
+        "the future scores are set to 0 instead of -inf, so a later key keeps the weight e^0: "
+        "masked_fill(..., float('-inf'))":
+            project(glue((qh @ kh.transpose(-2, -1) / math.sqrt(d_head)).masked_fill(~allowed, 0.0).softmax(-1) @ vh)),
         "the output projection proj is not applied to the merged heads": glue(right),
         "the heads are merged by reshaping (B, H, T, d_head) to (B, T, D) without transposing back":
             project(right.reshape(B, T, D)),
@@ -699,7 +709,11 @@ from course.multihead_attention_checks import float64_run
 heads = (split_heads, merge_heads)  # your Part A, which the block runs
 float64_result = float64_run(MultiHeadSelfAttention, heads, B=2, T=5, H=2, d_head=4, seed=37)  # (parameters, x, out)
 ### BEGIN HIDDEN TESTS
-from instructor.references.multihead_attention import built_run, multihead_reference  # the grader's side only
+from instructor.references.multihead_attention import (  # the grader's side only
+    MISTAKES,
+    built_run,
+    multihead_reference,
+)
 
 gen = torch.Generator().manual_seed(37)
 for trial in range(5):  # the last: the weights the block was built with, nothing written (two heads)
@@ -710,9 +724,12 @@ for trial in range(5):  # the last: the weights the block was built with, nothin
     with torch.no_grad():
         expected = multihead_reference(params, H * d_head, H, heads, dtype=torch.float64)(
             x, x, x, attn_mask=forbidden, need_weights=False)[0]
+        wrong = {mistake: multihead_reference(params, H * d_head, H, heads, dtype=torch.float64, mistake=mistake)(
+            x, x, x, attn_mask=forbidden, need_weights=False)[0] for mistake in MISTAKES}
     error = float((out - expected).detach().abs().max())
-    check_true(error < 1e-4, f"the float64 output is wrong by {error:.1e}, more than rounding could explain: "
-                             "make the comparisons with PyTorch above pass first")
+    cause = next((mistake for mistake, value in wrong.items() if float((out - value).detach().abs().max()) < 1e-6), None)
+    reason = f"it matches what you get when {cause}" if cause else "make the comparisons with PyTorch above pass first"
+    check_true(error < 1e-4, f"the float64 output is wrong by {error:.1e}, more than rounding could explain: {reason}")
     check_true(error < 1e-12, f"the float64 output differs from a float64 computation by {error:.1e}: its dtype is "
                               "float64 but part of the computation ran in float32 (softmax(..., dtype=torch.float32)? "
                               ".float() then a cast back?)")
@@ -740,7 +757,7 @@ for name, grad in gradients.items():
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points, read_parameters
 
-from instructor.references.multihead_attention import multihead_reference  # the grader's side only
+from instructor.references.multihead_attention import mistake_gradients, multihead_reference  # the grader's side only
 
 gen = torch.Generator().manual_seed(38)
 for trial in range(4):  # the last: the weights the block was built with, nothing written (two heads)
@@ -755,7 +772,8 @@ for trial in range(4):  # the last: the weights the block was built with, nothin
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     (reference(x, x, x, attn_mask=forbidden, need_weights=False)[0] * direction).sum().backward()
     check_close(f"the gradient of qkv.weight (B={B}, T={T}, D={D}, H={H})", gradients["qkv.weight"],
-                reference.in_proj_weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
+                reference.in_proj_weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention",
+                likely_causes=mistake_gradients(params, D, H, (split_heads, merge_heads), x, direction, torch.float64))
     check_close(f"the gradient of proj.weight (B={B}, T={T}, D={D}, H={H})", gradients["proj.weight"],
                 reference.out_proj.weight.grad, atol=1e-9, hint="the forward pass differs from multi-head attention")
     # the outputs at the points the gradient check moved a parameter to are answers too: judged as well

@@ -211,6 +211,8 @@ def length_penalty(n, alpha):
 """length_penalty(n, alpha) = ((5 + n) / 6) ** alpha."""
 check_true(abs(length_penalty(7, 0.0) - 1.0) < 1e-12,
            f"length_penalty(7, 0) is {length_penalty(7, 0.0)!r}: alpha = 0 must give 1 (no penalty at all)")
+check_true(abs(length_penalty(1, 0.6) - (5 + 1 / 6) ** 0.6) > 1e-9, "length_penalty computes (5 + n / 6) ** alpha: "
+           "the division binds before the sum, so put 5 + n in brackets, ((5 + n) / 6) ** alpha")
 check_true(abs(length_penalty(1, 0.6) - 1.0) < 1e-12, "length_penalty(1, alpha) must be 1: (5 + 1) / 6 = 1")
 check_close("length_penalty(3, 0.6)", length_penalty(3, 0.6), 1.188, atol=1e-3,
             hint="((5 + n) / 6) raised to the power alpha")
@@ -317,10 +319,11 @@ def _table(seed, words=("a", "b", "c")):
 
 
 def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>", keep_finished=False,
-                    count_eos=True):
+                    count_eos=True, lp=None):
     """The reference beam search: (tokens, raw log-probability) of the best hypothesis. With
     keep_finished=True finished hypotheses keep their place in the beam; with count_eos=False the
-    length penalty leaves <eos> out of |y|: two mistakes the messages name."""
+    length penalty leaves <eos> out of |y|: two mistakes the messages name. lp(n, alpha): the length
+    penalty to divide by (default the chapter's formula)."""
     beam = [((start,), 0.0)]
     done = []
     for _ in range(max_len):
@@ -337,7 +340,8 @@ def _reference_beam(next_probs, width, alpha, max_len, start="<s>", eos="<eos>",
     def length(hypothesis):
         return len(hypothesis[1:]) if count_eos else len([t for t in hypothesis[1:] if t != eos])
 
-    best = max(done + beam, key=lambda c: c[1] / ((5 + length(c[0])) / 6) ** alpha)
+    penalty = lp or (lambda n, a: ((5 + n) / 6) ** a)
+    best = max(done + beam, key=lambda c: c[1] / penalty(length(c[0]), alpha))
     return [t for t in best[0][1:] if t != eos], best[1]
 ### END HIDDEN TESTS
 for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0, "đàn chim", 0.187),
@@ -941,11 +945,13 @@ def exact_match(pred, target):
 
 # %% nbgrader={"grade": true, "grade_id": "test_exact_match", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """exact_match counts whole sequences: one wrong token makes the row wrong."""
+BATCH_AXIS = ("all() runs over the batch axis (dim=0), asking of each position whether every row agrees: take it over "
+              "each row's positions, dim=-1")
 target = torch.tensor([[2, 3, 4, 1], [5, 6, 7, 1]])
 pred = torch.tensor([[2, 3, 4, 1], [5, 6, 8, 1]])  # one wrong token in the second row
 check_close("exact_match(pred, target) with one wrong token in one of two rows", float(exact_match(pred, target)),
             0.5, atol=1e-9, likely_causes={"tokens are counted instead of whole sequences (per token, not per sequence)":
-                                           7 / 8})
+                                           7 / 8, BATCH_AXIS: 3 / 4})
 check_close("exact_match(target, target)", float(exact_match(target, target)), 1.0, atol=1e-9)
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(73)
@@ -957,7 +963,8 @@ for trial in range(5):
     right = sum(bool(torch.equal(p, t)) for p, t in zip(pred, target)) / b
     check_close(f"exact_match on a random ({b}, {n}) batch", float(exact_match(pred, target)), right, atol=1e-6,
                 likely_causes={"tokens are counted instead of whole sequences (per token, not per sequence)":
-                               (pred == target).float().mean().item()})
+                               (pred == target).float().mean().item(),
+                               BATCH_AXIS: (pred == target).all(dim=0).float().mean().item()})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1281,6 +1288,9 @@ check_close("log_prob of beam_decode on a table model", log_prob, walk, atol=1e-
                  "logs (if beam_search fails its own tests, fix those first)")
 ### BEGIN HIDDEN TESTS
 # _reference_beam is defined in the hidden part of test_beam_toy
+from instructor.references.seq2seq_beam_search import own_lp  # the grader's side only
+
+own_penalty = own_lp(length_penalty, (0.0, 0.6))  # beam_decode is judged around your length_penalty (Part A's)
 FIRST_POSITION = ("it matches a search that reads the logits of the first decoder position at every step: next_probs "
                   "must take those of the last position, model(...)[0, -1]")
 for seed in range(3):
@@ -1289,10 +1299,10 @@ for seed in range(3):
     table_next = lambda prefix: {t: probs[prefix[-1], t].item() for t in range(VOCAB)}
     first_next = lambda prefix: {t: probs[BOS, t].item() for t in range(VOCAB)}  # the first position's logits
     for width, alpha in [(1, 0.0), (3, 0.6)]:
-        want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS)
+        want = _reference_beam(table_next, width, alpha, 5, start=BOS, eos=EOS, lp=own_penalty)
         mine = attempt(f"beam_decode(table model, [5, 6, 7, 8], {width}, {alpha})", beam_decode,
                        fresh(TableModel, table), torch.tensor([5, 6, 7, 8]), width, alpha, hint=DECODE_HINT)
-        first = _reference_beam(first_next, width, alpha, 5, start=BOS, eos=EOS)[0]
+        first = _reference_beam(first_next, width, alpha, 5, start=BOS, eos=EOS, lp=own_penalty)[0]
         check_true([int(t) for t in mine[0]] == want[0],
                    f"table model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis; "
                    + (FIRST_POSITION if [int(t) for t in mine[0]] == first and first != want[0] else
@@ -1318,9 +1328,16 @@ check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answ
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "
            "the sum of the logs of softmax probabilities")
-check_close("score with alpha 0.6", score, log_prob / LP_SEVEN_AT_0_6, atol=1e-6,
-            hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
+own_seven = attempt("length_penalty(7, 0.6)", length_penalty, 7, 0.6, hint="make the test of length_penalty pass first")
+if isinstance(own_seven, (int, float)) and abs(own_seven - LP_SEVEN_AT_0_6) < 1e-12:  # else test_length_penalty's
+    check_close("score with alpha 0.6", score, log_prob / LP_SEVEN_AT_0_6, atol=1e-6,
+                hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 ### BEGIN HIDDEN TESTS
+from instructor.references.seq2seq_beam_search import own_lp  # the grader's side only
+
+own_penalty = own_lp(length_penalty, (0.0, 0.6, 1.0))  # beam_decode is judged around your length_penalty (Part A's)
+check_close("score with alpha 0.6", score, log_prob / own_penalty(7, 0.6), atol=1e-6,
+            hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
 # defined in the hidden parts of earlier cells: _reference_beam (test_beam_toy), _TinySeq2Seq
 # (test_greedy_shape) and FIRST_POSITION (test_beam_decode_table)
 def _model_next_probs(net, source, position=-1):
@@ -1334,10 +1351,12 @@ def _model_next_probs(net, source, position=-1):
 for seed, (width, alpha) in enumerate([(1, 0.0), (2, 0.0), (3, 0.6), (2, 1.0), (4, 0.6)]):
     net = fresh(_TinySeq2Seq, 200 + seed)
     source = torch.randint(2, VOCAB, (3 + seed % 3,), generator=torch.Generator().manual_seed(seed))
-    want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS)
+    want = _reference_beam(_model_next_probs(net, source), width, alpha, len(source) + 1, start=BOS, eos=EOS,
+                           lp=own_penalty)
     tokens, log_prob, score = attempt(f"beam_decode(the trained model, a source, {width}, {alpha})", beam_decode, net,
                                       source, width, alpha, hint=DECODE_HINT)
-    first = _reference_beam(_model_next_probs(net, source, 0), width, alpha, len(source) + 1, start=BOS, eos=EOS)[0]
+    first = _reference_beam(_model_next_probs(net, source, 0), width, alpha, len(source) + 1, start=BOS, eos=EOS,
+                            lp=own_penalty)[0]
     check_true([int(t) for t in tokens] == want[0],
                f"small random model {seed}, width={width}, alpha={alpha}: beam_decode chose another hypothesis than "
                "the reference; " + (FIRST_POSITION if [int(t) for t in tokens] == first and first != want[0] else

@@ -1532,6 +1532,10 @@ for trial in range(8):
                                                "the sequence are cut short": no_edges}
         if causal and other != right:
             causes["causal=True is ignored"] = other
+        if window > L - 1:  # the closed form with the window itself as the reach
+            causes[f"a window of {window} reaches past a sequence of {L} tokens: no row holds more than L keys, so "
+                   "the reach is min(window, L - 1)"] = (L * (window + 1) - window * (window + 1) // 2 if causal
+                                                        else L * (2 * window + 1) - window * (window + 1))
         check_close(f"sliding_window_pairs({L}, {window}, causal={causal})", sliding_window_pairs(L, window, causal),
                     right, atol=0.5, rtol=0, likely_causes=causes,
                     hint="count the allowed keys of every row: max(i - window, 0) .. min(i + window, L - 1), "
