@@ -934,8 +934,9 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     for failure in driver.find_elements(By.XPATH, f"//*[contains(text(), '{cause}')]")[:1]:  # what she reads there
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", failure)
     shot(driver, "vy-feedback-failure")
-    shown = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", text)
+    shown = re.search(r"\(Điểm: ([\d.]+) / ([\d.]+)\)", text)  # the page's own words too (editions/vi/templates)
     assert shown and float(shown[1]) == graded["vy"]["score"], text[:400]
+    assert "Ô kiểm tra" in text and "Score:" not in text and "Test cell" not in text, text[:400]
     assert "HIDDEN TESTS" not in html
 
 
