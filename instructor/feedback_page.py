@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import nbgrader
@@ -52,9 +53,10 @@ def translated(lang: str) -> dict[str, str]:
     if not path.is_file():
         raise FileNotFoundError(f"{_named(path)} is missing: the feedback page's words in {lang}")
     entries = [e for e in polib.pofile(str(path)) if not e.obsolete]
-    missing = [e.msgid for e in entries if not e.msgstr or "fuzzy" in e.flags]
+    missing = [e.msgid for e in entries if not e.msgstr or "fuzzy" in e.flags
+               or unicodedata.normalize("NFC", e.msgstr) != e.msgstr]  # the catalogs' rule: reviewed, NFC
     if missing:
-        raise ValueError(f"{_named(path)}: no reviewed translation of {', '.join(map(repr, missing))}")
+        raise ValueError(f"{_named(path)}: no reviewed translation in Unicode NFC of {', '.join(map(repr, missing))}")
     text = (NBGRADER_FEEDBACK / "index.html.j2").read_text(encoding="utf-8")
     gone = []
     for entry in sorted(entries, key=lambda e: -len(e.msgid)):  # "Late submission penalty" before "Score"
