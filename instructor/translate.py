@@ -43,7 +43,7 @@ import polib
 from nboracle.classroom import pipeline as P
 from nboracle.classroom.course_root import CourseRoot
 
-from instructor import printed
+from instructor import feedback_page, printed  # feedback_page: nbgrader's page in the edition's language
 from instructor.repository import REPO, REPOSITORY
 
 I18N = REPO / "i18n"
@@ -453,8 +453,6 @@ def run(lang: str, check: bool, assignments: list[str] | None, say=print, untran
                             "need a translation or a review; its release is not regenerated")
     failures += run_messages(lang, check, [a for a in chapters if a in EDITIONS[lang]] or EDITIONS[lang],
                              untranslated, say)
-    from instructor import feedback_page  # nbgrader's feedback page, its words in the edition's language
-
     if check:
         failures += [f"{problem}: run `python -m instructor translate --lang {lang}`"
                      for problem in feedback_page.problems(lang)]
