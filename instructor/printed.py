@@ -14,7 +14,8 @@ string literals, and only those, with their translation, read from the chapter's
   ``set_title``/``set_xlabel``/``set_ylabel``/``set_label``/``suptitle``, the string arguments of
   the course's plotting helpers (``plot_*``, ``show_*``) and the keys of a dict literal passed to
   one (a curve's legend), and the string parts of such an argument (``a + f"..."``, ``x if c else
-  "..."``). A string that only formats (no word of two letters) is left as it is. Every other
+  "..."``), and the words of a column header written in a placeholder (``{'time ratio':34}``, its width
+  kept: :data:`HEADER`). A string that only formats (no word of two letters) is left as it is. Every other
   string (a dict key the code looks up, a token, a mode such as ``"relu"``) is code and stays.
 * **Labels** (:func:`find_labels`): a string a demo cell shows and also keeps in a name other cells read,
   or looks up (chapter 10's ``ladder = {"counted bigram": ...}``), is one message per notebook (msgctxt
@@ -268,12 +269,24 @@ def templates(source: str, labels=()) -> list[str]:
     return list(dict.fromkeys(template for _, template in shown(source, labels)))
 
 
+HEADER = re.compile(r"""\{('[^'\\{}]*'|"[^"\\{}]*")([!:][^{}]*)?\}""")
+"""A placeholder that formats a string written in it, a table's column header: ``{'time ratio':>10}``.
+Its words are text to translate (``{'tỉ lệ thời gian':>10}``); its conversion and format are kept."""
+
+
 def _literal(template: str) -> str:
-    return PLACEHOLDER.sub(" ", template.replace("{{", "").replace("}}", ""))
+    """The words of a template: its text, and the headers' (:data:`HEADER`), every other placeholder out."""
+    text = HEADER.sub(lambda m: " " + m.group(1)[1:-1] + " ", template.replace("{{", "").replace("}}", ""))
+    return PLACEHOLDER.sub(" ", text)
+
+
+def _shape(placeholder: str) -> str:
+    """A placeholder with a header's words taken out (``{'':>10}``): what a translation must keep."""
+    return HEADER.sub(lambda m: "{''" + (m.group(2) or "") + "}", placeholder)
 
 
 def _placeholders(template: str) -> Counter:
-    return Counter(PLACEHOLDER.findall(template.replace("{{", "").replace("}}", "")))
+    return Counter(_shape(p) for p in PLACEHOLDER.findall(template.replace("{{", "").replace("}}", "")))
 
 
 def problems(english: str, translation: str) -> list[str]:
@@ -308,7 +321,11 @@ def _node(template: str, fields: dict[str, ast.AST], fstring: bool) -> ast.AST:
     parts = re.split(r"(\{[^{}]*\})", template.replace("{{", "\0").replace("}}", "\1"))
     values = []
     for i, part in enumerate(parts):
-        if i % 2:
+        if i % 2 and HEADER.fullmatch(part):  # a header: the English format around the translated words
+            english = fields[_shape(part)]
+            values.append(ast.FormattedValue(ast.Constant(HEADER.fullmatch(part).group(1)[1:-1]),
+                                             english.conversion, english.format_spec))
+        elif i % 2:
             values.append(fields[part])
         elif part:
             values.append(ast.Constant(part.replace("\0", "{").replace("\1", "}")))
@@ -349,7 +366,7 @@ def _pieces(template: str, count: int) -> list[str]:
 
 def _fields(node: ast.AST) -> dict[str, ast.AST]:
     """Each placeholder of an f-string node's template, with its FormattedValue."""
-    return {_template(ast.JoinedStr([value])): value for value in getattr(node, "values", [])
+    return {_shape(_template(ast.JoinedStr([value]))): value for value in getattr(node, "values", [])
             if isinstance(value, ast.FormattedValue)}
 
 
@@ -399,6 +416,9 @@ def blanked(source: str, labels=()) -> str:
             continue
         if isinstance(node, (ast.Constant, ast.JoinedStr)) and (getattr(node, "lineno", 0), node.col_offset) in places:
             if isinstance(node, ast.JoinedStr):
+                for value in node.values:  # a header's words too (its format stays)
+                    if isinstance(value, ast.FormattedValue) and _str(value.value):
+                        value.value.value = ""
                 node.values = sorted((v for v in node.values if isinstance(v, ast.FormattedValue)), key=ast.dump)
             else:
                 node.value = ""

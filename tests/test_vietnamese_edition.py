@@ -168,6 +168,24 @@ def test_printed_words_are_translated_and_nothing_else():
     assert printed.problems("{x:{width}} rows", "{x:{width}} hàng"), "a nested format is refused, not rewritten"
 
 
+def test_a_tables_column_headers_are_words_their_widths_are_code():
+    """``f"{'time ratio':34}{'measured':>10}"`` prints two headers: their words are translated, each
+    width and alignment stays the English one, and the rows below line up as in English."""
+    english = 'print(f"{\'time ratio\':34}{\'measured\':>10} {\'x\':>3}")\nprint(f"{\'\':20s}|")\n'
+    header = "{'time ratio':34}{'measured':>10} {'x':>3}"
+    assert printed.templates(english) == [header], "a header is words; a blank one is not"
+    words = {header: "{'tỉ lệ thời gian':34}{'đo được':>10} {'x':>3}"}
+    assert not printed.problems(header, words[header])
+    assert printed.problems(header, "{'tỉ lệ thời gian':30}{'đo được':>10} {'x':>3}"), "a width is kept"
+    assert printed.problems(header, "{'tỉ lệ thời gian':34}{'đo được':<10} {'x':>3}"), "an alignment is kept"
+    assert printed.problems("{'window 256':>13}", "{'cửa sổ':>13}"), "a header's number is kept"
+    vietnamese = printed.rewrite(english, words)
+    assert printed.blanked(vietnamese) == printed.blanked(english)
+    out = []
+    exec(vietnamese, {"print": out.append})
+    assert out[0] == f"{'tỉ lệ thời gian':34}{'đo được':>10} {'x':>3}" and len(out[0]) == 34 + 10 + 1 + 3
+
+
 def test_labels_a_loop_only_shows_and_messages_are_words_and_lookup_keys_stay():
     """A literal a ``for`` loop binds to a name its body only prints or draws, an ``assert``'s or
     ``check_true``'s message, a ``MY_...`` answer and ``ax.text``'s text are words; a label the loop
