@@ -472,6 +472,9 @@ def reference_probs(logits, temperature=1.0, top_k=None, top_p=None, order=("tem
                 if sorted_mask:  # the kept count, applied to the first positions of the row as it is
                     keep = np.arange(len(row)) < keep.sum()
                 row = np.where(keep, row, -np.inf)
+        if not np.isfinite(row).any():  # the mistake kept no candidate: no distribution (NaN, never a match)
+            rows.append(np.full_like(row, np.nan))
+            continue
         p = np.exp(row - row.max())
         rows.append(p / p.sum())
     return torch.tensor(np.array(rows))
