@@ -189,12 +189,40 @@ def _labels(tree: ast.AST):
             if isinstance(target, ast.Name) and _only_shown(everywhere.get(target.id, []), shown, stores=True):
                 found += _parts(value)
         found += _table_rows(tree, everywhere, shown)
+        found += _appended(tree, everywhere, loops, shown)
         names = base | _names_of(found)
         if names == shown:
             break
         shown = names
     yield from fixed
     yield from found
+
+
+def _appended(tree: ast.AST, everywhere: dict[str, list[ast.Name]], loops, shown: set[int]):
+    """The texts appended to a list a cell builds only to show: a name the cell only assigns ``[]`` to, only
+    ``.append``s one value to, and only iterates with loops whose own name is only shown (``cells = []``;
+    ``cells.append(f"{share:6.1%} of {n}" if n else "no couplet")``; ``print("".join(f"{c:>29s}" for c in cells))``)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for name, uses in everywhere.items():
+        appended, ok = [], True
+        for use in uses:
+            parent = parents.get(id(use))
+            if isinstance(use.ctx, ast.Store):
+                ok &= isinstance(parent, ast.Assign) and len(parent.targets) == 1 \
+                    and isinstance(parent.value, ast.List) and not parent.value.elts
+            elif isinstance(parent, ast.Attribute) and parent.attr == "append":
+                call = parents.get(id(parent))
+                ok &= isinstance(call, ast.Call) and call.func is parent and len(call.args) == 1 and not call.keywords
+                if ok:
+                    appended.append(call.args[0])
+            else:  # read: only as the iterable of a loop whose name it binds is only shown
+                loop = [(target, body) for target, iterable, body in loops if iterable is use]
+                ok &= bool(loop) and isinstance(loop[0][0], ast.Name) \
+                    and _only_shown(_uses(loop[0][1]).get(loop[0][0].id, []), shown)
+            if not ok:
+                break
+        if ok and appended:
+            yield from (part for value in appended for part in _parts(value))
 
 
 def _table_rows(tree: ast.AST, everywhere: dict[str, list[ast.Name]], shown: set[int]):

@@ -168,6 +168,21 @@ def test_printed_words_are_translated_and_nothing_else():
     assert printed.problems("{x:{width}} rows", "{x:{width}} hàng"), "a nested format is refused, not rewritten"
 
 
+def test_texts_appended_to_a_list_only_shown_are_words_a_list_used_otherwise_is_code():
+    """``cells.append(f"... of {n}" if n else "no couplet")`` builds a row the cell only prints: its texts are
+    translated; a list the code also looks up, sorts or reads another way keeps its strings."""
+    shown = ('cells = []\nfor n in (3, 0):\n    cells.append(f"{n:2d} of 9" if n else "no couplet")\n'
+             'print("".join(f"{cell:>12s}" for cell in cells))\n')
+    assert printed.templates(shown) == ["{n:2d} of 9", "no couplet"]
+    words = {"{n:2d} of 9": "{n:2d} trên 9", "no couplet": "không có cặp câu"}
+    out = []
+    exec(printed.rewrite(shown, words), {"print": out.append})
+    assert out == [f"{' 3 trên 9':>12s}{'không có cặp câu':>12s}"]
+    for used in ('print(cells[0])\n', 'print(sorted(cells))\n', 'table = {c: 1 for c in cells}\n',
+                 'cells.insert(0, "first row")\n', 'for cell in cells:\n    lookup[cell] = 1\n'):
+        assert printed.templates(shown + used) == [], f"the list is also code: {used!r}"
+
+
 def test_a_tables_column_headers_are_words_their_widths_are_code():
     """``f"{'time ratio':34}{'measured':>10}"`` prints two headers: their words are translated, each
     width and alignment stays the English one, and the rows below line up as in English."""
