@@ -203,7 +203,7 @@ def _appended(tree: ast.AST, everywhere: dict[str, list[ast.Name]], loops, shown
     ``.append``s one value to, and only iterates with loops whose own name is only shown (``cells = []``;
     ``cells.append(f"{share:6.1%} of {n}" if n else "no couplet")``; ``print("".join(f"{c:>29s}" for c in cells))``)."""
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for name, uses in everywhere.items():
+    for uses in everywhere.values():
         appended, ok = [], True
         for use in uses:
             parent = parents.get(id(use))
