@@ -55,7 +55,7 @@ HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")  # nbgrader's marker
 GRADER_SOURCES = {
     "nbgrader-oracle/nboracle/grader/oracle.py": ("raise", "RAISED_AT"),
     "nbgrader-oracle/nboracle/grader/memory.py": ("MESSAGE", "message", "_memory_failure"),
-    "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "SKIPPED_DEMO", "_cut"),
+    "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "LIST_WORDS", "SKIPPED_DEMO", "_cut"),
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
     "instructor/__main__.py": ("check_workspace", "cmd_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values

@@ -141,6 +141,10 @@ def test_the_due_date_cell_and_the_summary_speak_vietnamese(vi):
     assert _due_text(due, "UTC", lambda text: text).startswith("**Due: Friday 05 March 2027, 17:00 UTC.**")
     assert _due_text(due, "Asia/Ho_Chi_Minh", vi.translate).startswith(
         "**Hạn nộp: 00:00 (Asia/Ho_Chi_Minh, UTC+07:00), ngày 06/03/2027.**"), "the course's zone, its own date"
+    from nboracle.grader.nbgrader_ext import LIST_WORDS, _list_words
+
+    assert sorted(_list_words(vi.translate)) == sorted(LIST_WORDS), "the Assignment List's every phrase, in Vietnamese"
+    assert _list_words(vi.translate)["in {days} days"] == "còn {days} ngày"
     cells = {"test_softmax_rows": P.CellResult("test_softmax_rows", 0, 1, "NotImplementedError: "),
              "test_hand_answers": P.CellResult("test_hand_answers", 0, 2, "CheckFailed: HAND_WEIGHTS is still None: "
                                                "replace None with your answer, an array of shape (1, 2)")}

@@ -170,3 +170,27 @@ console.log(JSON.stringify([
                     "Due Thu 17 Dec 2026, 17:00 Asia/Ho_Chi_Minh (UTC+07:00) (in less than a minute)",
                     "Due Thu 17 Dec 2026, 10:00 UTC (in 13 days)",
                     "Due Thu 17 Dec 2026, 10:00 UTC (passed)"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the Lab extension runs in node")
+def test_the_assignment_list_shows_the_courses_own_words_and_date_format():
+    """A course with a catalog released its phrases translated: the label uses them, the date in the language's
+    own format with the same zone and offset; a phrase it does not have stays English."""
+    words = {"Due {when}": "Hạn nộp {when}", "in {days} days": "còn {days} ngày", "passed": "đã qua"}
+    script = f"""
+globalThis.window = {{}};
+require({json.dumps(str(LAB_JS))});
+var text = window._JUPYTERLAB["nboracle-due-dates"].dueText, due = Date.parse("2026-12-17T10:00:00Z");
+var words = {json.dumps(words)};
+console.log(JSON.stringify([
+  text("2026-12-17T10:00:00Z", "{HCM}", due - 13 * 86400000, words, "vi"),
+  text("2026-12-17T10:00:00Z", "", due + 1000, words, "vi"),
+  text("2026-12-17T10:00:00Z", "", due - 11 * 60000, words, "vi"),
+  text("2026-12-17T10:00:00Z", "", due - 11 * 60000, null, "vi")]));
+"""
+    said = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+    assert said[0].startswith("Hạn nộp ") and "17/12/2026" in said[0] and "17:00" in said[0], said
+    assert said[0].endswith(f"{HCM} (UTC+07:00) (còn 13 ngày)"), said
+    assert said[1].startswith("Hạn nộp ") and "10:00" in said[1] and said[1].endswith("UTC (đã qua)"), said
+    assert said[2].endswith("UTC (in 11 min)"), "a phrase the catalog lacks stays English"
+    assert said[3] == "Due Thu 17 Dec 2026, 10:00 UTC (in 11 min)", "no words: English, as before"

@@ -23,7 +23,9 @@ from traitlets.config import Config
 TOY = '''
 TABLE = {"x is wrong": "x sai", "**Due: {due:%A %d %B %Y, %H:%M} {zone}.** Submit from the Assignment List before "
          "then; a later submission is marked late (the course's late policy says what that costs).":
-         "**Hạn: {due:%d/%m/%Y}**", "(demo only: not run while grading; this cell decides no score)": "(minh họa)"}
+         "**Hạn: {due:%d/%m/%Y}**", "(demo only: not run while grading; this cell decides no score)": "(minh họa)",
+         "Due {when}": "Hạn nộp {when}", "in {days} days": "còn {days} ngày", "after the due date": "sau hạn nộp",
+         "in {minutes} min": "còn {phút} phút"}  # a translation that renames a field is not used
 
 def translator(language):
     if language == "xb":  # a catalog that fails
@@ -109,3 +111,34 @@ def test_the_due_date_cell_speaks_the_course_roots_language(toy, tmp_path, monke
         gradebook.add_assignment("ps1", duedate=datetime(2027, 3, 5, 17, 0))
     nb, _ = DueDateCell(config=toy).preprocess(_notebook(), {"nbgrader": {"db_url": url, "assignment": "ps1"}})
     assert any(cell.source == "**Hạn: 05/03/2027**" for cell in nb.cells)
+
+
+def test_the_assignment_list_gets_the_due_dates_phrases_in_the_course_roots_language(toy, tmp_path, monkeypatch):
+    """The release stores the Lab extension's phrases as the course's catalog translates them, with the language;
+    the exchange's listing hands them on; a copy whose words were changed to anything but those phrases is English."""
+    import json
+    import os
+    import sys
+
+    from nbgrader.api import Gradebook
+    from nboracle.grader.nbgrader_ext import released_words
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        gradebook.add_assignment("ps1", duedate=datetime(2027, 3, 5, 17, 0))
+    context = {"nbgrader": {"db_url": url, "assignment": "ps1"}}
+    nb, _ = DueDateCell(config=toy).preprocess(_notebook(), context)
+    ours = nb.metadata[NOTEBOOK_METADATA]
+    assert ours["due_words"] == {"Due {when}": "Hạn nộp {when}", "in {days} days": "còn {days} ngày",
+                                 "after the due date": "sau hạn nộp"} and ours["due_language"] == "vi"
+    folder = tmp_path / "released"
+    folder.mkdir()
+    (folder / "ps1.ipynb").write_text(json.dumps(nb))
+    assert released_words(str(folder)) == (ours["due_words"], "vi")
+    english, _ = DueDateCell(config=Config()).preprocess(nb, context)  # released again by a course without a catalog
+    assert "due_words" not in english.metadata[NOTEBOOK_METADATA] and "due_language" not in english.metadata[NOTEBOOK_METADATA]
+    for words in ({"Due {when}": "x", "<script>": "y"}, {"Due {when}": 3}, ["Due {when}"], {"Due {when}": "z" * 201}):
+        ours["due_words"] = words
+        (folder / "ps1.ipynb").write_text(json.dumps(nb))
+        assert released_words(str(folder)) == (None, None), words

@@ -80,6 +80,12 @@ JUPYTER_DATA = Path(__file__).resolve().parents[1] / "jupyter"
 NOTEBOOK_METADATA = "nbgrader_oracle"  # a released notebook's own metadata key
 DUE_KEY = "due_utc"  # its due date, "2027-03-05T17:00:00Z", when the gradebook has one
 ZONE_KEY = "due_zone"  # the course's time zone the due date is shown in ("Asia/Ho_Chi_Minh")
+WORDS_KEY = "due_words"  # the Assignment List's phrases in the course's language: {English: translation}
+LANGUAGE_KEY = "due_language"  # that language ("vi"), for the date's own format
+# What the nboracle-due-dates Lab extension writes beside an assignment, in English; the release stores
+# them translated by the course's catalog (when it has one) for the extension to show instead.
+LIST_WORDS = ("Due {when}", "in {days} days", "in {hours} h {minutes} min", "in {minutes} min",
+              "in less than a minute", "passed", "after the due date")
 
 
 class DueDateCell(NbGraderPreprocessor):
@@ -107,8 +113,8 @@ class DueDateCell(NbGraderPreprocessor):
         nb.cells = [cell for cell in nb.cells if not self._ours(cell)]  # generated again: not doubled
         due = self._due_date(resources.get("nbgrader", {}))
         ours = nb.metadata.get(NOTEBOOK_METADATA, {})
-        ours.pop(DUE_KEY, None)
-        ours.pop(ZONE_KEY, None)
+        for key in (DUE_KEY, ZONE_KEY, WORDS_KEY, LANGUAGE_KEY):
+            ours.pop(key, None)
         if due is not None:
             from .coursetime import course_zone
 
@@ -116,7 +122,13 @@ class DueDateCell(NbGraderPreprocessor):
             # for the Assignment List (DueDateExchangeList): the same date, machine-readable
             ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
             ours[ZONE_KEY] = zone
-            text = _due_text(due, zone, translator(parent=self))
+            translate = translator(parent=self)
+            text = _due_text(due, zone, translate)
+            words = _list_words(translate)
+            if words:  # the Assignment List in the course's language (the extension reads them back)
+                from .messages import MessageCatalog
+
+                ours[WORDS_KEY], ours[LANGUAGE_KEY] = words, MessageCatalog(parent=self).language
             cell = new_markdown_cell(text, metadata={NOTEBOOK_METADATA: {"due_date_cell": True}})
             if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
                 cell["id"] = self.cell_id
@@ -158,6 +170,38 @@ def _due_text(due, zone: str, translate) -> str:
         return translate(DUE_TEXT).format(due=there, zone=label)
     except (KeyError, IndexError, ValueError, AttributeError):  # a catalog entry with other placeholders
         return DUE_TEXT.format(due=there, zone=label)
+
+
+def _list_words(translate) -> dict[str, str]:
+    """The Assignment List's phrases that the course's catalog translates, each keeping its {fields}."""
+    field = re.compile(r"\{(\w+)\}")
+    words = {}
+    for english in LIST_WORDS:
+        said = translate(english)
+        if isinstance(said, str) and said and said != english \
+                and sorted(field.findall(said)) == sorted(field.findall(english)):
+            words[english] = said
+    return words
+
+
+def released_words(folder: str) -> tuple[dict[str, str] | None, str | None]:
+    """The Assignment List's phrases in the course's language and that language, as the released notebooks
+    in ``folder`` hold them (:class:`DueDateCell`), or (None, None): English."""
+    import glob
+    import os
+
+    for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                ours = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {})
+            words, language = ours.get(WORDS_KEY), ours.get(LANGUAGE_KEY)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(words, dict) and all(isinstance(k, str) and k in LIST_WORDS and isinstance(v, str)
+                                           and len(v) <= 200 for k, v in words.items()):
+            return words, language if isinstance(language, str) and re.fullmatch(r"[a-z]{2,3}", language) else None
+        return None, None
+    return None, None
 
 
 class GrantedExtension(NbGraderPreprocessor):
@@ -226,9 +270,14 @@ class DueDateExchangeList(ExchangeList):
             outbound = os.path.join(self.root, info["course_id"], "outbound", info["assignment_id"])
             if os.path.isdir(outbound):  # what the instructor released last: the date in force
                 due, zone = released_due_date(outbound)
-            else:  # no longer released: the date the student's own copy was released with
-                due, zone = released_due_date(info["path"]) if info.get("status") == "fetched" else (None, None)
+                words, language = released_words(outbound)
+            elif info.get("status") == "fetched":  # no longer released: what the student's own copy was released with
+                due, zone = released_due_date(info["path"])
+                words, language = released_words(info["path"])
+            else:
+                due = zone = words = language = None
             info["due_utc"], info["due_zone"] = due, zone
+            info[WORDS_KEY], info[LANGUAGE_KEY] = words, language
             deadline = None if due is None else parse_utc(due)  # naive UTC, as nbgrader's timestamps parse
             for submission in info.get("submissions", []):
                 handed_in = self._arrived(submission)

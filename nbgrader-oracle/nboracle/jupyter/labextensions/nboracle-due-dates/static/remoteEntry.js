@@ -8,7 +8,9 @@
  * which nboracle.grader.nbgrader_ext.DueDateExchangeList fills with `due_utc` per assignment and
  * `after_due` per submission, and writes them beside the rows nbgrader's panel drew, the date in the
  * course's time zone (`due_zone`) and the time left exact to the minute in the last two days. It changes
- * nothing else: the Fetch, Submit and Validate buttons stay nbgrader's.
+ * nothing else: the Fetch, Submit and Validate buttons stay nbgrader's. A course with a message catalog
+ * released its phrases translated (`due_words`, English phrase -> its own, and `due_language`): they are
+ * shown instead, the date written the language's way by the browser (Intl).
  */
 (function () {
   "use strict";
@@ -18,6 +20,29 @@
   var LISTS = ["released_assignments_list", "fetched_assignments_list", "submitted_assignments_list"];
   var DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
   var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  // A phrase in the course's words (`words`: English -> translation, from the release), its {fields} filled.
+  function say(words, english, fields) {
+    var text = words && typeof words[english] === "string" ? words[english] : english;
+    return text.replace(/\{(\w+)\}/g, function (whole, name) {
+      return fields && name in fields ? String(fields[name]) : whole;
+    });
+  }
+
+  // The date in the language's own way ("T5, 17/12/2026, 17:00"), or null: English, or unknown to the browser.
+  function localDate(due, zone, language) {
+    if (!language || language === "en" || !/^[a-z]{2,3}(-[A-Za-z]{2,4})?$/.test(language)) {
+      return null;
+    }
+    try {
+      return new Intl.DateTimeFormat(language, {
+        timeZone: zone || "UTC", weekday: "short", day: "2-digit", month: "2-digit", year: "numeric",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23"
+      }).format(due);
+    } catch (error) {
+      return null;
+    }
+  }
 
   function pageConfig() {
     var element = document.getElementById("jupyter-config-data");
@@ -50,7 +75,7 @@
       var sign = minutes < 0 ? "-" : "+";
       var offset = "UTC" + sign + two(Math.floor(Math.abs(minutes) / 60)) + ":" + two(Math.abs(minutes) % 60);
       return { text: parts.weekday + " " + parts.day + " " + parts.month + " " + parts.year + ", " +
-        parts.hour + ":" + parts.minute + " " + zone + " (" + offset + ")" };
+        parts.hour + ":" + parts.minute + " " + zone + " (" + offset + ")", zone: zone + " (" + offset + ")" };
     } catch (error) {
       return null;
     }
@@ -58,35 +83,42 @@
 
   // How long is left, exact to the minute in the last two days: "in 3 days", "in 1 h 11 min",
   // "in 11 min", "in less than a minute", "passed".
-  function left(due, now) {
+  function left(due, now, words) {
     var minutes = Math.floor((due.getTime() - now) / 60000);
     if (due.getTime() <= now) {
-      return "passed";
+      return say(words, "passed");
     }
     if (minutes < 1) {
-      return "in less than a minute";
+      return say(words, "in less than a minute");
     }
     if (minutes < 60) {
-      return "in " + minutes + " min";
+      return say(words, "in {minutes} min", { minutes: minutes });
     }
     if (minutes < 48 * 60) {
-      return "in " + Math.floor(minutes / 60) + " h " + two(minutes % 60) + " min";
+      return say(words, "in {hours} h {minutes} min", { hours: Math.floor(minutes / 60), minutes: two(minutes % 60) });
     }
-    return "in " + Math.floor(minutes / (24 * 60)) + " days";
+    return say(words, "in {days} days", { days: Math.floor(minutes / (24 * 60)) });
   }
 
   // "Due Thu 17 Dec 2026, 17:00 Asia/Ho_Chi_Minh (UTC+07:00) (in 1 h 11 min)": the course's zone;
   // "Due Thu 17 Dec 2026, 10:00 UTC (in 13 days)" in a course on UTC (or an older release)
-  function dueText(iso, zone, now) {
+  // In a course with a catalog (`words`, `language`): "Hạn nộp T5, 17/12/2026, 17:00 Asia/Ho_Chi_Minh (còn 13 ngày)"
+  function dueText(iso, zone, now, words, language) {
     var due = new Date(iso);
     if (isNaN(due.getTime())) {
       return "";
     }
     var there = wallClock(due, zone);
-    var text = "Due " + (there ? there.text : DAYS[due.getUTCDay()] + " " + two(due.getUTCDate()) + " " +
-      MONTHS[due.getUTCMonth()] + " " + due.getUTCFullYear() + ", " + two(due.getUTCHours()) + ":" +
-      two(due.getUTCMinutes()) + " UTC");
-    return text + " (" + left(due, now) + ")";
+    var own = words ? localDate(due, there ? zone : "UTC", language) : null;
+    var when = own ? own + " " + (there ? there.zone : "UTC") : there ? there.text : DAYS[due.getUTCDay()] + " " +
+      two(due.getUTCDate()) + " " + MONTHS[due.getUTCMonth()] + " " + due.getUTCFullYear() + ", " +
+      two(due.getUTCHours()) + ":" + two(due.getUTCMinutes()) + " UTC";
+    return say(words, "Due {when}", { when: when }) + " (" + left(due, now, words) + ")";
+  }
+
+  function wordsOf(info) {
+    var words = info && info.due_words;
+    return words && typeof words === "object" && !Array.isArray(words) ? words : null;
   }
 
   function label(text, extra) {
@@ -167,10 +199,14 @@
       }
       var due = info && typeof info.due_utc === "string" ? info.due_utc : "";
       var zone = info && typeof info.due_zone === "string" ? info.due_zone : "";
-      var span = label(due ? dueText(due, zone, now) : "");
+      var words = wordsOf(info);
+      var language = info && typeof info.due_language === "string" ? info.due_language : "";
+      var span = label(due ? dueText(due, zone, now, words, language) : "");
       if (due) {  // the countdown moves on (tick below)
         span.setAttribute("data-due", due);
         span.setAttribute("data-zone", zone);
+        span.setAttribute("data-words", words ? JSON.stringify(words) : "");
+        span.setAttribute("data-language", language);
       }
       name.appendChild(span);
       if (status !== "submitted" || !info || !Array.isArray(info.submissions)) {
@@ -188,7 +224,7 @@
       submissionRows.forEach(function (r, i) {
         var cell = r.querySelector(".item_name");
         if (info.submissions[i].after_due === true && !cell.querySelector("." + MARK)) {
-          cell.appendChild(label("after the due date", MARK + "-after"));
+          cell.appendChild(label(say(words, "after the due date"), MARK + "-after"));
         }
       });
     });
@@ -241,7 +277,14 @@
   function tick() {
     var now = Date.now();
     Array.prototype.forEach.call(document.querySelectorAll("." + MARK + "[data-due]"), function (span) {
-      var text = dueText(span.getAttribute("data-due"), span.getAttribute("data-zone"), now);
+      var words = null;
+      try {
+        words = JSON.parse(span.getAttribute("data-words") || "null");
+      } catch (error) {
+        words = null;
+      }
+      var text = dueText(span.getAttribute("data-due"), span.getAttribute("data-zone"), now, words,
+        span.getAttribute("data-language") || "");
       span.textContent = text ? " \u00b7 " + text : "";
     });
   }
