@@ -863,6 +863,9 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     listed = {line.split()[0]: line for line in hub_command(hub, "course", "list").stdout.splitlines()}
     assert "language vi" in listed[VI] and "language en" in listed[SECOND], listed
     linh = Person(hub.url, "prof-linh", hub.password("prof-linh"))
+    due = term["due"]  # the English course's due date, set before Generate: the notebook and the panel say it
+    formgrader(linh, "PUT", f"assignment/{A}", fg=VI_FG,
+               json={"duedate_notimezone": due.strftime("%Y-%m-%dT%H:%M:%S"), "duedate_timezone": "UTC"})
     formgrader(linh, "POST", f"assignment/{A}/assign", fg=VI_FG)
     formgrader(linh, "POST", f"assignment/{A}/release", fg=VI_FG)
 
@@ -872,6 +875,8 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assert server_environment("vy").get(ENV) == "vi"
     lab = Lab(driver, Seat(f"{hub.url}/user/vy", vy.token), ARTIFACTS, "vy")
     assignments_panel(driver, lab)
+    label = unicodedata.normalize("NFC", due_label(driver, "released_assignments_list"))
+    assert f"{due:%d/%m/%Y}" in label and "Hạn nộp" in label and "(còn 1" in label and "Due" not in label, label
     row_button(driver, "released_assignments_list", "Fetch").click()
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "vy's fetched chapter")
     shot(driver, "vy-fetched")
@@ -880,7 +885,9 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assert unicodedata.normalize("NFC", heading.text).startswith("Chương 01"), heading.text
     edition = P.read_nb(TR.edition_root("vi").notebook("release", A))
     fetched = P.read_nb(hub.layout.user_home("vy") / A / f"{NAME}.ipynb")
-    prose = [c.source for c in fetched.cells if c.cell_type == "markdown"]
+    dated = [c.source for c in fetched.cells if c.metadata.get("nbgrader_oracle", {}).get("due_date_cell")]
+    assert len(dated) == 1 and unicodedata.normalize("NFC", dated[0]).startswith("**Hạn nộp: 17:00 UTC"), dated
+    prose = [c.source for c in fetched.cells if c.cell_type == "markdown" and c.source not in dated]
     assert prose == [c.source for c in edition.cells if c.cell_type == "markdown"], "the edition's prose, cell for cell"
 
     # bruno's code, typed into her cells; Validate names its failures in Vietnamese (bruno's were English)
