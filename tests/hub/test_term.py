@@ -877,6 +877,7 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assignments_panel(driver, lab)
     label = unicodedata.normalize("NFC", due_label(driver, "released_assignments_list"))
     assert f"{due:%d/%m/%Y}" in label and "Hạn nộp" in label and "(còn 1" in label and "Due" not in label, label
+    shot(driver, "vy-assignments-released")
     row_button(driver, "released_assignments_list", "Fetch").click()
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "vy's fetched chapter")
     shot(driver, "vy-fetched")
