@@ -177,7 +177,7 @@ def _labels(tree: ast.AST):
                     ast.Module(body=[s for s in body if isinstance(s, ast.stmt)], type_ignores=[]))
                 if (isinstance(node, ast.Assign) and len(node.targets) == 1) or
                 (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add))]
-    everywhere = _uses([tree])
+    everywhere, parents = _uses([tree]), _parents(tree)
     base = _names_of(_shown_exprs(tree))
     shown, found = base, []
     for _ in range(4):  # a label reaches print through at most a few names
@@ -189,7 +189,7 @@ def _labels(tree: ast.AST):
             if isinstance(target, ast.Name) and _only_shown(everywhere.get(target.id, []), shown, stores=True):
                 found += _parts(value)
         found += _table_rows(tree, everywhere, shown)
-        found += _appended(tree, everywhere, loops, shown)
+        found += _appended(parents, everywhere, loops, shown)
         names = base | _names_of(found)
         if names == shown:
             break
@@ -198,11 +198,10 @@ def _labels(tree: ast.AST):
     yield from found
 
 
-def _appended(tree: ast.AST, everywhere: dict[str, list[ast.Name]], loops, shown: set[int]):
+def _appended(parents: dict[int, ast.AST], everywhere: dict[str, list[ast.Name]], loops, shown: set[int]):
     """The texts appended to a list a cell builds only to show: a name the cell only assigns ``[]`` to, only
     ``.append``s one value to, and only iterates with loops whose own name is only shown (``cells = []``;
     ``cells.append(f"{share:6.1%} of {n}" if n else "no couplet")``; ``print("".join(f"{c:>29s}" for c in cells))``)."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for uses in everywhere.values():
         appended, ok = [], True
         for use in uses:
@@ -349,10 +348,10 @@ def _node(template: str, fields: dict[str, ast.AST], fstring: bool) -> ast.AST:
     parts = re.split(r"(\{[^{}]*\})", template.replace("{{", "\0").replace("}}", "\1"))
     values = []
     for i, part in enumerate(parts):
-        if i % 2 and HEADER.fullmatch(part):  # a header: the English format around the translated words
+        if i % 2 and (header := HEADER.fullmatch(part)):  # a header: the English format around the translated words
             english = fields[_shape(part)]
-            values.append(ast.FormattedValue(ast.Constant(HEADER.fullmatch(part).group(1)[1:-1]),
-                                             english.conversion, english.format_spec))
+            values.append(ast.FormattedValue(ast.Constant(header.group(1)[1:-1]), english.conversion,
+                                             english.format_spec))
         elif i % 2:
             values.append(fields[part])
         elif part:
