@@ -172,21 +172,22 @@ def _due_text(due, zone: str, translate) -> str:
         return DUE_TEXT.format(due=there, zone=label)
 
 
+LIST_FIELD = re.compile(r"\{(\w+)\}")  # a field of a LIST_WORDS phrase, which a translation keeps
+
+
 def _list_words(translate) -> dict[str, str]:
     """The Assignment List's phrases that the course's catalog translates, each keeping its {fields}."""
-    field = re.compile(r"\{(\w+)\}")
     words = {}
     for english in LIST_WORDS:
         said = translate(english)
         if isinstance(said, str) and said and said != english \
-                and sorted(field.findall(said)) == sorted(field.findall(english)):
+                and sorted(LIST_FIELD.findall(said)) == sorted(LIST_FIELD.findall(english)):
             words[english] = said
     return words
 
 
-def released_words(folder: str) -> tuple[dict[str, str] | None, str | None]:
-    """The Assignment List's phrases in the course's language and that language, as the released notebooks
-    in ``folder`` hold them (:class:`DueDateCell`), or (None, None): English."""
+def _released_metadata(folder: str):
+    """Our metadata (``nbgrader_oracle``) of each released notebook in ``folder`` that can be read, in order."""
     import glob
     import os
 
@@ -194,14 +195,26 @@ def released_words(folder: str) -> tuple[dict[str, str] | None, str | None]:
         try:
             with open(path, encoding="utf-8") as handle:
                 ours = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {})
-            words, language = ours.get(WORDS_KEY), ours.get(LANGUAGE_KEY)
         except (OSError, ValueError, AttributeError):
             continue
+        if isinstance(ours, dict):
+            yield ours
+
+
+def _words_of(metadata) -> tuple[dict[str, str] | None, str | None]:
+    for ours in metadata:  # the first readable notebook decides
+        words, language = ours.get(WORDS_KEY), ours.get(LANGUAGE_KEY)
         if isinstance(words, dict) and all(isinstance(k, str) and k in LIST_WORDS and isinstance(v, str)
                                            and len(v) <= 200 for k, v in words.items()):
             return words, language if isinstance(language, str) and re.fullmatch(r"[a-z]{2,3}", language) else None
         return None, None
     return None, None
+
+
+def released_words(folder: str) -> tuple[dict[str, str] | None, str | None]:
+    """The Assignment List's phrases in the course's language and that language, as the released notebooks
+    in ``folder`` hold them (:class:`DueDateCell`), or (None, None): English."""
+    return _words_of(_released_metadata(folder))
 
 
 class GrantedExtension(NbGraderPreprocessor):
@@ -225,18 +238,14 @@ class GrantedExtension(NbGraderPreprocessor):
 def released_due_date(folder: str) -> tuple[str | None, str | None]:
     """The due date (``"2027-03-05T17:00:00Z"``) the released notebooks in ``folder`` hold and the
     course's time zone it is shown in (``"Asia/Ho_Chi_Minh"``; None from an older release), or (None, None)."""
-    import glob
-    import os
+    return _due_of(_released_metadata(folder))
 
+
+def _due_of(metadata) -> tuple[str | None, str | None]:
     from .coursetime import zone_name
 
-    for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                ours = json.load(handle).get("metadata", {}).get(NOTEBOOK_METADATA, {})
-            due, zone = ours.get(DUE_KEY), ours.get(ZONE_KEY)
-        except (OSError, ValueError, AttributeError):
-            continue
+    for ours in metadata:
+        due, zone = ours.get(DUE_KEY), ours.get(ZONE_KEY)
         if isinstance(due, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", due):
             try:
                 return due, zone_name(zone) if isinstance(zone, str) else None
@@ -269,13 +278,12 @@ class DueDateExchangeList(ExchangeList):
         for info in assignments:
             outbound = os.path.join(self.root, info["course_id"], "outbound", info["assignment_id"])
             if os.path.isdir(outbound):  # what the instructor released last: the date in force
-                due, zone = released_due_date(outbound)
-                words, language = released_words(outbound)
+                metadata = list(_released_metadata(outbound))
             elif info.get("status") == "fetched":  # no longer released: what the student's own copy was released with
-                due, zone = released_due_date(info["path"])
-                words, language = released_words(info["path"])
+                metadata = list(_released_metadata(info["path"]))
             else:
-                due = zone = words = language = None
+                metadata = []
+            (due, zone), (words, language) = _due_of(metadata), _words_of(metadata)
             info["due_utc"], info["due_zone"] = due, zone
             info[WORDS_KEY], info[LANGUAGE_KEY] = words, language
             deadline = None if due is None else parse_utc(due)  # naive UTC, as nbgrader's timestamps parse
