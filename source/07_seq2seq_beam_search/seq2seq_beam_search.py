@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true
+from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import fresh, load_tensors, read_state, set_training
 from course.plots import plot_attention, plot_curves
@@ -878,6 +878,9 @@ for seed, causal in [(50, False), (51, True), (52, False)]:
 # seconds on a CPU; it runs once, and every later cell reuses the trained `model`. The optimizer
 # is built with `fused=True`: the same AdamW update, computed for all parameters in one call
 # instead of a Python loop over them, which saves a few milliseconds a step on a CPU.
+#
+# When the grader runs your notebook, the same cell stops after 101 steps (steps 0 to 100):
+# the tests only need a model that reverses new sequences, and it does long before step 100.
 
 # %% nbgrader={"grade": false, "grade_id": "train_function", "locked": true, "schema_version": 3, "solution": false}
 def train(model, steps=301, batch_size=64, lr=3e-3):
@@ -900,10 +903,11 @@ def train(model, steps=301, batch_size=64, lr=3e-3):
 # (this cell runs in your notebook only: it trains your model, and the tests below read that model)
 torch.manual_seed(0)
 model = ReversalTransformer()
-losses = train(model)
+steps = 101 if under_nbgrader() else 301  # the grader's run stops at step 100: the model reverses by then
+losses = train(model, steps)
 model.eval()
-print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); "
-      f"step 100: {losses[100]:.4f}; step 300: {losses[300]:.4f}")
+print(f"loss at step 0: {losses[0]:.3f} (ln 12 = {math.log(12):.3f}); step 100: {losses[100]:.4f}"
+      + (f"; step 300: {losses[300]:.4f}" if steps == 301 else ""))
 
 # %% [markdown]
 # The loss drops by three orders of magnitude within 100 steps: reversal suits cross-attention,
