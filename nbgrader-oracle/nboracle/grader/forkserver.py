@@ -32,6 +32,9 @@ ENV = "COURSE_KERNEL_FORK"
 # pdb: about 0.25 s) and the IPython history's sqlite3
 PRELOAD = ("numpy", "torch", "matplotlib.pyplot", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger",
            "psutil", "sqlite3")
+# what many kernels import later, once the first kernel is on its way (so it delays no kernel): torch's first
+# optimizer imports torch._dynamo, about 1.8 s here, in every notebook that trains a model
+LATER = ("torch._dynamo",)
 
 # The zygote: import the heavy modules once, then fork one kernel per request line
 # ({"argv", "cwd", "env"}) and answer with its pid. Children are reaped by the kernel
@@ -43,7 +46,9 @@ libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel's debugger: no warning at import
-for name in sys.argv[1:]:
+names = sys.argv[1:]
+later = names[names.index("--") + 1:] if "--" in names else []
+for name in names[:len(names) - len(later) - (1 if "--" in names else 0)]:
     __import__(name)
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 requests, answers = sys.stdin.buffer, sys.stdout.buffer
@@ -55,6 +60,12 @@ for line in requests:
     if pid:
         answers.write((json.dumps({"pid": pid}) + "\n").encode())
         answers.flush()
+        for name in later:  # while that kernel starts: the kernels after it are forked with these
+            try:
+                __import__(name)
+            except Exception:  # the kernel that needs it imports it itself
+                pass
+        later = []
         continue
     try:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -134,7 +145,7 @@ class Zygote:
     def __init__(self, python: str, env: dict[str, str]) -> None:
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
-            [python, "-c", _ZYGOTE, *PRELOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [python, "-c", _ZYGOTE, *PRELOAD, "--", *LATER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, cwd="/", start_new_session=True)
         ready = json.loads(self.process.stdout.readline() or "{}")
         if "ready" not in ready:

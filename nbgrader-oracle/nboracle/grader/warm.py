@@ -54,6 +54,8 @@ NEW_ROOT = "/.kernel-root"
 # numpy, torch, matplotlib and ipykernel with what it imports before the first cell
 PRELOAD = ("numpy", "torch", "matplotlib", "matplotlib.pyplot", "ipykernel.kernelapp", "ipykernel.ipkernel",
            "ipykernel.debugger", "psutil", "sqlite3")
+# imported once the first kernel is on its way (so they delay no kernel): nboracle.grader.forkserver.LATER
+LATER = ("torch._dynamo",)
 # the zygote's capabilities in its own user namespace: mount a kernel's root, lower the user
 # namespace limit, drop the bounding set, bring up a kernel's loopback. A kernel holds none of them.
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SYS_RESOURCE", "CAP_SETPCAP", "CAP_NET_ADMIN")
@@ -222,7 +224,9 @@ for name in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
 with open("/proc/sys/user/max_user_namespaces", "w") as f:
     f.write("0")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-for name in sys.argv[2:]:  # sys.argv[1]: the pool's path outside
+names = sys.argv[2:]  # sys.argv[1]: the pool's path outside
+later = names[names.index("--") + 1:] if "--" in names else []
+for name in names[:len(names) - len(later) - (1 if "--" in names else 0)]:
     __import__(name)
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 requests, answers = sys.stdin.buffer, sys.stdout.buffer
@@ -312,6 +316,12 @@ for line in requests:
         with os.fdopen(report, "rb") as f:
             said = f.read()
         answer(json.loads(said) if said else {"error": "the kernel's sandbox ended before it was built"})
+        for name in later:  # while that kernel starts: the kernels after it are forked with these
+            try:
+                __import__(name)
+            except Exception:  # the kernel that needs it imports it itself
+                pass
+        later = []
         continue
     gate_r, gate_w = os.pipe()
     report_r, report_w = os.pipe()
@@ -355,7 +365,7 @@ class WarmZygote:
         self._lock = threading.Lock()
         self.pool = pool
         # the pool on the command line: every kernel forked from this zygote shows it (findable if left over)
-        command = [*bwrap_args, "--", python, "-c", _ZYGOTE, str(pool), *PRELOAD]
+        command = [*bwrap_args, "--", python, "-c", _ZYGOTE, str(pool), *PRELOAD, "--", *LATER]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         env={**env, "COURSE_WARM_NEW_ROOT": NEW_ROOT}, cwd="/",
                                         start_new_session=True)
