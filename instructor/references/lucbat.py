@@ -8,6 +8,7 @@ in the rhyme, a share over lines instead of couplets, ...), never the expected a
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import random
@@ -30,15 +31,30 @@ INITIAL = re.compile(r"(ngh|ng|nh|ch|tr|th|kh|ph|gh|gi(?=[aăâeêioôơuưy])|q
 ANSWERS = ("bằng", "trắc")
 
 
+WORD = re.compile(r"\w(.*\w)?")
+
+
 def letters(syllable):
     """The syllable without what surrounds its letters (punctuation), lowercased, NFC."""
-    text = unicodedata.normalize("NFC", syllable).lower()
-    match = re.search(r"\w(.*\w)?", text)
-    return match.group(0) if match else ""
+    return _letters(syllable) if type(syllable) is str else _letters.__wrapped__(syllable)
 
 
 def tone_name(syllable):
     """ngang, huyền, sắc, hỏi, ngã or nặng, from the syllable's tone mark."""
+    return _tone_name(syllable) if type(syllable) is str else _tone_name.__wrapped__(syllable)
+
+
+# the tests read the same few thousand syllables of the poem again and again (every grading in one grader process):
+# plain strings are looked up once
+@functools.lru_cache(maxsize=1 << 16)
+def _letters(syllable):
+    text = unicodedata.normalize("NFC", syllable).lower()
+    match = WORD.search(text)
+    return match.group(0) if match else ""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tone_name(syllable):
     marks = [TONE_OF_MARK[c] for c in unicodedata.normalize("NFD", letters(syllable)) if c in TONE_OF_MARK]
     return marks[0] if marks else "ngang"
 
@@ -71,10 +87,21 @@ def rhyme_sound(part):
 # ------------------------------------------------------------------ the syllables the tests draw
 def _syllables():
     """Every distinct space-separated syllable of the poem, as written (capitals and punctuation kept)."""
-    return sorted({s for line in kieu_lines() for s in line.split()})
+    return list(_poem_syllables())
+
+
+@functools.cache
+def _poem_syllables():
+    return tuple(sorted({s for line in kieu_lines() for s in line.split()}))
 
 
 def _kinds(syllable):
+    """What kind of syllable of the poem this is (a read-only table: it is shared by every call)."""
+    return _kinds_of(syllable) if type(syllable) is str else _kinds_of.__wrapped__(syllable)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _kinds_of(syllable):
     word = letters(syllable)
     nfd = unicodedata.normalize("NFD", word)
     return {"dressed": word != syllable, "lettered": any(c in LETTER_MARKS for c in nfd),
