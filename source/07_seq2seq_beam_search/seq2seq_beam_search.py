@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# under_nbgrader() is True while your notebook is being graded: the training below is shorter then
 from course import attempt, check_choice, check_close, check_dtype, check_shape, check_true, under_nbgrader
 # the tests' tools: they draw parameters and inputs and read what a module holds (not for your code)
 from nboracle import fresh, load_tensors, read_state, set_training

@@ -525,7 +525,7 @@ def train_step(model, optimizer, scheduler, inputs, targets, max_grad_norm):
 
 # %% nbgrader={"grade": false, "grade_id": "training_setup", "locked": true, "schema_version": 3, "solution": false}
 # kernel only
-# (a note for the grader; nothing to do for you: the tests' small model and its optimiser are built here, in your kernel)
+# (this cell runs in your notebook only: it builds the small model and optimiser your train_step is tried on below)
 class BigramLM(nn.Module):
     """The smallest language model: an embedding read as logits. (B, T) ids -> ((B, T, vocab) logits, loss)."""
 
