@@ -35,18 +35,18 @@ def scope_of(nodeid: str) -> str:
 # Rough seconds a scope takes on the 2-core machine, for the order only: the longest scopes
 # start first, so that no worker is left alone with a long one at the end. A chapter costs one
 # autograde per zoo entry (NOTEBOOK_SECONDS each, its slowest cells included); a file what its
-# graded students cost. Measured in a fresh clone's `make test` (2026-12-06, second session, --durations,
-# 61 min in all): a file missing here is taken for a few seconds and scheduled last, so a heavy one must be listed.
-NOTEBOOK_SECONDS = {"01_two_keys": 2.6, "02_scaling": 4.0, "03_masks": 3.6, "04_encoder_block": 6.1,
-                    "05_positional_encoding": 3.1, "06_multihead_attention": 4.3, "07_seq2seq_beam_search": 21.5,
-                    "08_attention_cost": 6.7, "09_decoder": 17.7, "10_tiny_gpt": 13.1, "11_modern_decoder": 6.0}
-FILE_SECONDS = {"tests/test_oracle_attacks.py": 1230, "tests/test_attacks_ordinary_use.py": 540,
-                "tests/test_class_batch.py": 105, "tests/test_sandbox.py": 90, "tests/test_attacks_references.py": 300,
-                "tests/test_exchange.py": 190, "tests/test_collect.py": 35, "tests/test_repair.py": 35,
-                "tests/test_course_root_copy.py": 45, "tests/test_example_course.py": 55, "tests/test_selfcheck.py": 30,
-                "tests/test_vietnamese_edition.py": 255, "tests/test_vietnamese_feedback.py": 90,
-                "tests/test_class_report.py": 55, "tests/test_grader.py": 30, "tests/test_grader_memory.py": 25,
-                "tests/test_scan.py": 15, "tests/test_docs.py": 15,
+# graded students cost. Measured in a fresh clone's `make test` (2026-12-06, third session, --durations,
+# 51 min in all): a file missing here is taken for a few seconds and scheduled last, so a heavy one must be listed.
+NOTEBOOK_SECONDS = {"01_two_keys": 3.3, "02_scaling": 4.5, "03_masks": 3.5, "04_encoder_block": 5.8,
+                    "05_positional_encoding": 3.2, "06_multihead_attention": 4.7, "07_seq2seq_beam_search": 13.8,
+                    "08_attention_cost": 6.7, "09_decoder": 12.9, "10_tiny_gpt": 7.8, "11_modern_decoder": 6.0}
+FILE_SECONDS = {"tests/test_oracle_attacks.py": 840, "tests/test_attacks_ordinary_use.py": 435,
+                "tests/test_class_batch.py": 110, "tests/test_sandbox.py": 95, "tests/test_attacks_references.py": 270,
+                "tests/test_exchange.py": 205, "tests/test_collect.py": 50, "tests/test_repair.py": 50,
+                "tests/test_course_root_copy.py": 40, "tests/test_example_course.py": 60, "tests/test_selfcheck.py": 30,
+                "tests/test_vietnamese_edition.py": 255, "tests/test_vietnamese_feedback.py": 105,
+                "tests/test_class_report.py": 60, "tests/test_grader.py": 30, "tests/test_grader_memory.py": 25,
+                "tests/test_scan.py": 15, "tests/test_docs.py": 15, "tests/test_quizzes.py": 20,
                 "nbgrader-oracle/tests/test_forkserver.py": 10, "nbgrader-oracle/tests/test_channel.py": 10}
 
 
