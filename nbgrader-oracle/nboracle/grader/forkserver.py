@@ -36,20 +36,38 @@ PRELOAD = ("numpy", "torch", "matplotlib.pyplot", "ipykernel.kernelapp", "ipyker
 # optimizer imports torch._dynamo, about 1.8 s here, in every notebook that trains a model
 LATER = ("torch._dynamo",)
 
+# Both zygotes' imports (this one and nboracle.grader.warm's): their command line ends with the modules to import
+# now, "--", and the modules to import once the first kernel is on its way.
+ZYGOTE_IMPORTS = r"""
+def preload(names):
+    split = names.index("--")
+    for name in names[:split]:
+        __import__(name)
+    return names[split + 1:]
+
+
+def import_later():
+    # while the first kernel starts: the kernels forked after it have these already
+    global later
+    for name in later:
+        try:
+            __import__(name)
+        except Exception:  # the kernel that needs it imports it itself
+            pass
+    later = []
+"""
+
 # The zygote: import the heavy modules once, then fork one kernel per request line
 # ({"argv", "cwd", "env"}) and answer with its pid. Children are reaped by the kernel
 # (SIGCHLD ignored); each child dies with the zygote (PR_SET_PDEATHSIG), the zygote with the
 # grader (its stdin closes, or PR_SET_PDEATHSIG).
-_ZYGOTE = r"""
+_ZYGOTE = ZYGOTE_IMPORTS + r"""
 import ctypes, json, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel's debugger: no warning at import
-names = sys.argv[1:]
-later = names[names.index("--") + 1:] if "--" in names else []
-for name in names[:len(names) - len(later) - (1 if "--" in names else 0)]:
-    __import__(name)
+later = preload(sys.argv[1:])
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 requests, answers = sys.stdin.buffer, sys.stdout.buffer
 devnull = os.open(os.devnull, os.O_RDWR)
@@ -60,12 +78,7 @@ for line in requests:
     if pid:
         answers.write((json.dumps({"pid": pid}) + "\n").encode())
         answers.flush()
-        for name in later:  # while that kernel starts: the kernels after it are forked with these
-            try:
-                __import__(name)
-            except Exception:  # the kernel that needs it imports it itself
-                pass
-        later = []
+        import_later()
         continue
     try:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

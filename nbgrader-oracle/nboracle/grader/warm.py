@@ -45,7 +45,7 @@ from pathlib import Path
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from .forkserver import ForkedKernel
+from .forkserver import LATER, ZYGOTE_IMPORTS, ForkedKernel
 
 ENV = "COURSE_KERNEL_WARM"
 # inside the zygote's sandbox: the pool (every kernel's folders) and where a kernel's root is built
@@ -54,8 +54,6 @@ NEW_ROOT = "/.kernel-root"
 # numpy, torch, matplotlib and ipykernel with what it imports before the first cell
 PRELOAD = ("numpy", "torch", "matplotlib", "matplotlib.pyplot", "ipykernel.kernelapp", "ipykernel.ipkernel",
            "ipykernel.debugger", "psutil", "sqlite3")
-# imported once the first kernel is on its way (so they delay no kernel): nboracle.grader.forkserver.LATER
-LATER = ("torch._dynamo",)
 # the zygote's capabilities in its own user namespace: mount a kernel's root, lower the user
 # namespace limit, drop the bounding set, bring up a kernel's loopback. A kernel holds none of them.
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SYS_RESOURCE", "CAP_SETPCAP", "CAP_NET_ADMIN")
@@ -73,7 +71,7 @@ def wanted() -> bool:
 #                     {"ok": true} once the kernel's sandbox is built, or {"error": why}.
 # A job: {"argv", "cwd", "env", "layout" (bubblewrap arguments), "limits" {name: value},
 #         "nproc", "tmpfs_bytes"}
-_ZYGOTE = r"""
+_ZYGOTE = ZYGOTE_IMPORTS + r"""
 import ctypes, json, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 38, 24, 47
@@ -224,10 +222,7 @@ for name in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
 with open("/proc/sys/user/max_user_namespaces", "w") as f:
     f.write("0")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-names = sys.argv[2:]  # sys.argv[1]: the pool's path outside
-later = names[names.index("--") + 1:] if "--" in names else []
-for name in names[:len(names) - len(later) - (1 if "--" in names else 0)]:
-    __import__(name)
+later = preload(sys.argv[2:])  # sys.argv[1]: the pool's path outside
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 requests, answers = sys.stdin.buffer, sys.stdout.buffer
 NEW_ROOT = os.environ.pop("COURSE_WARM_NEW_ROOT")
@@ -316,12 +311,7 @@ for line in requests:
         with os.fdopen(report, "rb") as f:
             said = f.read()
         answer(json.loads(said) if said else {"error": "the kernel's sandbox ended before it was built"})
-        for name in later:  # while that kernel starts: the kernels after it are forked with these
-            try:
-                __import__(name)
-            except Exception:  # the kernel that needs it imports it itself
-                pass
-        later = []
+        import_later()
         continue
     gate_r, gate_w = os.pipe()
     report_r, report_w = os.pipe()
