@@ -34,27 +34,29 @@ ANSWERS = ("bằng", "trắc")
 WORD = re.compile(r"\w(.*\w)?")
 
 
+def _per_syllable(function):
+    """``function`` of one syllable, computed once per plain string: the tests read the same few thousand syllables
+    of the poem again and again (every grading in one grader process). Anything but a ``str`` is computed anew."""
+    cached = functools.lru_cache(maxsize=1 << 16)(function)
+
+    @functools.wraps(function)
+    def lookup(syllable):
+        return cached(syllable) if type(syllable) is str else function(syllable)
+
+    return lookup
+
+
+@_per_syllable
 def letters(syllable):
     """The syllable without what surrounds its letters (punctuation), lowercased, NFC."""
-    return _letters(syllable) if type(syllable) is str else _letters.__wrapped__(syllable)
-
-
-def tone_name(syllable):
-    """ngang, huyền, sắc, hỏi, ngã or nặng, from the syllable's tone mark."""
-    return _tone_name(syllable) if type(syllable) is str else _tone_name.__wrapped__(syllable)
-
-
-# the tests read the same few thousand syllables of the poem again and again (every grading in one grader process):
-# plain strings are looked up once
-@functools.lru_cache(maxsize=1 << 16)
-def _letters(syllable):
     text = unicodedata.normalize("NFC", syllable).lower()
     match = WORD.search(text)
     return match.group(0) if match else ""
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _tone_name(syllable):
+@_per_syllable
+def tone_name(syllable):
+    """ngang, huyền, sắc, hỏi, ngã or nặng, from the syllable's tone mark."""
     marks = [TONE_OF_MARK[c] for c in unicodedata.normalize("NFD", letters(syllable)) if c in TONE_OF_MARK]
     return marks[0] if marks else "ngang"
 
@@ -95,13 +97,9 @@ def _poem_syllables():
     return tuple(sorted({s for line in kieu_lines() for s in line.split()}))
 
 
+@_per_syllable
 def _kinds(syllable):
     """What kind of syllable of the poem this is (a read-only table: it is shared by every call)."""
-    return _kinds_of(syllable) if type(syllable) is str else _kinds_of.__wrapped__(syllable)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _kinds_of(syllable):
     word = letters(syllable)
     nfd = unicodedata.normalize("NFD", word)
     return {"dressed": word != syllable, "lettered": any(c in LETTER_MARKS for c in nfd),
