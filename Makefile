@@ -12,7 +12,7 @@ EDITION ?= $(if $(filter vi vi_% vi.%,$(LANG)),vi)
 EDITION_ARGS = $(if $(EDITION),--edition $(EDITION))
 LOCALE_FIX = $(if $(filter vi,$(LANG)),LANG=C.UTF-8 )
 
-.PHONY: setup demo test test-slow test-nbgrader test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release translate autograde feedback export check grade-class bench lint clean
+.PHONY: setup demo test test-slow test-nbgrader test-all test-browser hub hub-stop hub-roster hub-course hub-export hub-backup hub-restore test-hub lab formgrader build release translate autograde feedback export check check-stop grade-class bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -107,6 +107,9 @@ export: setup          ## grades to grades.csv
 
 check: setup           ## grade your workspace (one line per started chapter), or one file: make check NB=path/to/two_keys.ipynb; LANG=vi: the Vietnamese workspace
 	$(LOCALE_FIX)$(PY) -m instructor check $(EDITION_ARGS) $(if $(NB),"$(NB)")
+
+check-stop: setup      ## end the check server that make check leaves warm for the next checks (it ends by itself after 15 idle minutes)
+	$(PY) -m instructor check --stop-server
 
 grade-class: setup     ## make grade-class A=01_two_keys FROM=class.zip JOBS=2 [CLUSTER=tcp://scheduler:8786]
 	@test -n "$(A)" || { echo "usage: make grade-class A=<assignment> [FROM=folder-or-zip] [JOBS=2] [CLUSTER=address|local:N]"; exit 2; }

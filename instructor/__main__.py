@@ -98,6 +98,29 @@ def cmd_formgrader(args) -> int:
 
 def cmd_check(args) -> int:
     """Grade your own copy of a released notebook with the hidden tests (default: your workspace)."""
+    from nboracle.classroom import checkserver
+    from nboracle.grader.messages import translator
+
+    def translate(line: str) -> str:  # in the edition's language, as the check's own lines
+        edition = args.edition or (_edition_of(Path(args.notebook)) if args.notebook else None)
+        return translator(_graded_by(edition).settings())(line)
+
+    if args.stop_server:
+        stopped = checkserver.stop(ROOT.path)
+        print(translate("the check server has ended" if stopped else "no check server was running"))
+        return 0
+    code = _check(args)
+    if checkserver.start(ROOT.path, CHECK_ENTRY):  # the next check asks it (main), without the grader's imports
+        print(translate(f"note: a check server stays ready in the background for {checkserver.idle_minutes()} "
+                        "minutes, so the next check starts faster (make check-stop ends it now)"), file=sys.stderr)
+    return code
+
+
+CHECK_ENTRY = "instructor.__main__:main"  # what the check server runs for a check's arguments
+
+
+def _check(args) -> int:
+    """cmd_check's grading, in this process."""
     from nboracle.classroom.selfcheck import self_check
 
     if args.notebook:
@@ -273,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment", help="assignment id, if the file name does not tell")
     p.add_argument("--edition", choices=EDITION_CHOICES, help="a language edition (vi): its workspace, its "
                    "hidden tests (default: the one the notebook's metadata names, else English)")
+    p.add_argument("--stop-server", action="store_true", help="end the warm check server that `make check` "
+                   "leaves running for the next checks (it also ends by itself when idle)")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("translate", help=_help(cmd_translate), description=cmd_translate.__doc__)
     p.add_argument("assignments", nargs="*", help="assignment ids (default: all)")
@@ -323,6 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command not in ("lab", "formgrader"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra  # lab, formgrader: passed on to `jupyter lab`
+    if args.command == "check" and not args.stop_server:  # a warm check server does it, if one is ready
+        from nboracle.classroom import checkserver
+
+        code = checkserver.ask(ROOT.path, list(sys.argv[1:] if argv is None else argv))
+        if code is not None:
+            return code
     if args.command in GRADING:
         refused = _sandbox_gate(args)
         if refused is not None:

@@ -57,7 +57,7 @@ GRADER_SOURCES = {
     "nbgrader-oracle/nboracle/grader/memory.py": ("MESSAGE", "message", "_memory_failure"),
     "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "LIST_WORDS", "SKIPPED_DEMO", "_cut"),
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
-    "instructor/__main__.py": ("check_workspace", "cmd_check"),
+    "instructor/__main__.py": ("check_workspace", "cmd_check", "_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
     "course/plots.py": ("WEIGHT",),  # the word of plot_attention's colour bar
 }
