@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,16 +140,18 @@ def test_an_interrupted_check_ends_the_server_and_its_kernels(notebooks, folder,
                                "instructor.__main__:main"], env=_env(folder), cwd=REPO, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert _wait_for(lambda: _answers(folder / "check.sock"), 120)
-    assert _wait_for(lambda: len(_kernels_of(server.pid)) >= 3, 60)  # the zygote: bubblewrap's two, then Python
-    zygote = len(_kernels_of(server.pid))
     command = subprocess.Popen([sys.executable, "-m", "instructor", "check", str(endless)], cwd=REPO, env=_env(folder),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert _wait_for(lambda: len(_kernels_of(server.pid)) > zygote, 120), "no kernel started for the check"
-    time.sleep(3)  # the kernel runs the notebook's cells: the sleeping one soon
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(command.stdout), daemon=True)
+    reader.start()
+    assert _wait_for(lambda: any("starting the grading kernel" in line for line in said), 120), said
+    time.sleep(6)  # the kernel starts, then runs the imports and the sleeping solution cell
+    assert not any("automatic points" in line for line in said), "the check ended before it was interrupted"
     command.send_signal(signal.SIGINT)
     assert command.wait(timeout=30) == 130
     assert server.wait(timeout=60) == 0, "the server went on after a check cut short"
-    assert _wait_for(lambda: not _kernels_of(server.pid), 30)
+    assert _wait_for(lambda: not _kernels_of(server.pid), 30), "the kernels' zygote outlived its server"
 
 
 def _kernels_of(pid: int) -> list[str]:
