@@ -47,7 +47,7 @@ FILE_SECONDS = {"tests/test_oracle_attacks.py": 840, "tests/test_attacks_ordinar
                 "tests/test_class_batch.py": 110, "tests/test_sandbox.py": 95, "tests/test_attacks_references.py": 270,
                 "tests/test_exchange.py": 205, "tests/test_collect.py": 50, "tests/test_repair.py": 50,
                 "tests/test_course_root_copy.py": 40, "tests/test_example_course.py": 60, "tests/test_selfcheck.py": 30,
-                "tests/test_vietnamese_edition.py": 255, "tests/test_checkserver.py": 70, "tests/test_vietnamese_feedback.py": 105,
+                "tests/test_vietnamese_edition.py": 255, "tests/test_checkserver.py": 100, "tests/test_vietnamese_feedback.py": 105,
                 "tests/test_class_report.py": 60, "tests/test_grader.py": 30, "tests/test_grader_memory.py": 25,
                 "tests/test_scan.py": 15, "tests/test_docs.py": 15, "tests/test_quizzes.py": 20,
                 "nbgrader-oracle/tests/test_forkserver.py": 10, "nbgrader-oracle/tests/test_channel.py": 10}
