@@ -101,16 +101,15 @@ def cmd_check(args) -> int:
     from nboracle.classroom import checkserver
     from nboracle.grader.messages import translator
 
-    def translate(line: str) -> str:  # in the edition's language, as the check's own lines
-        edition = args.edition or (_edition_of(Path(args.notebook)) if args.notebook else None)
-        return translator(_graded_by(edition).settings())(line)
-
     if args.stop_server:
         stopped = checkserver.stop(ROOT.path)
+        translate = translator(_graded_by(args.edition).settings())
         print(translate("the check server has ended" if stopped else "no check server was running"))
         return 0
-    code = _check(args)
+    code, root = _check(args)
     if checkserver.start(ROOT.path, CHECK_ENTRY):  # the next check asks it (main), without the grader's imports
+        # in the language of the check's own lines (the course root it graded with, built once)
+        translate = translator((root or _graded_by(args.edition)).settings())
         print(translate(f"note: a check server stays ready in the background for {checkserver.idle_minutes()} "
                         "minutes, so the next check starts faster (make check-stop ends it now)"), file=sys.stderr)
     return code
@@ -119,21 +118,23 @@ def cmd_check(args) -> int:
 CHECK_ENTRY = "instructor.__main__:main"  # what the check server runs for a check's arguments
 
 
-def _check(args) -> int:
-    """cmd_check's grading, in this process."""
+def _check(args):
+    """cmd_check's grading, in this process: (exit code, the course root it graded with, or None)."""
     from nboracle.classroom.selfcheck import self_check
 
     if args.notebook:
         notebook = Path(args.notebook)
-        return self_check(notebook, args.assignment, _graded_by(args.edition or _edition_of(notebook)))
+        root = _graded_by(args.edition or _edition_of(notebook))
+        return self_check(notebook, args.assignment, root), root
     from . import workspace as W
 
     mine = W.started(ROOT.path, edition=args.edition)
     if not mine:
         print(f"no chapter started in {W.workspace_dir(ROOT.path, args.edition)} yet: `make lab` opens it; "
               "or check a file: make check NB=path/to/notebook.ipynb")
-        return 1
-    return check_workspace(mine, _graded_by(args.edition))
+        return 1, None
+    root = _graded_by(args.edition)
+    return check_workspace(mine, root), root
 
 
 def _edition_of(notebook: Path) -> str | None:

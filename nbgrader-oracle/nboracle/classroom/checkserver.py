@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..kernel.wire import read_frame, write_frame
+
 SWITCH = "COURSE_CHECK_SERVER"  # "off": never ask nor start a server
 IDLE = "COURSE_CHECK_SERVER_IDLE"  # seconds without a check before the server ends
 FOLDER = "COURSE_CHECK_SERVER_DIR"  # where the socket lives (default: <course>/.build/checkserver)
@@ -51,7 +53,9 @@ IDLE_SECONDS = 15 * 60
 # what the server imports before its first check: what a check's own process spends its first seconds on
 PRELOAD = ("torch", "numpy", "nbformat", "nbclient", "nbgrader.apps.autogradeapp", "nbgrader.apps.generatefeedbackapp",
            "nbgrader.api", "nboracle.classroom.selfcheck", "nboracle.grader.oracle", "nboracle.grader.sandbox")
-_HEADER = struct.Struct("!I")
+# a request: one byte (a check's carries the command's standard input, output and error), then a frame
+# (nboracle.kernel.wire) of JSON
+_CHECK, _STOP = b"c", b"s"
 _MAX_REQUEST = 1 << 20
 
 
@@ -105,17 +109,6 @@ def _peer_uid(conn: socket.socket) -> int:
     return uid
 
 
-def _recv_exact(conn: socket.socket, size: int) -> bytes:
-    chunks, left = [], size
-    while left:
-        chunk = conn.recv(min(left, 65536))
-        if not chunk:
-            raise ConnectionError("the other side closed the connection")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 # ---------------------------------------------------------------- the command's side
 
 
@@ -134,9 +127,8 @@ def ask(root: Path, argv: list[str]) -> int | None:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        # the header carries our standard input, output and error: the check writes to our terminal
-        socket.send_fds(conn, [_HEADER.pack(len(body))], [0, 1, 2])
-        conn.sendall(body)
+        socket.send_fds(conn, [_CHECK], [0, 1, 2])  # our standard input, output and error: the check's terminal
+        write_frame(conn, body)
         reply = b""
         while not reply.endswith(b"\n"):
             chunk = conn.recv(4096)
@@ -144,8 +136,7 @@ def ask(root: Path, argv: list[str]) -> int | None:
                 return None  # the server went away before answering: check here
             reply += chunk
         answer = json.loads(reply)
-    except KeyboardInterrupt:
-        conn.close()  # the server interrupts the check it runs for us
+    except KeyboardInterrupt:  # closing the connection (below) interrupts the check the server runs for us
         return 130
     except (OSError, ValueError):
         return None
@@ -160,8 +151,8 @@ def stop(root: Path) -> bool:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(os.fspath(socket_path(root)))
-        body = json.dumps({"op": "stop"}).encode()
-        conn.sendall(_HEADER.pack(len(body)) + body)
+        conn.sendall(_STOP)
+        write_frame(conn, b"{}")
         return conn.recv(4096).startswith(b"{")
     except OSError:
         return False
@@ -380,17 +371,15 @@ def _serve_one(conn: socket.socket, run: Callable, stamp: dict, fresh: _Fresh, t
         if _peer_uid(conn) != os.getuid():
             return True
         conn.settimeout(10)
-        header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
-        if len(header) < _HEADER.size:
-            header += _recv_exact(conn, _HEADER.size - len(header))
-        (size,) = _HEADER.unpack(header)
-        if size > _MAX_REQUEST:
+        kind, fds, _, _ = socket.recv_fds(conn, 1, 3)
+        body = read_frame(conn, _MAX_REQUEST)
+        if body is None:
             return True
-        request = json.loads(_recv_exact(conn, size))
+        request = json.loads(body)
         conn.settimeout(None)
         if type(request) is not dict:
             return True
-        if request.get("op") == "stop":
+        if kind == _STOP:
             _reply(conn, {"stopped": True})
             return False
         if changed_since(stamp):
@@ -407,7 +396,7 @@ def _serve_one(conn: socket.socket, run: Callable, stamp: dict, fresh: _Fresh, t
             stamp.setdefault(file, seen)
         _reply(conn, {"exit": code})
         return serve_on
-    except (OSError, ValueError, ConnectionError):
+    except (OSError, ValueError):  # ValueError: a frame over the limit (WireError), JSON that is not
         return True
     finally:
         for fd in fds:
