@@ -311,6 +311,35 @@ def test_a_label_is_refused_where_renaming_could_change_what_the_code_does():
         assert problems and all(how in " ".join(p) for p in problems.values()), (code, problems)
 
 
+def test_an_edition_notebook_is_made_again_exactly_when_what_it_is_made_from_changed(tmp_path, monkeypatch):
+    """make check builds the edition's source before each check: a notebook whose English source, catalog and
+    translating code did not change is left as written (its stamp); any change, or a hand-edited notebook,
+    makes it again, and a catalog that no longer covers the source still fails."""
+    shutil.copytree(REPO / "source" / GRADED, tmp_path / "source" / GRADED)
+    shutil.copytree(REPO / "i18n", tmp_path / "i18n")
+    monkeypatch.setattr(TR, "REPOSITORY", CourseRoot(tmp_path))
+    monkeypatch.setattr(TR, "I18N", tmp_path / "i18n")
+    made, translated_notebook = [], TR.translated_notebook
+    monkeypatch.setattr(TR, "translated_notebook", lambda *a: made.append(a) or translated_notebook(*a))
+    dest = CourseRoot(tmp_path / "edition")
+    path = TR.write_source(LANG, dest, GRADED)
+    first = path.read_text()
+    assert TR.write_source(LANG, dest, GRADED) == path and len(made) == 1, "made again though nothing changed"
+    path.write_text(first.replace("\n", "\n ", 1))
+    assert TR.write_source(LANG, dest, GRADED).read_text() == first and len(made) == 2, "a hand-edited notebook stays"
+    catalog = TR.read_catalog(TR.catalog_path(LANG, GRADED))
+    entry = next(e for e in TR.messages(catalog) if not TR.code_context(e) and not TR.label_context(e) and e.msgstr)
+    entry.msgstr += "\n\nMột câu mới."
+    TR.catalog_path(LANG, GRADED).write_bytes(TR.render_catalog(catalog))
+    assert "Một câu mới." in TR.write_source(LANG, dest, GRADED).read_text() and len(made) == 3
+    source = REPOSITORY.notebook("source", GRADED)  # the English source moves on: the catalog is out of date
+    nb = P.read_nb(source)
+    next(cell for cell in nb.cells if cell.cell_type == "markdown").source += "\nOne more English sentence."
+    P.write_nb(nb, tmp_path / "source" / GRADED / source.name)
+    with pytest.raises(P.PipelineError, match="not translated"):
+        TR.write_source(LANG, dest, GRADED)
+
+
 def test_translate_check_fails_for_an_untranslated_or_refused_label(tmp_path, monkeypatch):
     """A new label is one untranslated message of its notebook (a chapter cannot skip it); a translation that
     would rename what a graded cell also writes is refused by ``--check`` and by the build, naming why."""
