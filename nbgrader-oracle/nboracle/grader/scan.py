@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 import sys
 from typing import Any
@@ -115,6 +116,28 @@ def student_cells(nb: Any) -> list[tuple[int, str, str]]:
     return cells
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(code: str) -> ast.Module:
+    """``ast.parse(code)``, once per distinct source in this process: the locked and test cells are the same
+    in every student's notebook (a class's grading parses them once). The trees are shared, so the scan
+    only reads them (``_same_code`` changes a copy)."""
+    return ast.parse(code)
+
+
+_WALKS: dict[int, tuple[ast.AST, tuple]] = {}  # id(node) -> (the node, every node under it, ast.walk's order)
+
+
+def _walk(node: ast.AST) -> tuple:
+    """``tuple(ast.walk(node))``, once per node: the scan's lookups walk the same (shared, :func:`_parse`)
+    trees again and again. The cache holds the node, so its id is not reused while it is there."""
+    cached = _WALKS.get(id(node))
+    if cached is None or cached[0] is not node:
+        if len(_WALKS) >= 50000:
+            _WALKS.clear()
+        cached = _WALKS[id(node)] = (node, tuple(ast.walk(node)))
+    return cached[1]
+
+
 def _magics(source: str) -> tuple[str, list[str]]:
     """The source with IPython magics and shell escapes blanked out, and what they were."""
     found, lines = [], []
@@ -145,7 +168,7 @@ def _root(node: ast.AST) -> str | None:
 def plain_module_names(tree: ast.AST) -> dict[str, str]:
     """``{name: module}`` for the names ``import gc``, ``import inspect as ins`` bind (PLAIN_FUNCTIONS)."""
     names = {}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name in PLAIN_FUNCTIONS:
@@ -155,9 +178,9 @@ def plain_module_names(tree: ast.AST) -> dict[str, str]:
 
 def _other_uses(tree: ast.AST, names: dict[str, str]) -> list[tuple[str, str]]:
     """``(module, what)`` for each use of a PLAIN_FUNCTIONS module other than one of its plain functions."""
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = {child: node for node in _walk(tree) for child in ast.iter_child_nodes(node)}
     uses = []
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
             module, parent = names[node.id], parents.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -175,7 +198,7 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
     ``machinery`` more modules of the kernel's machinery (a course's kernel guard)."""
     code, found = _magics(source)
     try:
-        tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError:
         return found  # it cannot run either (a transformer that would make it run is found elsewhere)
     plain_names = {**(plain_names or {}), **plain_module_names(tree)}
@@ -184,7 +207,7 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
     found += [f"uses {what} ({MACHINERY})" for _, what in other_uses if what.rpartition(".")[2] not in ATTRS]
     modules = set(modules) | {"np", "numpy", "torch", "F", "nn", "math", "course", "checks", "sys", "os",
                               "builtins", "plt", "matplotlib", "IPython"}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if isinstance(node, ast.ImportFrom) and node.module == "IPython" \
@@ -218,7 +241,7 @@ def scan_source(source: str, modules: set[str] | frozenset[str] = frozenset(),
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
-                for part in ast.walk(target):
+                for part in _walk(target):
                     if isinstance(part, ast.Attribute) and _root(part) in modules:
                         found.append(f"replaces {ast.unparse(part)} (an attribute of a module)")
                     elif isinstance(part, ast.Subscript) and isinstance(part.value, ast.Call) \
@@ -240,7 +263,7 @@ def _code_trees(nb: Any) -> list[ast.AST]:
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             try:
-                trees.append(ast.parse(_magics(cell.source)[0]))
+                trees.append(_parse(_magics(cell.source)[0]))
             except SyntaxError:
                 continue
     return trees
@@ -250,7 +273,7 @@ def notebook_modules(nb: Any, trees: list[ast.AST] | None = None) -> set[str]:
     """Names bound by import statements anywhere in the notebook (test and locked cells too)."""
     names = set()
     for tree in _code_trees(nb) if trees is None else trees:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, ast.Import):
                 names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -305,10 +328,10 @@ def _bound_names(body: list[ast.stmt]):
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             if any(isinstance(part, ast.Name) and part.id == name and isinstance(part.ctx, ast.Store)
                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-                   for part in ast.walk(target)) or any(
+                   for part in _walk(target)) or any(
                     isinstance(part, ast.Subscript) and _namespace_call(part.value) and _fold(part.slice) == name
                     for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-                    for part in ast.walk(target)):
+                    for part in _walk(target)):
                 yield name, None  # (``Block.forward = f`` replaces an attribute: scan_source says so)
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)) or name in _walrus_names(stmt) \
                 or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _root(stmt.value.func) != name):
@@ -319,7 +342,7 @@ def _same_code(a: ast.AST, b: ast.AST) -> bool:
     """Two definitions that do the same thing as written: equal syntax trees once docstrings are left out."""
     def plain(node: ast.AST) -> str:
         node = copy.deepcopy(node)
-        for part in ast.walk(node):
+        for part in ast.walk(node):  # (a copy of its own, changed here: never cached)
             body = getattr(part, "body", None)
             if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
                     and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -332,7 +355,7 @@ def _same_code(a: ast.AST, b: ast.AST) -> bool:
 
 def _reads(tree: ast.AST) -> set[str]:
     """The names a cell reads (any scope): what of the notebook's names its code may use."""
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return {node.id for node in _walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 
 
 def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
@@ -360,7 +383,7 @@ def locked_rebindings(nb: Any) -> list[tuple[int, str]]:
         if not mine and not (meta.get("locked") or meta.get("grade")):  # a test cell is locked (nbgrader)
             continue
         try:
-            tree = ast.parse(_magics(cell.source)[0])
+            tree = _parse(_magics(cell.source)[0])
         except SyntaxError:
             continue
         order.append((index, mine, tree))
@@ -453,7 +476,7 @@ _MUTATORS = {"append", "extend", "insert", "update", "setdefault", "add", "appen
 
 def _stored_names(node: ast.AST):
     """The plain names a target (``a``, ``(a, b)``, ``[*a]``) binds."""
-    for part in ast.walk(node):
+    for part in _walk(node):
         if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
             yield part.id
 
@@ -475,61 +498,77 @@ def _walrus_names(stmt: ast.stmt):
                  if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
 
 
+_BINDINGS: dict[int, tuple[ast.stmt, tuple]] = {}  # id(statement) -> (the statement, its bindings)
+
+
 def _top_bindings(body: list[ast.stmt]):
     """``(name, statement)`` for every name a cell binds at module level (not inside a def or
     class): definitions, assignments (``Block.forward = f`` binds ``Block``), imports, setattr,
     ``for`` and ``with ... as`` targets, ``:=``, a container changed in place (``fns.append(f)``),
-    ``globals()["name"] = ...`` and ``setattr(module, "name", ...)`` with a name the scan can spell."""
+    ``globals()["name"] = ...`` and ``setattr(module, "name", ...)`` with a name the scan can spell.
+
+    Each statement's are found once (several lookups ask for the same cells, and :func:`_parse` shares the
+    trees of the cells every notebook has); the cache holds the statement, so its id is not reused."""
     for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield stmt.name, stmt
-            continue
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-                for part in ast.walk(target):
-                    if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
-                        yield part.id, stmt
-                    elif isinstance(part, ast.Subscript) and _namespace_call(part.value) \
-                            and (name := _fold(part.slice)) is not None:
-                        yield name, stmt  # globals()["MultiHeadSelfAttention"] = ...
-                    elif isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part):
-                        yield _root(part), stmt
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                if alias.name != "*":
-                    yield alias.asname or alias.name.split(".")[0], stmt
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            call, func = stmt.value, stmt.value.func
-            if isinstance(func, ast.Name) and func.id == "setattr" and call.args:
-                if _root(call.args[0]):
-                    yield _root(call.args[0]), stmt
-                if len(call.args) > 1 and (name := _fold(call.args[1])) is not None:
-                    yield name, stmt  # setattr(sys.modules[__name__], "name", ...)
-            elif isinstance(func, ast.Attribute) and func.attr in _MUTATORS:
-                if _namespace_call(func.value):  # globals().update({"name": ...})
-                    for arg in call.args:
-                        for key in arg.keys if isinstance(arg, ast.Dict) else []:
-                            if key is not None and (name := _fold(key)) is not None:
-                                yield name, stmt
-                    for keyword in call.keywords:
-                        if keyword.arg:
-                            yield keyword.arg, stmt
-                elif _root(func.value):
-                    yield _root(func.value), stmt
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            for name in _stored_names(stmt.target):
-                yield name, stmt
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                for name in _stored_names(item.optional_vars) if item.optional_vars is not None else ():
-                    yield name, stmt
-        for name in _walrus_names(stmt):
+        cached = _BINDINGS.get(id(stmt))
+        if cached is None or cached[0] is not stmt:
+            if len(_BINDINGS) >= 20000:
+                _BINDINGS.clear()
+            cached = _BINDINGS[id(stmt)] = (stmt, tuple(_statement_bindings(stmt)))
+        yield from cached[1]
+
+
+def _statement_bindings(stmt: ast.stmt):
+    """:func:`_top_bindings` of one statement."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield stmt.name, stmt
+        return
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+            for part in _walk(target):
+                if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                    yield part.id, stmt
+                elif isinstance(part, ast.Subscript) and _namespace_call(part.value) \
+                        and (name := _fold(part.slice)) is not None:
+                    yield name, stmt  # globals()["MultiHeadSelfAttention"] = ...
+                elif isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part):
+                    yield _root(part), stmt
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for alias in stmt.names:
+            if alias.name != "*":
+                yield alias.asname or alias.name.split(".")[0], stmt
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call, func = stmt.value, stmt.value.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and call.args:
+            if _root(call.args[0]):
+                yield _root(call.args[0]), stmt
+            if len(call.args) > 1 and (name := _fold(call.args[1])) is not None:
+                yield name, stmt  # setattr(sys.modules[__name__], "name", ...)
+        elif isinstance(func, ast.Attribute) and func.attr in _MUTATORS:
+            if _namespace_call(func.value):  # globals().update({"name": ...})
+                for arg in call.args:
+                    for key in arg.keys if isinstance(arg, ast.Dict) else []:
+                        if key is not None and (name := _fold(key)) is not None:
+                            yield name, stmt
+                for keyword in call.keywords:
+                    if keyword.arg:
+                        yield keyword.arg, stmt
+            elif _root(func.value):
+                yield _root(func.value), stmt
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        for name in _stored_names(stmt.target):
             yield name, stmt
-        for field in ("body", "orelse", "finalbody", "handlers"):  # if, for, while, with, try
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _top_bindings([s for s in inner if isinstance(s, ast.stmt)]
-                                         + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            for name in _stored_names(item.optional_vars) if item.optional_vars is not None else ():
+                yield name, stmt
+    for name in _walrus_names(stmt):
+        yield name, stmt
+    for field in ("body", "orelse", "finalbody", "handlers"):  # if, for, while, with, try
+        inner = getattr(stmt, field, None)
+        if isinstance(inner, list):
+            yield from _top_bindings([s for s in inner if isinstance(s, ast.stmt)]
+                                     + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
 
 
 class _Names:
@@ -541,7 +580,7 @@ class _Names:
         self.paths: dict[str, set[str]] = {}
         self.stars: set[str] = set()  # modules imported with ``from m import *``
         for tree in all_trees:
-            for node in ast.walk(tree):
+            for node in _walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
                         name = alias.asname or alias.name.split(".")[0]
@@ -592,7 +631,7 @@ class _Names:
 def _local_names(scope: ast.AST) -> set[str]:
     """Parameters and variables a definition assigns inside itself (they shadow notebook names)."""
     stored = set()
-    for node in ast.walk(scope):
+    for node in _walk(scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stored.add(node.id)
         elif isinstance(node, ast.arg):
@@ -614,21 +653,21 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names,
     methods.update({name: entry for entry in entries
                     if (name := entry.rsplit(".", 1)[-1]) not in methods and (name[:1].isupper() or "_" in name)})
     stored = _local_names(scope)
-    local = names._aliases([n for n in ast.walk(scope) if isinstance(n, ast.Assign)], {})
+    local = names._aliases([n for n in _walk(scope) if isinstance(n, ast.Assign)], {})
     stored -= set(local)
-    parents = {child: node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+    parents = {child: node for node in _walk(scope) for child in ast.iter_child_nodes(node)}
     skip: set[int] = set()  # isinstance(x, nn.MultiheadAttention) is no use of its work
-    for node in ast.walk(scope):
+    for node in _walk(scope):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-            skip.update(id(n) for n in ast.walk(node.args[1]))
+            skip.update(id(n) for n in _walk(node.args[1]))
     found: list[tuple[str, str]] = []
     reads: set[str] = set()
 
     def resolve(node):
         return names.resolve(node, local, stored, wanted)
 
-    for node in ast.walk(scope):
+    for node in _walk(scope):
         if id(node) in skip:
             continue
         parent = parents.get(node)
@@ -661,7 +700,7 @@ def _library_uses(scope: ast.AST, entries: tuple[str, ...], names: _Names,
                 looked_up = value.value, node.slice
         if looked_up:
             obj, key = looked_up
-            skip.update(id(n) for n in ast.walk(key))
+            skip.update(id(n) for n in _walk(key))
             paths, name = resolve(obj), _fold(key)
             if name is not None:
                 hits = {hit for path in paths if (hit := _entry_match(f"{path}.{name}", entries, helper_attributes))}
@@ -683,7 +722,7 @@ def _student_trees(nb: Any) -> list[tuple[int, ast.AST]]:
     cells = []
     for index, _, source in student_cells(nb):
         try:
-            cells.append((index, ast.parse(_magics(source)[0])))
+            cells.append((index, _parse(_magics(source)[0])))
         except SyntaxError:
             continue
     return cells
@@ -804,17 +843,17 @@ def _unlisted_calls(scope: ast.AST, entries: frozenset[str], names: _Names, defi
     import builtins as builtin_module
 
     stored = _local_names(scope)
-    local = names._aliases([n for n in ast.walk(scope) if isinstance(n, ast.Assign)], {})
+    local = names._aliases([n for n in _walk(scope) if isinstance(n, ast.Assign)], {})
     stored -= set(local)
-    parents = {child: node for node in ast.walk(scope) for child in ast.iter_child_nodes(node)}
+    parents = {child: node for node in _walk(scope) for child in ast.iter_child_nodes(node)}
     skip: set[int] = set()  # isinstance(x, nn.Module): no call; an annotation: no call
-    for node in ast.walk(scope):
+    for node in _walk(scope):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-            skip.update(id(n) for n in ast.walk(node.args[1]))
+            skip.update(id(n) for n in _walk(node.args[1]))
         for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
             if isinstance(annotation, ast.AST):
-                skip.update(id(n) for n in ast.walk(annotation))
+                skip.update(id(n) for n in _walk(annotation))
     found: list[tuple[int, str]] = []
 
     def library(node: ast.AST, path: str, verb: str) -> None:
@@ -826,20 +865,20 @@ def _unlisted_calls(scope: ast.AST, entries: frozenset[str], names: _Names, defi
     def resolve(node: ast.AST) -> set[str]:
         return names.resolve(node, local, stored)
 
-    for node in ast.walk(scope):
+    for node in _walk(scope):
         if id(node) in skip:
             continue
         parent = parents.get(node)
         called = isinstance(parent, ast.Call) and parent.func is node
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
-                skip.update(id(n) for n in ast.walk(base))
+                skip.update(id(n) for n in _walk(base))
                 for path in sorted(resolve(base)):
                     library(base, path, "builds on")
             continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
                 and len(node.args) >= 2 and resolve(node.args[0]):
-            skip.update(id(n) for n in ast.walk(node.args[0]))
+            skip.update(id(n) for n in _walk(node.args[0]))
             name = _fold(node.args[1])
             for path in sorted(resolve(node.args[0])):
                 if name is None:
@@ -920,7 +959,7 @@ def allowed_call_findings(nb: Any, allowed: dict[str, Any], trees: list[ast.AST]
                     seen_findings.add((where, line, what))
                     out.append((where, (ALLOWED_REASON_IN if via else ALLOWED_REASON).format(
                         line=line, exercise=exercise, what=what, helper=via)))
-            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            reads = {n.id for n in _walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             reads -= _local_names(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                 else set()
             for helper in sorted(reads & set(helpers) - seen):
