@@ -279,7 +279,9 @@ def check_ignores_pad(masked_token_loss, encoded, target, valid):
     for what, loss in (("", base), (" after changing the PAD positions", loss_noisy)):
         check_close(f"masked_token_loss{what}", loss, expected, atol=1e-5,
                     hint="average the squared error over the features of each token, then over the real tokens")
-    d_encoded = input_gradients(masked_token_loss, (encoded, target, valid))[0]  # d loss / d encoded
+    d_encoded = attempt("the gradient of masked_token_loss(encoded, target, valid)", input_gradients, masked_token_loss,
+                        (encoded, target, valid), hint="the loss must be differentiable in encoded: keep every step a "
+                        "new tensor, none in place on encoded (no sub_, no -=)")[0]  # d loss / d encoded
     check_true(d_encoded is not None and d_encoded[~valid].abs().max() == 0,
                "PAD positions receive a gradient: multiply the per-token error by the valid mask")
 

@@ -13,6 +13,15 @@ from nboracle import draw_parameters, load_tensors
 
 from .checks import attempt
 
+PERMUTATION_HINT = ("x is (batch, tokens, d) and perm reorders the tokens, axis 1: permute with x[:, perm] and "
+                    "block(x)[:, perm], never x[perm], which reorders the sequences of the batch")
+
+
+def equivariance_verdict(is_permutation_equivariant, block, x, perm, **kwargs):
+    """Your ``is_permutation_equivariant(block, x, perm, **kwargs)``; an error reads as one sentence with its likely cause."""
+    return attempt("is_permutation_equivariant(block, x, perm)", is_permutation_equivariant, block, x, perm,
+                   hint=PERMUTATION_HINT, **kwargs)
+
 
 def identity(x):
     """A block that returns its input: it knows nothing of positions."""

@@ -53,7 +53,7 @@ ARRAY_METHODS = frozenset(f".{name}" for name in (
     "cos", "sin", "scatter", "scatter_", "gather", "index_select", "diag", "diagonal", "diag_embed", "matmul",
     "mm", "bmm", "norm", "round", "isfinite", "isnan", "eq", "ne", "lt", "gt", "le", "ge", "sign", "neg",
     "reciprocal", "outer", "unfold", "roll", "narrow", "select", "cat", "where", "dot", "T", "mT", "fill_diagonal_",
-    "requires_grad_",
+    "requires_grad_", "add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_",  # arithmetic by name, in place too
 ))
 NUMPY = frozenset(f"numpy.{name}" for name in (
     "asarray", "array", "zeros", "ones", "zeros_like", "ones_like", "full", "full_like", "empty", "eye", "identity",

@@ -125,6 +125,14 @@ HAND_OUTPUT = np.array([[-0.218, 4.218]])
         crosses="the student's attention calls the student's softmax, which raises, so it has no weights to judge: "
                 "the grader may put no working softmax into the student's kernel",
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "softmax_shifts_input_in_place",
+        "softmax subtracts the row maximum with `scores -= ...`, so the caller's float array changes in place",
+        edits={"softmax": (("    shifted = scores - scores.max(axis=axis, keepdims=True)\n    exps = np.exp(shifted)",
+                            "    scores -= scores.max(axis=axis, keepdims=True)\n    exps = np.exp(scores)"),)},
+        expect={"test_softmax_values": "softmax changed the scores it was given"}, only=True,
+    ),
 ]
 
 ALTERNATIVES = [

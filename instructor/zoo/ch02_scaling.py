@@ -182,6 +182,22 @@ VARIANTS = [
                 "test_statistics_table": "scaled_top is mean_top_weight of the raw scores"},
         only=True,
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "top_weight_shifts_input_in_place",
+        "mean_top_weight subtracts the row maximum with `scores -= ...`, changing the caller's float array in place",
+        edits={"mean_top_weight": (("    shifted = scores - scores.max(axis=-1, keepdims=True)  # (..., n_keys), row max is 0\n"
+                                    "    weights = np.exp(shifted)",
+                                    "    scores -= scores.max(axis=-1, keepdims=True)\n    weights = np.exp(scores)"),)},
+        expect={"test_top_weight_values": "mean_top_weight changed the scores it was given"}, only=True,
+    ),
+    Variant(
+        "top_weight_mean_over_axis0",
+        "mean_top_weight averages the row maxima with .mean(axis=0): an array for batched scores, and float() raises",
+        edits={"mean_top_weight": (("return float(weights.max(axis=-1).mean())",
+                                    "return float(weights.max(axis=-1).mean(axis=0))"),)},
+        expect={"test_top_weight_values": "then the mean of all of them (.mean() with no axis)"}, only=True,
+    ),
 ]
 
 ALTERNATIVES = [

@@ -217,6 +217,31 @@ VARIANTS = [
         expect={"test_masked_attention_sdpa": "the second output is the scores"},
         only=True,
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "masked_softmax_fills_scores_in_place",
+        "masked_softmax uses masked_fill_ (in place), writing -inf into the caller's scores",
+        edits={"masked_softmax": (('scores.masked_fill(blocked, float("-inf"))',
+                                   'scores.masked_fill_(blocked, float("-inf"))'),)},
+        expect={"test_masked_softmax_rows": "masked_softmax changed the scores it was given"}, only=True,
+    ),
+    Variant(
+        "attention_transposes_axes_1_2",
+        "masked_attention transposes k with .transpose(1, 2): right for (B, T, d), wrong once a head axis is there",
+        edits={"masked_attention": (("k.transpose(-2, -1)", "k.transpose(1, 2)"),)},
+        expect={"test_masked_attention_sdpa": "k.transpose(-2, -1), which is right for any number of leading axes"},
+    ),
+    Variant(
+        "leak_check_returns_tensors",
+        "future_leak_check returns two 0-d bool tensors (comparisons of the largest difference) instead of two bools",
+        edits={"future_leak_check": (("    past_unchanged = torch.allclose(before[:, :-1], after[:, :-1], atol=1e-5)\n"
+                                      "    last_changed = not torch.allclose(before[:, -1], after[:, -1], atol=1e-5)\n"
+                                      "    return bool(past_unchanged), bool(last_changed)",
+                                      "    past_unchanged = (before[:, :-1] - after[:, :-1]).abs().max() <= 1e-5\n"
+                                      "    last_changed = (before[:, -1] - after[:, -1]).abs().max() > 1e-5\n"
+                                      "    return past_unchanged, last_changed"),)},
+        expect={"test_future_leak_causal": "return two Python bools"}, only=True,
+    ),
 ]
 
 

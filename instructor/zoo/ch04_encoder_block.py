@@ -287,6 +287,15 @@ VARIANTS = [
         expect={"test_block_modules": "norm1 is used for both sublayers and norm2 never",
                 "test_block_pre_norm": "norm1 is used for both sublayers and norm2 never"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "loss_subtracts_in_place",
+        "masked_token_loss takes the error with encoded.sub_(target), changing the caller's encoded in place",
+        edits={"masked_token_loss": (("per_token = (encoded - target).square().mean(dim=-1)",
+                                      "per_token = encoded.sub_(target).square().mean(dim=-1)"),)},
+        expect={"test_masked_loss_values": "changed the encoded or target tensor it was given",
+                "test_masked_loss_ignores_pad": "none in place on encoded"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -299,6 +299,20 @@ VARIANTS = [
         expect={"test_rotation_shifts": "the exponent's minus sign missing"},
         only=True,
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "equivariance_permutes_batch_axis",
+        "is_permutation_equivariant permutes axis 0 (x[perm], block(x)[perm]), the batch, instead of the tokens",
+        edits={"is_permutation_equivariant": (("output_of_permuted = block(x[:, perm])", "output_of_permuted = block(x[perm])"),
+                                              ("= block(x)[:, perm]", "= block(x)[perm]"))},
+        expect={"test_equivariant_true": "never x[perm], which reorders the sequences of the batch"},
+    ),
+    Variant(
+        "learned_adds_in_place",
+        "LearnedPositions.forward adds the table with `x += ...` and returns x, changing the caller's input",
+        edits={"LearnedPositions": (("return x + self.table(positions)", "x += self.table(positions)\n        return x"),)},
+        expect={"test_learned_forward": "LearnedPositions changed the x it was given"},
+    ),
 ]
 
 

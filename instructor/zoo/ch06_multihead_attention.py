@@ -246,6 +246,13 @@ VARIANTS = [
                 "the block exists to judge; judging it around a working merge would need the grader to put a "
                 "function into the student's kernel, which nothing may reach (issue 54)",
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "max_len_off_by_one",
+        "forward raises ValueError when T == max_len (T >= max_len), refusing the longest sequence the mask covers",
+        edits={"mhsa": (("if T > self.max_len:", "if T >= self.max_len:"),)},
+        expect={"test_mhsa_value_errors": "a sequence of exactly max_len tokens fits"},
+    ),
 ]
 
 ALTERNATIVES = [

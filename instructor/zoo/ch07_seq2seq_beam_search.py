@@ -186,6 +186,14 @@ VARIANTS = [
         expect={"test_batch_teacher_forcing": "is the batch in reverse order (flip(0) turns the batch axis)",
                 "test_trained_model": "the model was trained on your make_reversal_batch, whose labels"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "beam_returns_score_then_logprob",
+        "beam_search returns (tokens, score, log_prob): its last two values in each other's places",
+        edits={"beam_search": (("return tokens, best[1], score(best)", "return tokens, score(best), best[1]"),)},
+        expect={"test_beam_toy": "log_prob and score are in each other's places"},
+        crosses="Part E's beam_decode returns what beam_search returns, and its tests compare those values too",
+    ),
 ]
 
 

@@ -190,6 +190,13 @@ VARIANTS = [
         replace={"predict_weights_memory": "PREDICTED_MIB = 8 * 4096 * 4096 * 4 / 1e6\n"},
         expect={"test_predict_weights_memory": "that is in MB"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "phi_elu_in_place",
+        "phi calls F.elu(x, inplace=True), overwriting the queries and keys it is given",
+        edits={"phi": (("return 1 + F.elu(x)", "return 1 + F.elu(x, inplace=True)"),)},
+        expect={"test_phi": "phi changed the x it was given"}, only=True,
+    ),
 ]
 
 ALTERNATIVES = [

@@ -358,6 +358,15 @@ VARIANTS = [
         replace={"predict_initial_loss": "PREDICTED_INITIAL_LOSS = 96\n"},
         expect={"test_predict_initial_loss": "that is the number of characters the model chooses among"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "loss_not_flattened",
+        "forward hands the (B, T, vocab) logits and (B, T) targets to F.cross_entropy unflattened (axis 1, the "
+        "positions, then reads as the classes)",
+        edits={"gpt": (("F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))",
+                        "F.cross_entropy(logits, targets)"),)},
+        expect={"test_gpt_loss": "flatten the logits to (B * T, vocab) and the targets to (B * T,)"}, only=True,
+    ),
 ]
 
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does;

@@ -330,6 +330,14 @@ VARIANTS = [
         edits={"tiled_attention": ((" / math.sqrt(q.shape[-1])  # (B, H, b, d)", "  # (B, H, b, d)"),)},
         expect={"test_tiled_matches_sdpa": "the scores are not divided by sqrt(d)"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "rope_rotate_half_no_minus",
+        "rotate_half forgets the minus sign: [x2, x1] instead of [-x2, x1] (a reflection, not a rotation)",
+        edits={"rope": (("rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)",
+                         "rotated = torch.cat([x[..., half:], x[..., :half]], dim=-1)"),)},
+        expect={"test_apply_rope": "rotate_half lost its minus sign"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -148,6 +148,17 @@ column_weights = run_softmax(softmax, np.arange(6.0).reshape(2, 3), axis=0)
 check_rows_sum_to_one("softmax(x, axis=0) read column by column", column_weights.T,
                       hint="use the `axis` argument instead of always normalising the last axis")
 ### BEGIN HIDDEN TESTS
+from course import attempt
+from course.two_keys_checks import SOFTMAX_HINT
+from nboracle import call_keeping_arguments  # the result, and the arguments as the call left them
+
+kept = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+row_weights, (kept_after, *_) = attempt("softmax of scores of shape (2, 3)", call_keeping_arguments, softmax, kept.copy(),
+                                        hint=SOFTMAX_HINT)
+check_close("softmax of scores of shape (2, 3)", row_weights, torch.softmax(torch.from_numpy(kept), dim=-1).numpy(),
+            atol=1e-8)
+check_true(np.array_equal(kept_after, kept), "softmax changed the scores it was given (an in-place -= or /= on them?): "
+           "compute new arrays (shifted = scores - ...), so that the caller's scores stay as they were")
 rng = np.random.default_rng(3)
 for trial in range(6):
     ndim = int(rng.integers(1, 4))

@@ -178,7 +178,10 @@ for trial in range(4):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_top_weight_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""mean_top_weight agrees with torch.softmax on random scores of any batch shape."""
+"""mean_top_weight agrees with torch.softmax on random scores of any batch shape, and leaves its scores as they were."""
+from course import attempt
+from nboracle import call_keeping_arguments  # the tests' tool: the result, and the arguments as the call left them
+
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(12)
 for shape in [(int(rng.integers(5, 60)), int(rng.integers(2, 10))) for _ in range(3)] + [(3, 7, 5), (2, 2, 4, 6)]:
@@ -193,12 +196,21 @@ for shape in [(int(rng.integers(5, 60)), int(rng.integers(2, 10))) for _ in rang
     if len(shape) == 2:
         causes["the softmax runs over the query axis instead of the key axis"] = \
             torch.softmax(torch.from_numpy(scores), dim=-2).amax(dim=-1).mean().item()
-    check_close(f"mean_top_weight for scores of shape {shape}", mean_top_weight(scores),
+    mine = attempt(f"mean_top_weight for scores of shape {shape}", mean_top_weight, scores,
+                   hint="the scores may have several batch axes before the keys, (..., n_keys): take the largest "
+                        "weight of every row over the last axis, then the mean of all of them (.mean() with no axis)")
+    check_close(f"mean_top_weight for scores of shape {shape}", mine,
                 weights.amax(dim=-1).mean().item(), atol=1e-9, rtol=1e-7, likely_causes=causes,
                 hint="softmax over the last axis, the largest weight of each row, then the mean over all rows")
 ### END HIDDEN TESTS
-check_close("mean_top_weight([[1, 2, 3]])", mean_top_weight(np.array([[1.0, 2.0, 3.0]])), 0.665241, atol=1e-6,
+row = np.array([[1.0, 2.0, 3.0]])
+top, (row_after, *_) = attempt("mean_top_weight([[1, 2, 3]])", call_keeping_arguments, mean_top_weight, row,
+                               hint="softmax over the last axis, the largest weight of each row, then their mean")
+check_close("mean_top_weight([[1, 2, 3]])", top, 0.665241, atol=1e-6,
             likely_causes={"you take the largest raw score instead of the largest softmax weight": 3.0})
+check_true(np.array_equal(row_after, [[1.0, 2.0, 3.0]]), "mean_top_weight changed the scores it was given (an "
+           "in-place -= or /= on them?): compute new arrays (shifted = scores - ...), so that the caller's scores "
+           "stay as they were")
 check_close("mean_top_weight([[0, 0], [0, ln 3]])",
             mean_top_weight(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])), 0.625, atol=1e-9,
             hint="the rows' largest weights are 0.5 and 0.75; return their mean")

@@ -350,13 +350,19 @@ check_close("masked_softmax([1, 2, 3], [True, True, False])", weights, [0.268941
             hint="set the forbidden scores to -inf, then softmax over the last axis")
 
 # %% nbgrader={"grade": true, "grade_id": "test_masked_softmax_rows", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""Blocked keys get weight exactly 0 and each row's allowed weights sum to 1, for any broadcast mask."""
+"""Blocked keys get weight exactly 0, each row's allowed weights sum to 1 (any broadcast mask), the scores stay."""
 g = torch.Generator().manual_seed(21)
 scores = torch.randn(2, 4, 5, generator=g)
 allowed = torch.rand(2, 4, 5, generator=g) > 0.4
 allowed[..., 0] = True  # every row keeps at least one key
-weights = masked_softmax(scores, allowed)
+scores_before = scores.clone()
+weights, (scores_after, _) = attempt("masked_softmax(scores (2, 4, 5), allowed (2, 4, 5))", call_keeping_arguments,
+                                     masked_softmax, scores, allowed,
+                                     hint="softmax over the last axis with the blocked scores set to -inf first")
 check_shape("masked_softmax(scores (2, 4, 5), allowed (2, 4, 5))", weights, (2, 4, 5))
+check_true(torch.equal(scores_after, scores_before), "masked_softmax changed the scores it was given (masked_fill_, "
+           "with the underscore, works in place): use scores.masked_fill(...), which returns a new tensor and leaves "
+           "the caller's scores as they were")
 leaked = float(weights[~allowed].abs().max())
 check_true(leaked == 0, f"blocked keys get weights up to {leaked:.3g}; they must be exactly 0: set their scores to "
                         f"-inf before softmax (True = may attend)")
@@ -492,6 +498,8 @@ for n_pad in (1, 5, 20):
 # %% nbgrader={"grade": true, "grade_id": "test_masked_attention_sdpa", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """masked_attention agrees with F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)."""
 g = torch.Generator().manual_seed(41)
+AXES_HINT = ("q and k may carry batch and head axes, (B, H, T, d): take the scores with k's last two axes "
+             "swapped, k.transpose(-2, -1), which is right for any number of leading axes")
 ### BEGIN HIDDEN TESTS
 for trial in range(6):
     B, H, Tq, Tk, d, dv = (int(n) for n in torch.randint(1, 7, (6,), generator=g))
@@ -501,7 +509,8 @@ for trial in range(6):
     pairs = torch.rand(Tq, Tk, generator=g) > 0.4
     pairs[:, 0] = True  # key 0 is real and allowed: no row is empty
     allowed = [valid, pairs, valid & pairs][trial % 3]
-    output, weights = masked_attention(q, k, v, allowed)
+    output, weights = attempt(f"masked_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)})",
+                              masked_attention, q, k, v, allowed, hint=AXES_HINT)
     name = f"masked_attention with B={B}, H={H}, T_q={Tq}, T_k={Tk}, d_k={d}, mask {tuple(allowed.shape)}"
     check_shape(f"weights of {name}", weights, (B, H, Tq, Tk))
     check_shape(f"output of {name}", output, (B, H, Tq, dv), hint="the output mixes values: its last axis is d_v")
@@ -522,7 +531,8 @@ for trial in range(6):
 ### END HIDDEN TESTS
 q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
 allowed = torch.tensor([[True, True, True, False, False]] * 3)  # (T_q=3, T_k=5): keys 3 and 4 blocked
-result = masked_attention(q, k, v, allowed)
+result = attempt("masked_attention(q (2, 3, 4), k (2, 5, 4), v (2, 5, 6))", masked_attention, q, k, v, allowed,
+                 hint=AXES_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "masked_attention must return a pair (output, weights)")
 output, weights = result
 check_shape("weights for q (2, 3, 4), k (2, 5, 4)", weights, (2, 3, 5))
@@ -809,6 +819,9 @@ x_before = x.clone()
 result, (_, x_after) = attempt("future_leak_check on a block that returns (output, weights)", call_keeping_arguments,
                                future_leak_check, masked_layer, x, hint=TUPLE_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
+check_true(all(type(verdict) is bool for verdict in result),
+           f"future_leak_check returned ({', '.join(type(verdict).__name__ for verdict in result)}): return two "
+           "Python bools, True or False, with bool(...) around each comparison (torch.allclose gives one already)")
 check_true(torch.equal(x_after, x_before), "future_leak_check modified the caller's x: change a copy (x.clone())")
 past_unchanged, last_changed = result
 check_true(bool(past_unchanged), "future_leak_check reports that the past changed for a causally masked block: "

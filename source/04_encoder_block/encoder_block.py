@@ -695,14 +695,22 @@ print(f"  attention gradient from a real target: "
       f"{attention_grad_norm(masked_token_loss(block(x)[0], target, ~padding_mask)):.1e}")
 
 # %% nbgrader={"grade": true, "grade_id": "test_masked_loss_values", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""masked_token_loss averages the squared error over features, then over real tokens."""
+"""masked_token_loss averages the squared error over features, then over real tokens, and leaves its inputs as they were."""
+from course import attempt
+from nboracle import call_keeping_arguments  # the tests' tool: the result, and the arguments as the call left them
+
 encoded = torch.zeros(1, 2, 2)
 target = torch.tensor([[[1.0, 3.0], [2.0, 2.0]]])  # squared errors per token: mean(1, 9) = 5, mean(4, 4) = 4
-loss = masked_token_loss(encoded, target, torch.tensor([[True, True]]))
+loss, (encoded_after, target_after, _) = attempt(
+    "masked_token_loss(encoded, target, valid)", call_keeping_arguments, masked_token_loss, encoded, target,
+    torch.tensor([[True, True]]), hint="average the squared error over the features of each token, then over the tokens")
 check_true(isinstance(loss, torch.Tensor) and loss.dim() == 0,
            f"masked_token_loss returned {type(loss).__name__} {getattr(loss, 'shape', '')}, expected a 0-d tensor")
 check_close("masked_token_loss with two real tokens", loss, torch.tensor(4.5), atol=1e-6,
             hint="average the squared error over the features of each token, then over the tokens")
+check_true(torch.equal(encoded_after, encoded) and torch.equal(target_after, target), "masked_token_loss changed "
+           "the encoded or target tensor it was given (sub_ or -= work in place): compute encoded - target, a new "
+           "tensor, so that the block's output stays as it was and keeps its gradient")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(20)
 for trial in range(5):

@@ -138,6 +138,7 @@ assert not is_permutation_equivariant(with_fixed_causal_mask, x, perm) and mask_
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_true", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant says True for blocks without positions or masks."""
+from course.positional_encoding_checks import equivariance_verdict  # your function, an error as one sentence
 from course.positional_encoding_checks import identity  # the checks of this chapter: course/positional_encoding_checks.py
 
 torch.manual_seed(10)
@@ -145,7 +146,7 @@ encoder = fresh(nn.TransformerEncoderLayer, 4, 2, 8, dropout=0.0, batch_first=Tr
 x = torch.randn(2, 3, 4)
 for name, block in (("the identity block (lambda x: x)", fresh(identity)),
                     ("nn.TransformerEncoderLayer without positions", encoder)):
-    check_true(is_permutation_equivariant(block, x, torch.tensor([2, 0, 1])),
+    check_true(equivariance_verdict(is_permutation_equivariant, block, x, torch.tensor([2, 0, 1])),
                f"is_permutation_equivariant returned False for {name}, which is permutation-equivariant: "
                "compare block(x[:, perm]) with block(x)[:, perm], the block's outputs permuted the same way")
 ### BEGIN HIDDEN TESTS
@@ -174,7 +175,7 @@ for trial in range(4):
                         ("nn.MultiheadAttention(x, x, x)", fresh(self_attention)),
                         ("a per-token MLP", fresh(per_token_mlp)),
                         ("a block adding the sequence mean to each token", fresh(add_sequence_mean))):
-        check_true(is_permutation_equivariant(block, x, perm),
+        check_true(equivariance_verdict(is_permutation_equivariant, block, x, perm),
                    f"is_permutation_equivariant returned False for {name}, which is permutation-equivariant: "
                    "compare block(x[:, perm]) with block(x)[:, perm], the block's outputs permuted the same way "
                    "(with perm itself, not its inverse)")
@@ -182,10 +183,11 @@ for trial in range(4):
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_false", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant says False when positions or a fixed mask tell the slots apart."""
+from course.positional_encoding_checks import equivariance_verdict  # your function, an error as one sentence
 from course.positional_encoding_checks import add_slot_signal  # the checks of this chapter: course/positional_encoding_checks.py
 
 x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(12))
-check_true(not is_permutation_equivariant(fresh(add_slot_signal), x, torch.tensor([2, 0, 1])),
+check_true(not equivariance_verdict(is_permutation_equivariant, fresh(add_slot_signal), x, torch.tensor([2, 0, 1])),
            "is_permutation_equivariant returned True for a block that adds a different number at each "
            "slot; moving the tokens changes which token gets which number, so the outputs cannot simply "
            "follow the permutation")
@@ -213,32 +215,33 @@ for trial in range(3):
     for name, block in (("an encoder layer with sin/cos added at fixed slots", fresh(encoder_with_slots)),
                         ("an encoder layer with a fixed causal mask", fresh(encoder_with_causal_mask)),
                         ("a running sum over the tokens (cumsum)", fresh(running_sum))):
-        check_true(not is_permutation_equivariant(block, x, perm),
+        check_true(not equivariance_verdict(is_permutation_equivariant, block, x, perm),
                    f"is_permutation_equivariant returned True for {name}, which knows the slots: "
                    "the two outputs you compare should differ")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_equivariant_atol", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """is_permutation_equivariant returns a Python bool and honours the atol it is given."""
+from course.positional_encoding_checks import equivariance_verdict  # your function, an error as one sentence
 from course.positional_encoding_checks import nearly_equivariant  # the checks of this chapter: course/positional_encoding_checks.py
 
 x = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(14))
 perm = torch.tensor([2, 0, 1])
-answer = is_permutation_equivariant(fresh(nearly_equivariant), x, perm, atol=1e-2)
+answer = equivariance_verdict(is_permutation_equivariant, fresh(nearly_equivariant), x, perm, atol=1e-2)
 check_type("is_permutation_equivariant(...)", answer, bool,
            hint="return a Python bool: torch.allclose returns one, or wrap a tensor in bool(...)")
 check_true(answer, "with atol=1e-2, outputs that differ by 2e-4 must count as equal: "
            "pass the `atol` argument on to the comparison")
-check_true(not is_permutation_equivariant(fresh(nearly_equivariant), x, perm, atol=1e-6),
+check_true(not equivariance_verdict(is_permutation_equivariant, fresh(nearly_equivariant), x, perm, atol=1e-6),
            "with atol=1e-6, outputs that differ by 1e-4 must count as different")
 ### BEGIN HIDDEN TESTS
 for scale, atol in ((1e-3, 1e-1), (1e-5, 1e-3)):
     def scaled_block(x):
         return x + scale * torch.arange(3.0)[:, None]
-    check_true(is_permutation_equivariant(fresh(scaled_block), x, perm, atol=atol),
+    check_true(equivariance_verdict(is_permutation_equivariant, fresh(scaled_block), x, perm, atol=atol),
                f"with atol={atol:g}, outputs that differ by {2 * scale:g} must count as equal: "
                "pass the `atol` argument on to the comparison")
-    check_true(not is_permutation_equivariant(fresh(scaled_block), x, perm, atol=scale / 100),
+    check_true(not equivariance_verdict(is_permutation_equivariant, fresh(scaled_block), x, perm, atol=scale / 100),
                f"with atol={scale / 100:g}, outputs that differ by {scale:g} must count as different")
 ### END HIDDEN TESTS
 
@@ -513,11 +516,15 @@ check_true(held["table.weight"]["shape"] == (16, 4),
            f"LearnedPositions(16, 4).table.weight has shape {held['table.weight']['shape']}, expected (16, 4): "
            "one row of d numbers per position, nn.Embedding(max_len, d)")
 from course.positional_encoding_checks import choose_table  # the checks of this chapter: course/positional_encoding_checks.py
+from nboracle import call_keeping_arguments  # the tests' tool: the result, and the arguments as the call left them
 
 table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
-out = positions(x)
+out, (x_after,) = attempt("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", call_keeping_arguments, positions,
+                          x, hint="add row t of the table to slot t: x + self.table(positions)")
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
+check_true(torch.equal(x_after, x), "LearnedPositions changed the x it was given (x += ... ?): return x + the "
+           "table's rows, a new tensor, so that the caller's x stays as it was")
 check_close("LearnedPositions(16, 4)(x) for T = 5", out, x + table[:5], atol=1e-6,
             hint="add row t of the table to slot t, the same rows for every sequence of the batch")
 ### BEGIN HIDDEN TESTS

@@ -561,7 +561,7 @@ for trial in range(5):
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_mhsa_value_errors", "locked": true, "points": 1, "schema_version": 3, "solution": false}
-"""ValueError when d_model is not divisible by n_heads, and when a sequence is longer than max_len."""
+"""ValueError when d_model is not divisible by n_heads, and when a sequence is longer than max_len (not when it is as long)."""
 error = error_raised(lambda: MultiHeadSelfAttention(10, 3, max_len=8))
 check_true(isinstance(error, ValueError), "MultiHeadSelfAttention(d_model=10, n_heads=3, max_len=8) raised "
            f"{type(error).__name__ if error else 'nothing'}: 10 features cannot be cut into 3 equal heads, "
@@ -570,6 +570,9 @@ error = error_raised(lambda: MultiHeadSelfAttention(8, 2, max_len=4)(torch.randn
 check_true(isinstance(error, ValueError), f"5 tokens through a block with max_len=4 raised "
            f"{type(error).__name__ if error else 'nothing'}: the mask covers only max_len positions, "
            "raise ValueError in forward when T > max_len")
+error = error_raised(lambda: MultiHeadSelfAttention(8, 2, max_len=4)(torch.randn(1, 4, 8)))
+check_true(error is None, f"4 tokens through a block with max_len=4 raised {type(error).__name__}: a sequence of "
+           "exactly max_len tokens fits (positions 0 to max_len - 1), so raise only when T > max_len")
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(33)
 for trial in range(4):

@@ -354,6 +354,8 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
                f"width={width}, alpha={alpha}: beam_search chose {list(tokens)}, not the sentence the "
                "lesson finds; keep `width` candidates by raw summed log-probability at every step")
     check_close(f"exp(log_prob) for width={width}, alpha={alpha}", math.exp(log_prob), probability, atol=6e-4,
+                likely_causes={"log_prob and score are in each other's places: return (tokens, log_prob, score)":
+                               math.exp(TOY_SCORES[width, alpha])} if alpha else None,
                 hint="log_prob is the sum of math.log(p) over the chosen tokens, <eos> included")
     check_close(f"score for width={width}, alpha={alpha}", score, TOY_SCORES[width, alpha], atol=1e-6,
                 likely_causes={"|y| leaves out <eos> (count it in the length)": TOY_SCORES_WITHOUT_EOS[width, alpha]})
