@@ -407,7 +407,9 @@ def check_model_masks(model, twin, source_length, n, vocab):
                "so the cross-attention must take its keys and values from memory")
     check_close("logits of the earlier decoder positions after changing the last decoder token",
                 logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,  # message only: every run meets the twin below
-                hint="a decoder position must not see later decoder tokens: pass the causal mask to every block")
+                hint="a decoder position must not see later decoder tokens: pass the causal mask to every block, "
+                     "a bool tensor (True = blocked): a float mask of 0s and 1s is added to the scores and blocks "
+                     "nothing")
     check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
                "react to the last source token: every decoder position must see the whole memory (no causal mask on "
                "the cross-attention)")

@@ -109,8 +109,12 @@ def call_block(what, block, x, **masks):
 
 def weights_hint(weights, batch, heads, length):
     """Why the weights have another shape than (B, H, T, T)."""
-    if tuple(getattr(weights, "shape", ())) == (length, heads, batch, batch) and batch != length:
+    shape = tuple(getattr(weights, "shape", ()))
+    if shape == (length, heads, batch, batch) and batch != length:
         return TIME_FIRST
+    if len(shape) == 4 and shape[0] == batch and shape[2:] == (length, length) and shape[1] not in (1, heads):
+        return (f"the attention has {shape[1]} heads, not the block's {heads}: the second argument of "
+                "nn.MultiheadAttention is the number of heads (each head then has width / heads features)")
     return "keep one (T, T) map per head: call the attention with average_attn_weights=False"
 
 

@@ -21,8 +21,8 @@ def same_statistics(first, second):
     return all(np.array_equal(first[key], second[key]) for key in first)  # message only: names the mistake
 
 
-BATCH_HINT = ("np.diag and np.outer handle one vector only: build diag(p) and p p^T with broadcasting over the "
-              "leading axes")
+BATCH_HINT = ("p may have leading batch axes, (..., n): build diag(p) and p p^T with broadcasting over them, every "
+              "size from n = p.shape[-1] (np.eye(n), not p.shape[0]; np.diag and np.outer take one vector only)")
 
 
 def check_batched_outputs(softmax_jacobian, p):

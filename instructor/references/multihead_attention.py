@@ -77,7 +77,8 @@ def multihead_reference(params, D, H, heads, dtype=None, mistake=None):  # noqa:
     return reference
 
 
-QK_SWAPPED = "q and k are swapped: the fused projection is unpacked as k, q, v instead of q, k, v"
+QK_SWAPPED = ("q and k are in each other's places: the scores are k q^T (rows are keys) instead of q k^T, "
+              "or the fused projection is unpacked as k, q, v")
 
 
 def qk_swapped(params, D):  # noqa: N803 (the text's names)

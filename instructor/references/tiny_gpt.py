@@ -604,8 +604,9 @@ def check_sampling(sample_next):
 # ---------------------------------------------------------------- Part G: the cached step and generate, on the grader's model
 
 
-STEP_HINT = ("norm1, qkv, append K and V, attend over the whole cache, proj and residual, then the FFN sublayer, in "
-             "every block; then norm and head")
+STEP_HINT = ("embed the new character at its position, the number of characters already cached; then norm1, qkv, "
+             "append K and V, attend over the whole cache, proj and residual, then the FFN sublayer, in every block; "
+             "then norm and head")
 KEPT_HINT = ("a cache holds, per block, the keys and values the block's qkv gives for the characters so far "
              "(norm1 of the stream, split into heads): append the new character's own key and value, nothing else")
 
@@ -660,6 +661,9 @@ def cached_step_agrees(cached_step, vocab, width, heads, layers, batch, length, 
         causes = {
             "every new character is embedded at position 0 (its position is the number of characters already "
             "cached)": [_step_by_hand(reference, p, lambda t: 0) for p in prefixes],
+            "every new character after the first is embedded at position n_heads: the number of characters already "
+            "cached is K.shape[2] (its axes are batch, head, position, feature), not K.shape[1]":
+                [_step_by_hand(reference, p, lambda t: heads if t else 0) for p in prefixes],
             "the one new query is given is_causal=True: with one query and many keys PyTorch's causal mask keeps only "
             "the first key (it is aligned top-left); the new query may see the whole cache, so no mask":
                 [_step_by_hand(reference, p, lambda t: t, causal_one_query=True) for p in prefixes],

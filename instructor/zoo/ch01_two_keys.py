@@ -133,6 +133,18 @@ HAND_OUTPUT = np.array([[-0.218, 4.218]])
                             "    scores -= scores.max(axis=axis, keepdims=True)\n    exps = np.exp(scores)"),)},
         expect={"test_softmax_values": "softmax changed the scores it was given"}, only=True,
     ),
+    Variant(
+        "softmax_global_max_shift",
+        "softmax subtracts the maximum of the whole array, not each row's: a row far below it underflows to 0 / 0",
+        edits={"softmax": (("scores.max(axis=axis, keepdims=True)", "scores.max()"),)},
+        expect={"test_softmax_stable": "a row far below one maximum shared by the whole array"}, only=True,
+    ),
+    Variant(
+        "attention_dk_from_key_count",
+        "d_k is read as K.shape[-2], the number of keys, instead of the width of the queries and keys",
+        edits={"attention": (("d_k = Q.shape[-1]", "d_k = K.shape[-2]"),)},
+        expect={"test_attention_scaling": "divide the scores by sqrt(d_k), the width of Q and K"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -117,7 +117,7 @@ VARIANTS = [
         "jacobian_np_diag",
         "the diagonal term is np.diag(p), which works for one vector only",
         edits={"softmax_jacobian": (("diagonal = p[..., :, None] * np.eye(p.shape[-1])", "diagonal = np.diag(p)"),)},
-        expect={"test_jacobian_batched": "np.diag and np.outer handle one vector only"},
+        expect={"test_jacobian_batched": "np.diag and np.outer take one vector only"},
         only=True,
     ),
     Variant(
@@ -147,7 +147,7 @@ VARIANTS = [
         "np.diag and np.outer: right for one vector, fails on a batch",
         edits={"softmax_jacobian": (("diagonal = p[..., :, None] * np.eye(p.shape[-1])", "diagonal = np.diag(p)"),
                                     ("outer = p[..., :, None] * p[..., None, :]", "outer = np.outer(p, p)"))},
-        expect={"test_jacobian_batched": "np.diag and np.outer handle one vector only"},
+        expect={"test_jacobian_batched": "np.diag and np.outer take one vector only"},
     ),
     # ------------------------------------------------------------ Part D: quiz
     Variant(
@@ -197,6 +197,12 @@ VARIANTS = [
         edits={"mean_top_weight": (("return float(weights.max(axis=-1).mean())",
                                     "return float(weights.max(axis=-1).mean(axis=0))"),)},
         expect={"test_top_weight_values": "then the mean of all of them (.mean() with no axis)"}, only=True,
+    ),
+    Variant(
+        "jacobian_eye_from_axis0",
+        "the identity of diag(p) is np.eye(p.shape[0]): right for one vector, the batch size for a batch",
+        edits={"softmax_jacobian": (("np.eye(p.shape[-1])", "np.eye(p.shape[0])"),)},
+        expect={"test_jacobian_batched": "np.eye(n), not p.shape[0]"},
     ),
 ]
 

@@ -242,6 +242,13 @@ VARIANTS = [
                                       "    return past_unchanged, last_changed"),)},
         expect={"test_future_leak_causal": "return two Python bools"}, only=True,
     ),
+    Variant(
+        "causal_upper_triangle",
+        "causal_mask keeps the upper triangle with its diagonal (.triu()): the rule transposed, j >= i",
+        edits={"causal_mask": (("return torch.ones(T, T, dtype=torch.bool).tril()",
+                                "return torch.ones(T, T, dtype=torch.bool).triu()"),)},
+        expect={"test_causal_mask": "is the transpose of the rule"}, only=True,
+    ),
 ]
 
 

@@ -296,6 +296,13 @@ VARIANTS = [
         expect={"test_masked_loss_values": "changed the encoded or target tensor it was given",
                 "test_masked_loss_ignores_pad": "none in place on encoded"},
     ),
+    Variant(
+        "heads_as_head_dim",
+        "the attention is nn.MultiheadAttention(width, width // heads, ...): the head size where the number of heads goes",
+        edits={"encoder_block": (("nn.MultiheadAttention(width, heads, dropout=0.0",
+                                  "nn.MultiheadAttention(width, width // heads, dropout=0.0"),)},
+        expect={"test_block_shapes": "the second argument of nn.MultiheadAttention is the number of heads"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -166,9 +166,9 @@ VARIANTS = [
         "qkv_unpacked_k_q_v",
         "the fused projection is unpacked as k, q, v instead of q, k, v",
         edits=_mhsa(("q, k, v = (split_heads(t, self.n_heads)", "k, q, v = (split_heads(t, self.n_heads)")),
-        expect={"test_mhsa_causal": "the fused projection is unpacked as k, q, v",
-                "test_mhsa_matches_sdpa": "the fused projection is unpacked as k, q, v",
-                "test_mhsa_matches_multihead": "the fused projection is unpacked as k, q, v"},
+        expect={"test_mhsa_causal": "or the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_sdpa": "or the fused projection is unpacked as k, q, v",
+                "test_mhsa_matches_multihead": "or the fused projection is unpacked as k, q, v"},
     ),
     Variant(
         "weights_before_softmax",
@@ -252,6 +252,18 @@ VARIANTS = [
         "forward raises ValueError when T == max_len (T >= max_len), refusing the longest sequence the mask covers",
         edits={"mhsa": (("if T > self.max_len:", "if T >= self.max_len:"),)},
         expect={"test_mhsa_value_errors": "a sequence of exactly max_len tokens fits"},
+    ),
+    Variant(
+        "scale_by_sqrt_T",
+        "the scores are divided by sqrt(q.shape[-2]), the square root of the sequence length, instead of sqrt(d_head)",
+        edits={"mhsa": (("math.sqrt(q.shape[-1])", "math.sqrt(q.shape[-2])"),)},
+        expect={"test_mhsa_matches_sdpa": "the square root of the sequence length T instead of sqrt(d_head)"},
+    ),
+    Variant(
+        "scores_k_at_q",
+        "the scores are k @ q^T, the transpose of q @ k^T (rows are keys, columns queries)",
+        edits={"mhsa": (("scores = q @ k.transpose(-2, -1)", "scores = k @ q.transpose(-2, -1)"),)},
+        expect={"test_mhsa_matches_sdpa": "the scores are k q^T (rows are keys) instead of q k^T"},
     ),
 ]
 

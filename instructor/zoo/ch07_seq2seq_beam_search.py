@@ -194,6 +194,22 @@ VARIANTS = [
         expect={"test_beam_toy": "log_prob and score are in each other's places"},
         crosses="Part E's beam_decode returns what beam_search returns, and its tests compare those values too",
     ),
+    Variant(
+        "lp_exponent_on_numerator",
+        "the length penalty is (5 + n) ** alpha / 6: the exponent on the numerator only",
+        edits={"length_penalty": (("return float(((5 + n) / 6) ** alpha)", "return float((5 + n) ** alpha / 6)"),)},
+        expect={"test_length_penalty": "alpha = 0 must give 1",
+                "test_beam_toy": "if length_penalty fails its own test, fix it first"},
+    ),
+    Variant(
+        "tgt_mask_keep_polarity",
+        "the causal tgt_mask is a bool tril (True = may attend, as in chapter 03), but nn.Transformer reads True as "
+        "blocked",
+        edits={"reversal_transformer": (("nn.Transformer.generate_square_subsequent_mask(n)",
+                                         "torch.tril(torch.ones(n, n, dtype=torch.bool))"),)},
+        expect={"test_forward_masks": "whose True (or -inf) entries nn.Transformer blocks"},
+        crosses="the trained-model test (Part D) trains the student's forward, which sees the future",
+    ),
 ]
 
 

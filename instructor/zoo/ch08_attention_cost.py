@@ -197,6 +197,13 @@ VARIANTS = [
         edits={"phi": (("return 1 + F.elu(x)", "return 1 + F.elu(x, inplace=True)"),)},
         expect={"test_phi": "phi changed the x it was given"}, only=True,
     ),
+    Variant(
+        "cache_scale_sqrt_d_model",
+        "the cached step passes scale=D ** -0.5 to SDPA: the square root of the model width instead of d_head",
+        edits={"cached_attention_step": (("y = F.scaled_dot_product_attention(q, k, v)",
+                                          "y = F.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)"),)},
+        expect={"test_kv_cache_matches_full": "its scores scaled by 1/sqrt(d_head) as in the block"},
+    ),
 ]
 
 ALTERNATIVES = [

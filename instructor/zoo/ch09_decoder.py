@@ -279,6 +279,15 @@ VARIANTS = [
         replace={"predict_changed_positions": "PREDICTED_CHANGED_BY_SOURCE = 7\nPREDICTED_CHANGED_BY_DECODER = 7\n"},
         expect={"test_predict_changed_positions": "the decoder's self-attention is causal"},
     ),
+    # issue 54, a second hunt (2026-12-06): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "causal_mask_float_ones",
+        "decode builds the causal mask without dtype=torch.bool: a float mask of 1.0 above the diagonal, which "
+        "nn.MultiheadAttention adds to the scores instead of dropping those keys",
+        edits={"encoder_decoder": (("torch.triu(torch.ones(dec_in.size(1), dec_in.size(1), dtype=torch.bool), diagonal=1)",
+                                    "torch.triu(torch.ones(dec_in.size(1), dec_in.size(1)), diagonal=1)"),)},
+        expect={"test_model_masks": "a float mask of 0s and 1s is added to the scores and blocks nothing"},
+    ),
 ]
 
 # Correct answers written differently: each must keep full marks.

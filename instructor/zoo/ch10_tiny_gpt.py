@@ -367,6 +367,14 @@ VARIANTS = [
                         "F.cross_entropy(logits, targets)"),)},
         expect={"test_gpt_loss": "flatten the logits to (B * T, vocab) and the targets to (B * T,)"}, only=True,
     ),
+    Variant(
+        "cache_position_from_heads_axis",
+        "cached_step reads the number of cached characters from dim 1 of K (the heads), not dim 2: the new character "
+        "is embedded at position n_heads",
+        edits={"cached_step": (("start = 0 if caches is None else caches[0][0].shape[2]",
+                                "start = 0 if caches is None else caches[0][0].shape[1]"),)},
+        expect={"test_cached_step": "not K.shape[1]"},
+    ),
 ]
 
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does;

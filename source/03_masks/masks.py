@@ -207,6 +207,9 @@ check_true(isinstance(mask, torch.Tensor), f"causal_mask(4) returned a {type(mas
 check_shape("causal_mask(4)", mask, (4, 4))
 check_dtype("causal_mask(4)", mask, torch.bool,
             hint="masks are boolean in this course: build it with dtype=torch.bool or finish with .bool()")
+check_true(not (bool(mask[0, 3]) and not bool(mask[3, 0]) and bool(mask.diagonal().all())),
+           "causal_mask(4) is the transpose of the rule: True where key j >= query i. Rows are queries and columns "
+           "keys, so keep j <= i, the lower triangle (tril)")
 check_true(not (bool(mask[0, 3]) and not bool(mask[3, 0])),
            "causal_mask(4) is True above the diagonal, on the future keys: that is the 'True = blocked' convention; "
            "in this course True = may attend, so query i sees key j when j <= i")

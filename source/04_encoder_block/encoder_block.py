@@ -707,7 +707,8 @@ loss, (encoded_after, target_after, _) = attempt(
 check_true(isinstance(loss, torch.Tensor) and loss.dim() == 0,
            f"masked_token_loss returned {type(loss).__name__} {getattr(loss, 'shape', '')}, expected a 0-d tensor")
 check_close("masked_token_loss with two real tokens", loss, torch.tensor(4.5), atol=1e-6,
-            hint="average the squared error over the features of each token, then over the tokens")
+            hint="average the squared error over the features of each token, then over the tokens where valid is "
+                 "True (True = a real token)")
 check_true(torch.equal(encoded_after, encoded) and torch.equal(target_after, target), "masked_token_loss changed "
            "the encoded or target tensor it was given (sub_ or -= work in place): compute encoded - target, a new "
            "tensor, so that the block's output stays as it was and keeps its gradient")

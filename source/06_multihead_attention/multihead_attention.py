@@ -649,6 +649,8 @@ def reference_and_mistakes(params, x, H):
             project(glue(F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, scale=1.0))),
         "the scores are divided by sqrt(d_model) instead of sqrt(d_head)":
             project(glue(F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, scale=1 / math.sqrt(D)))),
+        "the scores are divided by the square root of the sequence length T instead of sqrt(d_head)":
+            project(glue(F.scaled_dot_product_attention(qh, kh, vh, is_causal=True, scale=1 / math.sqrt(T)))),
         "softmax runs over the query axis (dim=-2) instead of the key axis":
             project(glue(scores.softmax(dim=-2).nan_to_num() @ vh)),
         "the future scores are set to 0 instead of -inf, so a later key keeps the weight e^0: "
@@ -657,7 +659,8 @@ def reference_and_mistakes(params, x, H):
         "the output projection proj is not applied to the merged heads": glue(right),
         "the heads are merged by reshaping (B, H, T, d_head) to (B, T, D) without transposing back":
             project(right.reshape(B, T, D)),
-        "q and k are swapped: the fused projection is unpacked as k, q, v instead of q, k, v":
+        "q and k are in each other's places: the scores are k q^T (rows are keys) instead of q k^T, or the fused "
+        "projection is unpacked as k, q, v":
             project(glue(F.scaled_dot_product_attention(kh, qh, vh, is_causal=True))),
         "(B, T, D) is viewed straight as (B, H, T, d_head) when splitting the heads":
             project(glue(F.scaled_dot_product_attention(*(by_head_wrongly(t) for t in (q, k, v)), is_causal=True))),
@@ -771,7 +774,9 @@ for trial in range(4):  # the last: the weights the block was built with, nothin
     params = draw_parameters(block, gen) if trial < 3 else read_parameters(block)
     reference = multihead_reference(params, D, H, (split_heads, merge_heads), dtype=torch.float64)
     x, direction = torch.randn(2, B, T, D, dtype=torch.float64, generator=gen).unbind(0)
-    gradients = parameter_gradients(block, x, direction)
+    gradients = attempt(f"the backward pass through the block (B={B}, T={T}, D={D}, H={H}, max_len={T})",
+                        parameter_gradients, block, x, direction, hint="the block must run on any T up to max_len, "
+                        "its backward too: make the tests above pass first")
     forbidden = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     (reference(x, x, x, attn_mask=forbidden, need_weights=False)[0] * direction).sum().backward()
     check_close(f"the gradient of qkv.weight (B={B}, T={T}, D={D}, H={H})", gradients["qkv.weight"],

@@ -358,7 +358,8 @@ for width, alpha, sentence, probability in [(1, 0.0, "con mèo", 0.170), (2, 0.0
                                math.exp(TOY_SCORES[width, alpha])} if alpha else None,
                 hint="log_prob is the sum of math.log(p) over the chosen tokens, <eos> included")
     check_close(f"score for width={width}, alpha={alpha}", score, TOY_SCORES[width, alpha], atol=1e-6,
-                likely_causes={"|y| leaves out <eos> (count it in the length)": TOY_SCORES_WITHOUT_EOS[width, alpha]})
+                likely_causes={"|y| leaves out <eos> (count it in the length)": TOY_SCORES_WITHOUT_EOS[width, alpha]},
+                hint="score = log_prob / length_penalty(|y|, alpha): if length_penalty fails its own test, fix it first")
 ### BEGIN HIDDEN TESTS
 renamed = {"<s>": "BEGIN", "<eos>": "END"}
 renamed_table = {renamed.get(a, a): {renamed.get(b, b): q for b, q in row.items()} for a, row in TOY_TABLE.items()}
@@ -796,7 +797,8 @@ with torch.no_grad():
     before, after = net(src, dec_in), net(src, changed)
 leaked = not torch.allclose(after[:, :4], before[:, :4], atol=1e-5)  # message only: names the leak
 check_true(not leaked, "the logits at decoder positions 0 to 3 changed when the decoder tokens from position 4 on "
-           "changed: a position must not see later decoder tokens; pass the causal tgt_mask")
+           "changed: a position must not see later decoder tokens; pass the causal tgt_mask, whose True (or -inf) "
+           "entries nn.Transformer blocks: the ones above the diagonal, as generate_square_subsequent_mask builds it")
 silent = {name: torch.zeros_like(value) for name, value in params.items()  # switch off the encoder's mixing:
           if name.startswith("transformer.encoder.layers.") and ".self_attn.out_proj." in name}  # row j <- token j
 load_tensors(net, silent)

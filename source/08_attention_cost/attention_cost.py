@@ -1224,7 +1224,8 @@ check_close("outputs of tokens 0..6 through the cache", torch.cat(rows, dim=1), 
             likely_causes={"the new query sees only the first cached key (is_causal=True with one query aligns "
                            "the mask top-left; use no mask)": full[:, :1].expand_as(full)},
             hint="append the new token's key AND value to the cache, then let its query attend over all "
-                 "cached positions (no mask: they are all in the past)")
+                 "cached positions (no mask: they are all in the past), its scores scaled by 1/sqrt(d_head) as "
+                 "in the block (SDPA's default)")
 ### BEGIN HIDDEN TESTS
 for trial in range(3):
     H, d_head, B, T = int(torch.randint(1, 5, ())), int(torch.randint(1, 6, ())), int(torch.randint(1, 4, ())), \

@@ -116,11 +116,11 @@ def student_cells(nb: Any) -> list[tuple[int, str, str]]:
     return cells
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _parse(code: str) -> ast.Module:
-    """``ast.parse(code)``, once per distinct source in this process: the locked and test cells are the same
-    in every student's notebook (a class's grading parses them once). The trees are shared, so the scan
-    only reads them (``_same_code`` changes a copy)."""
+    """``ast.parse(code)``, once per distinct source in this process (the 512 last used, so that a long batch
+    holds a chapter's worth of trees, not a class's): the locked and test cells are the same in every student's
+    notebook. The trees are shared, so the scan only reads them (``_same_code`` changes a copy)."""
     return ast.parse(code)
 
 
@@ -132,7 +132,7 @@ def _walk(node: ast.AST) -> tuple:
     trees again and again. The cache holds the node, so its id is not reused while it is there."""
     cached = _WALKS.get(id(node))
     if cached is None or cached[0] is not node:
-        if len(_WALKS) >= 50000:
+        if len(_WALKS) >= 20000:
             _WALKS.clear()
         cached = _WALKS[id(node)] = (node, tuple(ast.walk(node)))
     return cached[1]
