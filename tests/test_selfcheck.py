@@ -24,7 +24,7 @@ def test_self_check_reports_bugs_and_full_marks(tmp_path, capsys):
     assert self_check(buggy, A) == 0
     out = capsys.readouterr().out
     assert "running test_attention_scaling" in out, "no progress while the cells run"
-    assert "FAIL test_attention_scaling" in out and "too peaked, were the scores divided by sqrt(d_k)?" in out
+    assert "FAIL test_attention_scaling" in out and "too peaked, divide the scores by sqrt(d_k)" in out
     assert "automatic points: 9 of 12" in out and "feedback: " in out
     assert "graded by hand: 2 more points (equal_keys_answer: 2)" in out and "feedback shows 9/14" in out
     assert "the model answers and rubrics are the cells equal_keys_answer of " in out and "two_keys.ipynb" in out

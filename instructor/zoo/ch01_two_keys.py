@@ -43,7 +43,7 @@ VARIANTS = [
         "attention_no_scale",
         "scores are Q K^T without the 1/sqrt(d_k) factor",
         edits={"attention": ((SCORES, "scores = Q @ np.swapaxes(K, -1, -2)"),)},
-        expect={"test_attention_scaling": "too peaked, were the scores divided by sqrt(d_k)?",
+        expect={"test_attention_scaling": "too peaked, divide the scores by sqrt(d_k)",
                 "test_attention_matches_pytorch": "the scores are not divided by sqrt(d_k)"},
     ),
     Variant(
