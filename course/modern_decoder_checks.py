@@ -131,14 +131,14 @@ def check_apply_rope(apply_rope, shape, seed, dtype=torch.float32):
     cos, sin = (t.to(dtype) for t in random_tables(T, d, seed + 1))
     out = attempt(what, apply_rope, x, cos, sin, hint=ROPE_HINT)
     check_shape(what, out, shape, hint="a rotation keeps the shape of x")
-    pair = x.double()[..., : d // 2] ** 2 + x.double()[..., d // 2:] ** 2
+    def pair_lengths(t):  # the squared length of each pair (i, i + d/2)
+        return t.double()[..., : d // 2] ** 2 + t.double()[..., d // 2:] ** 2
+
     first, second = x.double()[..., : d // 2], x.double()[..., d // 2:]
     unsigned = x.double() * cos.double() + torch.cat([second, first], dim=-1) * sin.double()  # rotate_half without its -
-    check_close(f"the squared length of each pair (i, i + d/2) of {what}",
-                out.double()[..., : d // 2] ** 2 + out.double()[..., d // 2:] ** 2, pair, atol=1e-4,
+    check_close(f"the squared length of each pair (i, i + d/2) of {what}", pair_lengths(out), pair_lengths(x), atol=1e-4,
                 likely_causes={"rotate_half lost its minus sign: it must be [-x2, x1] (x1 the first half of x, x2 the "
-                               "second), or the pairs stretch instead of turning":
-                               unsigned[..., : d // 2] ** 2 + unsigned[..., d // 2:] ** 2},
+                               "second), or the pairs stretch instead of turning": pair_lengths(unsigned)},
                 hint="a rotation turns dimension i together with i + d/2 (not with i + 1) and keeps their length")
     return x, (cos, sin), out
 

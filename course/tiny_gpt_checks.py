@@ -202,8 +202,9 @@ def check_loss_outputs(GPT, vocab, width, layers, batch, length, seed):  # noqa:
                        own_state(gpt_state(vocab, width, layers, length, seed, scale=0.2)))
     gen = torch.Generator().manual_seed(seed)
     idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)
-    out = attempt(f"{what}(idx, targets)", model, idx, targets, hint="the loss is F.cross_entropy over all B * T positions, which wants the classes on "
-                  "axis 1: flatten the logits to (B * T, vocab) and the targets to (B * T,)")
+    out = attempt(f"{what}(idx, targets)", model, idx, targets,
+                  hint="the loss is F.cross_entropy over all B * T positions, which wants the classes on axis 1: "
+                       "flatten the logits to (B * T, vocab) and the targets to (B * T,)")
     check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
     check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
     check_shape(f"the loss of {what}", out[1], (), hint="the loss is one number: the mean over every position")

@@ -124,18 +124,24 @@ def _parse(code: str) -> ast.Module:
     return ast.parse(code)
 
 
+def _per_node(cache: dict, node: ast.AST, compute) -> tuple:
+    """``compute(node)``, once per node while ``cache`` holds it (at most 20,000 nodes, then it starts over). The
+    cache keeps the node beside its answer, so its id is not reused by another node while the answer is there."""
+    cached = cache.get(id(node))
+    if cached is None or cached[0] is not node:
+        if len(cache) >= 20000:
+            cache.clear()
+        cached = cache[id(node)] = (node, compute(node))
+    return cached[1]
+
+
 _WALKS: dict[int, tuple[ast.AST, tuple]] = {}  # id(node) -> (the node, every node under it, ast.walk's order)
 
 
 def _walk(node: ast.AST) -> tuple:
     """``tuple(ast.walk(node))``, once per node: the scan's lookups walk the same (shared, :func:`_parse`)
-    trees again and again. The cache holds the node, so its id is not reused while it is there."""
-    cached = _WALKS.get(id(node))
-    if cached is None or cached[0] is not node:
-        if len(_WALKS) >= 20000:
-            _WALKS.clear()
-        cached = _WALKS[id(node)] = (node, tuple(ast.walk(node)))
-    return cached[1]
+    trees again and again."""
+    return _per_node(_WALKS, node, lambda n: tuple(ast.walk(n)))
 
 
 def _magics(source: str) -> tuple[str, list[str]]:
@@ -508,14 +514,9 @@ def _top_bindings(body: list[ast.stmt]):
     ``globals()["name"] = ...`` and ``setattr(module, "name", ...)`` with a name the scan can spell.
 
     Each statement's are found once (several lookups ask for the same cells, and :func:`_parse` shares the
-    trees of the cells every notebook has); the cache holds the statement, so its id is not reused."""
+    trees of the cells every notebook has)."""
     for stmt in body:
-        cached = _BINDINGS.get(id(stmt))
-        if cached is None or cached[0] is not stmt:
-            if len(_BINDINGS) >= 20000:
-                _BINDINGS.clear()
-            cached = _BINDINGS[id(stmt)] = (stmt, tuple(_statement_bindings(stmt)))
-        yield from cached[1]
+        yield from _per_node(_BINDINGS, stmt, lambda s: tuple(_statement_bindings(s)))
 
 
 def _statement_bindings(stmt: ast.stmt):
