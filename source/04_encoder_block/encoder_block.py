@@ -702,8 +702,8 @@ from nboracle import call_keeping_arguments  # the tests' tool: the result, and 
 encoded = torch.zeros(1, 2, 2)
 target = torch.tensor([[[1.0, 3.0], [2.0, 2.0]]])  # squared errors per token: mean(1, 9) = 5, mean(4, 4) = 4
 loss, (encoded_after, target_after, _) = attempt(
-    "masked_token_loss(encoded, target, valid)", call_keeping_arguments, masked_token_loss, encoded, target,
-    torch.tensor([[True, True]]), hint="average the squared error over the features of each token, then over the tokens")
+    "masked_token_loss(encoded, target, valid)", call_keeping_arguments, masked_token_loss, encoded.clone(),
+    target.clone(), torch.tensor([[True, True]]), hint="average the squared error over the features of each token, then over the tokens")
 check_true(isinstance(loss, torch.Tensor) and loss.dim() == 0,
            f"masked_token_loss returned {type(loss).__name__} {getattr(loss, 'shape', '')}, expected a 0-d tensor")
 check_close("masked_token_loss with two real tokens", loss, torch.tensor(4.5), atol=1e-6,

@@ -521,7 +521,7 @@ from nboracle import call_keeping_arguments  # the tests' tool: the result, and 
 table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
 out, (x_after,) = attempt("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", call_keeping_arguments, positions,
-                          x, hint="add row t of the table to slot t: x + self.table(positions)")
+                          x.clone(), hint="add row t of the table to slot t: x + self.table(positions)")
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
 check_true(torch.equal(x_after, x), "LearnedPositions changed the x it was given (x += ... ?): return x + the "
            "table's rows, a new tensor, so that the caller's x stays as it was")

@@ -489,7 +489,7 @@ print("smallest φ on [-4, 3]:", float(phi(xs).min()))
 # %% nbgrader={"grade": true, "grade_id": "test_phi", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """phi is positive everywhere, equals 1 + x for x > 0, keeps the shape and leaves its input as it was."""
 xs = torch.linspace(-10, 10, 101, dtype=torch.float64)
-features, (xs_after,) = attempt("phi(x) for x of shape (101,)", call_keeping_arguments, phi, xs,
+features, (xs_after,) = attempt("phi(x) for x of shape (101,)", call_keeping_arguments, phi, xs.clone(),
                                 hint="phi(x) = 1 + ELU(x), elementwise, for a tensor x of any shape")
 check_true(torch.equal(xs_after, xs), "phi changed the x it was given (F.elu(x, inplace=True), or an in-place += ?): "
            "return a new tensor, so that the queries and keys the caller passes in stay as they were")
