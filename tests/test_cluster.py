@@ -229,19 +229,22 @@ def test_scheduler_gone_stops_the_batch_and_a_rerun_resumes(graded, capfd):
     said = capfd.readouterr().err
     assert "Traceback" not in said, f"losing the scheduler printed dask's tracebacks:\n{said[-2000:]}"
     kept = set(redo) & set(json.loads(state_path.read_text())[A])
-    assert len(kept) == 1, "the student written before the scheduler left is saved"
+    # The scheduler goes when the first of the three is written; a result the client had already
+    # received by then (the worker grades on while the callback runs) is written too, so one or two.
+    assert 1 <= len(kept) < len(redo), "each student received before the scheduler left is saved, and only those"
     # the table, report and CSV of the stopped batch cover those already graded
     partial = stopped.value.reports
-    assert partial[next(iter(kept))].status == "graded" and partial[next(iter(kept))].score == before[next(iter(kept))].auto_score
+    for student in kept:
+        assert partial[student].status == "graded" and partial[student].score == before[student].auto_score, student
     tried = [s for s, r in partial.items() if r.status in ("graded", "failed")]
     assert f"after {len(tried)} of 5 students" in str(stopped.value)
     assert sum(r.status == "pending" for r in partial.values()) == 5 - len(tried)
     assert sum(r.status == "unchanged" for r in partial.values()) == 40 - 5 - 6  # 6 skipped (2 x 3 broken)
     text = batch.write_report(root / "report-stopped.txt", A, partial).read_text()
-    assert f"{5 - len(tried)} pending" in text and f"{next(iter(kept))}: " in text
+    assert f"{5 - len(tried)} pending" in text and all(f"{student}: " in text for student in kept)
     resumed = batch.grade_class(root, A, runner=C.Dask(graded["client"]), progress=False)
     assert {s for s, r in resumed.items() if r.status == "graded"} == set(redo) - kept
-    assert resumed[kept.pop()].status == "unchanged"
+    assert all(resumed[student].status == "unchanged" for student in kept)
     after = CourseRoot(root).results(A)
     assert {s: r.auto_score for s, r in after.items()} == {s: r.auto_score for s, r in before.items()}
 
