@@ -55,12 +55,16 @@ HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")  # nbgrader's marker
 GRADER_SOURCES = {
     "nbgrader-oracle/nboracle/grader/oracle.py": ("raise", "RAISED_AT"),
     "nbgrader-oracle/nboracle/grader/memory.py": ("MESSAGE", "message", "_memory_failure"),
-    "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "LIST_WORDS", "SKIPPED_DEMO", "_cut"),
+    "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "DUE_WORDS", "SKIPPED_DEMO", "_cut"),
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),
     "instructor/__main__.py": ("check_workspace", "cmd_check", "_check"),
     "course/checks.py": ("_raised",),  # "block(x) raised RuntimeError (...)": one word between two values
     "course/plots.py": ("WEIGHT",),  # the word of plot_attention's colour bar
 }
+# nbgrader's own words in its Assignment List (a button's one word counts): the course's Lab extension
+# shows them in the course's language (nbgrader_ext.PANEL_WORDS)
+EVERY_STRING = {"nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("PANEL_WORDS",)}
+ANY_WORD = re.compile(r"[A-Za-z]{2,}")
 # The review reasons `make check` shows a student ("would be flagged for review: cell 4 (softmax): uses ..."):
 # the static scan's sentences, a template per finding (nboracle.grader.scan) and the values it names
 # (a dict's values: its keys are names). A string counts when a word goes on (``uses {what}``,
@@ -238,7 +242,8 @@ def _extract(assignments: list[str], kernel: bool) -> list[Message]:
     for path in modules:
         for line, template in _strings(ast.parse(path.read_text())):
             add(template, path, line)
-    for sources, words in ((GRADER_SOURCES, WORD), ({} if kernel else REVIEW_SOURCES, FINDING)):
+    for sources, words in ((GRADER_SOURCES, WORD), ({} if kernel else REVIEW_SOURCES, FINDING),
+                           ({} if kernel else EVERY_STRING, ANY_WORD)):
         for rel, names in sources.items():
             path = REPO / rel
             if kernel and not path.is_relative_to(shipped):

@@ -194,3 +194,20 @@ console.log(JSON.stringify([
     assert said[1].startswith("Hạn nộp ") and "10:00" in said[1] and said[1].endswith("UTC (đã qua)"), said
     assert said[2].endswith("UTC (in 11 min)"), "a phrase the catalog lacks stays English"
     assert said[3] == "Due Thu 17 Dec 2026, 10:00 UTC (in 11 min)", "no words: English, as before"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the Lab extension runs in node")
+def test_nbgraders_own_words_are_shown_in_the_courses_language_with_their_spaces():
+    """The panel's headings and buttons: a text that is, trimmed, one of the phrases the course translated
+    reads in the course's words, its spaces kept; any other text (an assignment's name, a phrase of another
+    length, a name an object has by inheritance) is left as nbgrader wrote it."""
+    words = {"Released assignments": "Bài tập đã phát", "(view feedback)": "(xem feedback)", "Fetch": "Lấy về"}
+    script = f"""
+globalThis.window = {{}};
+require({json.dumps(str(LAB_JS))});
+var t = window._JUPYTERLAB["nboracle-due-dates"].translated, words = {json.dumps(words)};
+console.log(JSON.stringify([t("\\n   Released assignments\\n  ", words), t(" (view feedback)", words), t("Fetch", words),
+  t("Fetch Feedback", words), t("01_two_keys", words), t("toString", words), t("constructor", {{}}), t("Fetch", null)]));
+"""
+    said = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+    assert said == ["\n   Bài tập đã phát\n  ", " (xem feedback)", "Lấy về", None, None, None, None, None], said

@@ -25,7 +25,8 @@ TABLE = {"x is wrong": "x sai", "**Due: {due:%A %d %B %Y, %H:%M} {zone}.** Submi
          "then; a later submission is marked late (the course's late policy says what that costs).":
          "**Hạn: {due:%d/%m/%Y}**", "(demo only: not run while grading; this cell decides no score)": "(minh họa)",
          "Due {when}": "Hạn nộp {when}", "in {days} days": "còn {days} ngày", "after the due date": "sau hạn nộp",
-         "in {minutes} min": "còn {phút} phút"}  # a translation that renames a field is not used
+         "in {minutes} min": "còn {phút} phút",  # a translation that renames a field is not used
+         "Fetch": "Lấy về", "Released assignments": "Bài tập đã phát", "Fetch Feedback": "Lấy feedback"}
 
 def translator(language):
     if language == "xb":  # a catalog that fails
@@ -131,7 +132,9 @@ def test_the_assignment_list_gets_the_due_dates_phrases_in_the_course_roots_lang
     nb, _ = DueDateCell(config=toy).preprocess(_notebook(), context)
     ours = nb.metadata[NOTEBOOK_METADATA]
     assert ours["due_words"] == {"Due {when}": "Hạn nộp {when}", "in {days} days": "còn {days} ngày",
-                                 "after the due date": "sau hạn nộp"} and ours["due_language"] == "vi"
+                                 "after the due date": "sau hạn nộp", "Fetch": "Lấy về",
+                                 "Released assignments": "Bài tập đã phát", "Fetch Feedback": "Lấy feedback"}
+    assert ours["due_language"] == "vi"
     folder = tmp_path / "released"
     folder.mkdir()
     (folder / "ps1.ipynb").write_text(json.dumps(nb))
@@ -142,3 +145,24 @@ def test_the_assignment_list_gets_the_due_dates_phrases_in_the_course_roots_lang
         ours["due_words"] = words
         (folder / "ps1.ipynb").write_text(json.dumps(nb))
         assert released_words(str(folder)) == (None, None), words
+
+
+def test_the_panels_own_words_are_released_without_a_due_date_too(toy, tmp_path, monkeypatch):
+    """nbgrader's buttons and headings in the course's language need no due date: a course with a catalog
+    releases them in every notebook; a course without one releases nothing, as before."""
+    import os
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        gradebook.add_assignment("ps1")  # no due date
+    context = {"nbgrader": {"db_url": url, "assignment": "ps1"}}
+    nb, _ = DueDateCell(config=toy).preprocess(_notebook(), context)
+    ours = nb.metadata[NOTEBOOK_METADATA]
+    assert ours["due_words"]["Fetch"] == "Lấy về" and ours["due_language"] == "vi" and "due_utc" not in ours
+    assert not any(cell.get("id") == DueDateCell.cell_id for cell in nb.cells), "no due date: no cell says one"
+    english, _ = DueDateCell(config=Config()).preprocess(_notebook(), context)
+    assert NOTEBOOK_METADATA not in english.metadata, "a course without a catalog releases the notebook unchanged"

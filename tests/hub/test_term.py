@@ -297,15 +297,16 @@ def term(hub, driver):
     return out
 
 
-def fetch_feedback(driver, hub, name: str, person: Person, login: bool = True) -> tuple[str, str, str]:
-    """In the Assignments panel, Fetch Feedback; open the page in the browser: (its path, HTML, text).
-    ``login``: log in first (else the browser is in ``name``'s Lab already)."""
+def fetch_feedback(driver, hub, name: str, person: Person, login: bool = True,
+                   button: str = "Fetch Feedback") -> tuple[str, str, str]:
+    """In the Assignments panel, Fetch Feedback (``button``: its label in the course's language); open the page
+    in the browser: (its path, HTML, text). ``login``: log in first (else the browser is in ``name``'s Lab already)."""
     if login:
         browser_login(driver, hub, name)
     lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
     assignments_panel(driver, lab)
     time.sleep(2)
-    row_button(driver, "submitted_assignments_list", "Fetch Feedback").click()
+    row_button(driver, "submitted_assignments_list", button).click()
     found = []
 
     def feedback_file():
@@ -847,7 +848,8 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     """issue 55: the Vietnamese edition added with `course add` (the previous test, before its restart), as its
     students and its instructor meet it. Its language comes from its config, with no edit of the hub's config:
     vy, its student, has COURSE_LANGUAGE=vi in her server; ta-jonas, in English courses too, has English. vy
-    fetches chapter 01 in the Assignments panel: Lab shows its prose in Vietnamese; she types bruno's code (the
+    fetches chapter 01 in the Assignments panel, whose headings and buttons are Vietnamese (nbgrader's own words,
+    written again by the course's Lab extension): Lab shows its prose in Vietnamese; she types bruno's code (the
     zoo's unscaled scores) and Validate names the failures in Vietnamese; she submits. prof-linh collects and
     autogrades in her course's formgrader: every cell scores what bruno's same code scored in the English course;
     vy's feedback page, fetched in the panel, is Vietnamese. Screenshots vy-*.png."""
@@ -877,8 +879,16 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assignments_panel(driver, lab)
     label = unicodedata.normalize("NFC", due_label(driver, "released_assignments_list"))
     assert f"{due:%d/%m/%Y}" in label and "Hạn nộp" in label and "(còn 1" in label and "Due" not in label, label
+    # nbgrader's own words in the panel, in her course's language: the headings and the buttons (same buttons)
+    headings = lambda: [unicodedata.normalize("NFC", e.text.strip())  # noqa: E731
+                        for e in driver.find_elements(By.CSS_SELECTOR, ".panel-group .panel-heading")]
+    wait(driver, lambda: headings() == ["Bài tập đã phát", "Bài tập đã lấy về", "Bài tập đã nộp"], 30,
+         "the panel's headings in Vietnamese")
+    panel_text = unicodedata.normalize("NFC", driver.find_element(By.CSS_SELECTOR, ".panel-group").find_element(
+        By.XPATH, "..").text)
+    assert "của khóa:" in panel_text and "assignments for course" not in panel_text, panel_text[:300]
     shot(driver, "vy-assignments-released")
-    row_button(driver, "released_assignments_list", "Fetch").click()
+    row_button(driver, "released_assignments_list", "Lấy về").click()
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "vy's fetched chapter")
     shot(driver, "vy-fetched")
     lab.open(f"{A}/{NAME}.ipynb", "opened-vietnamese")
@@ -905,7 +915,7 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assert kernel_catalog("vi").translate(bruno_read[0]) in failed, said  # what bruno read in English, in Vietnamese
     assert failed and not [line for line in failed if "too peaked" in line or kernel_catalog("vi").translate(line) != line], said
     assignments_panel(driver, lab)
-    row_button(driver, "fetched_assignments_list", "Submit").click()
+    row_button(driver, "fetched_assignments_list", "Nộp bài").click()
     wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "vy's submission listed")
     shot(driver, "vy-submitted")
 
@@ -935,7 +945,7 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     formgrader(linh, "POST", f"assignment/{A}/vy/release_feedback", fg=VI_FG)
 
     # her feedback page, fetched in the panel: Vietnamese, bruno's score
-    path, html, text = fetch_feedback(driver, hub, "vy", vy, login=False)  # her Lab, still open
+    path, html, text = fetch_feedback(driver, hub, "vy", vy, login=False, button="Lấy feedback")  # her Lab, still open
     text = unicodedata.normalize("NFC", text)
     english, cause = BUG_CAUSE, M.catalog("vi").translate(BUG_CAUSE)  # a hidden test's: the grader's catalog
     assert "Chương 01" in text and cause != english and cause in text and english not in text, text[:3000]

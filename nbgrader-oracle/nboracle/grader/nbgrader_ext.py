@@ -84,8 +84,20 @@ WORDS_KEY = "due_words"  # the Assignment List's phrases in the course's languag
 LANGUAGE_KEY = "due_language"  # that language ("vi"), for the date's own format
 # What the nboracle-due-dates Lab extension writes beside an assignment, in English; the release stores
 # them translated by the course's catalog (when it has one) for the extension to show instead.
-LIST_WORDS = ("Due {when}", "in {days} days", "in {hours} h {minutes} min", "in {minutes} min",
-              "in less than a minute", "passed", "after the due date")
+DUE_WORDS = ("Due {when}", "in {days} days", "in {hours} h {minutes} min", "in {minutes} min",
+             "in less than a minute", "passed", "after the due date")
+# What nbgrader 0.9.6's Assignment List writes itself (its panel has no translation hook): the
+# nboracle-due-dates extension shows these in the course's language, the buttons doing what they did.
+PANEL_WORDS = ("Released, downloaded, and submitted assignments for course:",
+               "Released assignments", "Downloaded assignments", "Submitted assignments",
+               "There are no assignments to fetch.", "There are no downloaded assignments.",
+               "There are no submitted assignments.", "Loading, please wait...",
+               "Fetch", "Fetching...", "Submit", "submitting...", "Validate", "Validating...",
+               "Fetch Feedback", "Fetching Feedback...", "(view feedback)", "(feedback available to fetch)",
+               "Validation Results", "Success! Your notebook passes all the tests.", "The following cell failed:",
+               "The following cell passed:", "The source of the following cell has changed, but it should not have!",
+               "There was an error running the validate command:")
+LIST_WORDS = DUE_WORDS + PANEL_WORDS  # every phrase of the Assignment List a release can carry translated
 
 
 class DueDateCell(NbGraderPreprocessor):
@@ -115,6 +127,12 @@ class DueDateCell(NbGraderPreprocessor):
         ours = nb.metadata.get(NOTEBOOK_METADATA, {})
         for key in (DUE_KEY, ZONE_KEY, WORDS_KEY, LANGUAGE_KEY):
             ours.pop(key, None)
+        translate = translator(parent=self)
+        words = _list_words(translate)
+        if words:  # the Assignment List in the course's language (the extension reads them back), due date or not
+            from .messages import MessageCatalog
+
+            ours[WORDS_KEY], ours[LANGUAGE_KEY] = words, MessageCatalog(parent=self).language
         if due is not None:
             from .coursetime import course_zone
 
@@ -122,13 +140,7 @@ class DueDateCell(NbGraderPreprocessor):
             # for the Assignment List (DueDateExchangeList): the same date, machine-readable
             ours[DUE_KEY] = f"{due:%Y-%m-%dT%H:%M:%S}Z"
             ours[ZONE_KEY] = zone
-            translate = translator(parent=self)
             text = _due_text(due, zone, translate)
-            words = _list_words(translate)
-            if words:  # the Assignment List in the course's language (the extension reads them back)
-                from .messages import MessageCatalog
-
-                ours[WORDS_KEY], ours[LANGUAGE_KEY] = words, MessageCatalog(parent=self).language
             cell = new_markdown_cell(text, metadata={NOTEBOOK_METADATA: {"due_date_cell": True}})
             if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
                 cell["id"] = self.cell_id

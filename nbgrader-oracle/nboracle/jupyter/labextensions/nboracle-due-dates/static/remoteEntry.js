@@ -7,10 +7,12 @@
  * the plugin below. The plugin reads nbgrader's own listing (GET <base>/assignments?course_id=C),
  * which nboracle.grader.nbgrader_ext.DueDateExchangeList fills with `due_utc` per assignment and
  * `after_due` per submission, and writes them beside the rows nbgrader's panel drew, the date in the
- * course's time zone (`due_zone`) and the time left exact to the minute in the last two days. It changes
- * nothing else: the Fetch, Submit and Validate buttons stay nbgrader's. A course with a message catalog
- * released its phrases translated (`due_words`, English phrase -> its own, and `due_language`): they are
- * shown instead, the date written the language's way by the browser (Intl).
+ * course's time zone (`due_zone`) and the time left exact to the minute in the last two days. A course
+ * with a message catalog released its phrases translated (`due_words`, English phrase -> its own, and
+ * `due_language`): they are shown instead, the date written the language's way by the browser (Intl),
+ * and the words nbgrader's panel writes itself (its headings, the Fetch, Submit and Validate buttons
+ * of that course's rows, the Validation Results dialog) are shown in that language too: the same
+ * buttons doing the same thing, only their text changed (nbgrader 0.9.6's panel has no translation hook).
  */
 (function () {
   "use strict";
@@ -230,6 +232,99 @@
     });
   }
 
+  // ---- nbgrader's own words in the course's language
+
+  var wordsByCourse = {};  // course id -> {words, language}, from the listings the panel's rows came from
+
+  // `text` in the course's words when, trimmed, it is one of the phrases they translate (its spaces kept), else null
+  function translated(text, words) {
+    if (!words || typeof text !== "string") {
+      return null;
+    }
+    var trimmed = text.trim();
+    if (!trimmed || !Object.prototype.hasOwnProperty.call(words, trimmed) || typeof words[trimmed] !== "string") {
+      return null;
+    }
+    var at = text.indexOf(trimmed);
+    return text.slice(0, at) + words[trimmed] + text.slice(at + trimmed.length);
+  }
+
+  // the text nodes of `element` and of its descendants that are one of the phrases: written in the course's words
+  function relabel(element, words) {
+    if (!element || !words) {
+      return;
+    }
+    var walker = document.createTreeWalker(element, 4 /* NodeFilter.SHOW_TEXT */);
+    var nodes = [];
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      nodes.push(node);
+    }
+    nodes.forEach(function (n) {
+      var said = translated(n.nodeValue, words);
+      if (said !== null && said !== n.nodeValue) {
+        n.nodeValue = said;
+      }
+    });
+  }
+
+  // The words of the panel as a whole (its headings, what an empty list says): those of the courses in it
+  // when every course listed has words, all of one language; else null (English).
+  function panelWords() {
+    var found = null;
+    var courses = Object.keys(wordsByCourse);
+    for (var i = 0; i < courses.length; i++) {
+      var entry = wordsByCourse[courses[i]];
+      if (!entry.words || (found && found.language !== entry.language)) {
+        return null;
+      }
+      found = found || entry;
+    }
+    return found ? found.words : null;
+  }
+
+  function relabelPanel() {
+    var released = document.getElementById("released_assignments_list");
+    var group = released && released.closest(".panel-group");
+    var shared = panelWords();
+    if (group && shared) {  // the panel's line above the lists, its headings, what an empty list says
+      relabel(group.parentElement || group, shared);
+    }
+    rows().forEach(function (r) {  // each row's buttons and notes in its own course's words
+      var entry = wordsByCourse[courseOf(r.row)];
+      if (entry && entry.words) {
+        Array.prototype.forEach.call(r.row.querySelectorAll("button, a, span"), function (element) {
+          if (!element.classList.contains(MARK)) {
+            relabel(element, entry.words);
+          }
+        });
+      }
+    });
+    Array.prototype.forEach.call(document.querySelectorAll(".jp-Dialog"), function (dialog) {
+      var title = dialog.querySelector(".jp-Dialog-header");
+      var validation = title && ["Validation Results", translated("Validation Results", shared)]
+        .indexOf((title.textContent || "").trim()) >= 0;
+      if (validation && shared) {  // the results of Validate: the course's words around the tests' own messages
+        relabel(title, shared);
+        Array.prototype.forEach.call(dialog.querySelectorAll(".jp-Dialog-body p"), function (p) {
+          relabel(p, shared);
+        });
+      }
+    });
+  }
+
+  function remember(infos) {
+    infos.forEach(function (info) {
+      if (info && typeof info.course_id === "string") {
+        var words = wordsOf(info);
+        var language = typeof info.due_language === "string" ? info.due_language : "";
+        var known = wordsByCourse[info.course_id];
+        if (!known || (!known.words && words)) {
+          wordsByCourse[info.course_id] = { words: words, language: language };
+        }
+      }
+    });
+  }
+
   var running = false;
   var again = false;
 
@@ -238,6 +333,7 @@
       again = true;
       return;
     }
+    relabelPanel();
     var targets = unmarked();
     if (!targets.length) {
       return;
@@ -251,7 +347,10 @@
       }
     });
     Promise.all(courses.map(listing)).then(function (lists) {
-      annotate(targets, [].concat.apply([], lists));
+      var infos = [].concat.apply([], lists);
+      remember(infos);
+      annotate(targets, infos);
+      relabelPanel();
     }).finally(function () {
       running = false;
       if (again) {
@@ -296,15 +395,25 @@
     requires: [],
     activate: function () {
       new MutationObserver(function (mutations) {
-        if (!document.getElementById("released_assignments_list")) {
+        var dialogs = Object.keys(wordsByCourse).length > 0;  // a Validate dialog to write in the course's words
+        if (!dialogs && !document.getElementById("released_assignments_list")) {
           return; // the Assignment List is not open: Lab's other changes cost one lookup
         }
         for (var i = 0; i < mutations.length; i++) {
           var target = mutations[i].target;
           if (target.nodeType === 1 && target.closest &&
-              target.closest("#released_assignments_list, #fetched_assignments_list, #submitted_assignments_list")) {
+              target.closest("#released_assignments_list, #fetched_assignments_list, #submitted_assignments_list, " +
+                             ".jp-Dialog")) {
             schedule();
             return;
+          }
+          var added = mutations[i].addedNodes || [];
+          for (var j = 0; dialogs && j < added.length; j++) {
+            if (added[j].nodeType === 1 && added[j].querySelector && (added[j].classList.contains("jp-Dialog") ||
+                added[j].querySelector(".jp-Dialog"))) {
+              schedule();
+              return;
+            }
           }
         }
       }).observe(document.body, { childList: true, subtree: true });
@@ -338,7 +447,8 @@
     }
   };
 
-  container.dueText = dueText;  // for the course's tests (tests/test_exchange.py runs it in node)
+  container.dueText = dueText;  // for the course's tests (nbgrader-oracle/tests/test_coursetime.py runs them in node)
+  container.translated = translated;
 
   var registry = (window._JUPYTERLAB = window._JUPYTERLAB || {});
   registry[NAME] = container;
