@@ -237,11 +237,13 @@ def check_true(condition: Any, message: str) -> None:
         raise CheckFailed(message)
 
 
-def attempt(what: str, function: Any, *args: Any, hint: str | None = None, **kwargs: Any) -> Any:
+def attempt(what: str, function: Any, *args: Any, hint: str | dict | None = None, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``; if it raises, a failed check naming the call, the error and ``hint``.
 
     A crash of the student's code then reads as one sentence, the library's words and the
     course's advice together: ``block(x) raised RuntimeError (shapes do not match): pass ...``.
+    ``hint`` may be ``{"IndexError": advice, ..., None: advice for any other error}``: the advice
+    that fits the error raised.
     """
     try:
         return function(*args, **kwargs)
@@ -250,6 +252,8 @@ def attempt(what: str, function: Any, *args: Any, hint: str | None = None, **kwa
             raise
         if isinstance(error, NotImplementedError):  # an untouched stub: not a mistake, `make check` says "not done yet"
             raise
+        if isinstance(hint, dict):
+            hint = hint.get(type(error).__name__, hint.get(None))
         raise CheckFailed(_raised(what, error, hint)) from None
 
 

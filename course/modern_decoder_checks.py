@@ -55,8 +55,11 @@ def check_rms_norm(rms_norm, shape, seed, eps=1e-6, scale=2.0):
     out = attempt(f"rms_norm(x {tuple(shape)}, weight, eps=1e-06)", rms_norm, x, ones, 1e-6, hint=RMS_RAISES)
     check_shape(f"rms_norm(x {tuple(shape)}, ...)", out, shape, hint="the norm keeps the shape of x")
     rms = out.double().pow(2).mean(dim=-1).sqrt()
+    mean_square = x.double().pow(2).mean(dim=-1)
     check_close("the root mean square of each row of rms_norm(x, ones)", rms, torch.ones(shape[:-1], dtype=torch.float64),
-                atol=1e-3, rtol=0, hint="divide every row by its own root mean square, over the last axis (the features)")
+                atol=1e-3, rtol=0, hint="divide every row by its own root mean square, over the last axis (the features)",
+                likely_causes={"each row is divided by its mean square, not its root mean square: the square root is "
+                               "missing": mean_square.sqrt() / (mean_square + 1e-6)})
     x, weight = _draw(seed + 2, *shape, scale=scale), 1 + _draw(seed + 1, shape[-1], scale=0.5)
     out = attempt(f"rms_norm(x {tuple(shape)}, weight, eps={eps})", rms_norm, x, weight, eps, hint=RMS_RAISES)
     check_shape(f"rms_norm(x {tuple(shape)}, weight)", out, shape, hint="the norm keeps the shape of x")

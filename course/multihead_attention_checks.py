@@ -45,6 +45,10 @@ def check_structure(MultiHeadSelfAttention, d_model, n_heads, max_len):  # noqa:
                       "mask once in __init__ and register it with self.register_buffer")
 
 
+MASK_NOT_BOOL = ("~ (logical not) works on a bool tensor only, and the causal mask is not one: build it as bool, "
+                 "torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)) (torch.ones alone gives floats)")
+
+
 PART_A_FIRST = ("split_heads or merge_heads fail on the block's q, k and v or give another shape (view with a float "
                 "d_head = D / n_heads raises, and so does a straight view of q, a slice of self.qkv(x), where the "
                 "same view of a tensor in one piece runs): make Part A's tests pass first")
@@ -116,6 +120,7 @@ def run_block(what, block, x, H, heads, **kwargs):
             or "view size is not compatible" in words else
             "the (max_len, max_len) mask must be sliced to the (T, T) corner, mask[:T, :T], before it is applied"
             if max_len is not None and str(max_len) in words else
+            MASK_NOT_BOOL if "invert" in words and "Boolean" in words else
             "run the block on a small input above and read the traceback")
     return attempt(what, block, x, hint=hint, **kwargs)
 

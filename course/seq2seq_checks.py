@@ -23,6 +23,10 @@ TOY_SCORES_WITHOUT_EOS = {(1, 0.0): -1.7719568419318752, (2, 0.0): -1.6755777149
 LP_SEVEN_AT_0_6 = 1.515716566510398
 
 
+GREEDY_LENGTH_HINT = ("return exactly the max_len generated tokens, without the <BOS> column: the loop runs max_len "
+                      "times (<BOS> is given, not generated)")
+
+
 def next_probs_of(table):
     """next_probs for a table {previous token: {next token: probability}}: a small language model of a test."""
     def next_probs(prefix):

@@ -135,6 +135,10 @@ def check_attention_parts(MultiHeadSelfAttention, width, heads, max_len, T):  # 
     out, weights = result
     check_shape(f"{what}(x)", out, (2, T, width), hint="the attention keeps the shape of its input")
     check_shape(f"the weights of {what}", weights, (2, heads, T, T), hint="one row of weights per head and query")
+    check_true(bool(torch.isfinite(weights).all()), f"the weights of {what} hold NaN: a query none of whose scores "
+               "is allowed gets a row of -inf, and softmax of that is NaN. masked_fill fills where its mask is True and "
+               "self.mask is True on the pairs that may attend: fill the future, where it is False "
+               "(~self.mask[:T, :T])")
     check_rows_sum_to_one(f"the weights of {what}", weights, hint="softmax over the keys, the last axis")
     check_true(bool((weights.masked_select(future_mask(T)) == 0).all()), f"the weights of {what} put weight on "
                "future positions: the scores above the diagonal must be -inf before the softmax (the causal mask)")
@@ -181,6 +185,10 @@ def check_block_outputs(Block, batch, length, width, heads, seed):  # noqa: N803
     return block, x, out
 
 
+EMBEDDING_INDEX_HINT = ("an embedding was read past its last row: the positions of T characters are 0 to T - 1 "
+                        "(torch.arange(T)), never T, and a sequence of max_len characters must fit")
+
+
 def check_model_outputs(GPT, vocab, width, heads, layers, max_len, batch, length, seed):  # noqa: N803 (the class under test)
     """GPT(...) holding the test's embeddings, final norm and head (its blocks as built) returns
     (logits (B, T, vocab), None) without targets; returns the model, the logits and the test's idx."""
@@ -188,7 +196,8 @@ def check_model_outputs(GPT, vocab, width, heads, layers, max_len, batch, length
     model = load_state(what, attempt(what, GPT, vocab, width, heads, layers, max_len),
                        own_state(gpt_state(vocab, width, layers, max_len, seed)))
     idx = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
-    out = attempt(f"{what}(idx)", model, idx, hint="forward returns (logits, loss), loss None without targets")
+    out = attempt(f"{what}(idx)", model, idx, hint={None: "forward returns (logits, loss), loss None without targets",
+                                                    "IndexError": EMBEDDING_INDEX_HINT})
     check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx) must return the pair (logits, loss)")
     check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
     return model, out[0], idx
@@ -203,8 +212,9 @@ def check_loss_outputs(GPT, vocab, width, layers, batch, length, seed):  # noqa:
     gen = torch.Generator().manual_seed(seed)
     idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)
     out = attempt(f"{what}(idx, targets)", model, idx, targets,
-                  hint="the loss is F.cross_entropy over all B * T positions, which wants the classes on axis 1: "
-                       "flatten the logits to (B * T, vocab) and the targets to (B * T,)")
+                  hint={None: "the loss is F.cross_entropy over all B * T positions, which wants the classes on axis 1: "
+                              "flatten the logits to (B * T, vocab) and the targets to (B * T,)",
+                        "IndexError": EMBEDDING_INDEX_HINT})
     check_true(isinstance(out, (tuple, list)) and len(out) == 2, f"{what}(idx, targets) must return (logits, loss)")
     check_shape(f"the logits of {what}", out[0], (batch, length, vocab), hint="one row of vocab logits per position")
     check_shape(f"the loss of {what}", out[1], (), hint="the loss is one number: the mean over every position")

@@ -29,8 +29,8 @@ def softmax_normalises_rows(softmax) -> bool:
 # why softmax raises, nearly always: the row sums (or maxima) lose their axis, and (rows, keys) meets (rows,)
 SOFTMAX_HINT = ("divide each row by its own sum: keepdims=True on the maximum and on the sum keeps the reduced axis, "
                 "so that (rows, keys) meets (rows, 1) and broadcasts")
-ATTENTION_HINT = ("the scores Q K^T need K's last two axes swapped (np.swapaxes(K, -1, -2)), so that (Lq, d_k) meets "
-                  "(d_k, Lk); the output is weights @ V")
+ATTENTION_HINT = ("the scores are Q K^T, queries first: Q @ np.swapaxes(K, -1, -2) meets (Lq, d_k) with (d_k, Lk) and "
+                  "gives one row per query, (Lq, Lk), where K Q^T would give (Lk, Lq); the output is weights @ V")
 SOFTMAX_FIRST = ("your softmax raises on scores of two rows (the tests of softmax say why), and attention calls it: "
                  "make the tests of softmax pass first")
 

@@ -103,7 +103,8 @@ TEXT = frozenset({"unicodedata.normalize", "unicodedata.combining", "unicodedata
 # assignment -> {exercise: what its text hands the student beyond BASE}
 EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "01_two_keys": {"softmax": frozenset(), "attention": frozenset()},
-    "02_scaling": {"mean_top_weight": SOFTMAX_TAUGHT, "score_statistics": frozenset({".standard_normal", ".normal"}),
+    "02_scaling": {"mean_top_weight": SOFTMAX_TAUGHT,
+                   "score_statistics": frozenset({".standard_normal", ".normal", ".random", ".uniform"}),  # its draws
                    "softmax_jacobian": frozenset()},
     "03_masks": {"causal_mask": frozenset(), "padding_mask": frozenset(), "masked_softmax": SOFTMAX_TAUGHT,
                  "masked_attention": SOFTMAX_TAUGHT, "to_mha_masks": frozenset(),

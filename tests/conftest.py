@@ -39,10 +39,11 @@ def scope_of(nodeid: str) -> str:
 # start first, so that no worker is left alone with a long one at the end. A chapter costs one
 # autograde per zoo entry (NOTEBOOK_SECONDS each, its slowest cells included); a file what its
 # graded students cost. Measured in a fresh clone's `make test` (2026-12-06, third session, --durations,
-# 51 min in all): a file missing here is taken for a few seconds and scheduled last, so a heavy one must be listed.
+# 51 min in all; 07 and 10 again on 2026-12-07, after their check-it cells became demos): a file missing here is
+# taken for a few seconds and scheduled last, so a heavy one must be listed.
 NOTEBOOK_SECONDS = {"01_two_keys": 3.3, "02_scaling": 4.5, "03_masks": 3.5, "04_encoder_block": 5.8,
-                    "05_positional_encoding": 3.2, "06_multihead_attention": 4.7, "07_seq2seq_beam_search": 13.8,
-                    "08_attention_cost": 6.7, "09_decoder": 12.9, "10_tiny_gpt": 7.8, "11_modern_decoder": 6.0}
+                    "05_positional_encoding": 3.2, "06_multihead_attention": 4.7, "07_seq2seq_beam_search": 10.6,
+                    "08_attention_cost": 6.7, "09_decoder": 12.9, "10_tiny_gpt": 6.3, "11_modern_decoder": 6.0}
 FILE_SECONDS = {"tests/test_oracle_attacks.py": 840, "tests/test_attacks_ordinary_use.py": 435,
                 "tests/test_class_batch.py": 110, "tests/test_sandbox.py": 95, "tests/test_attacks_references.py": 270,
                 "tests/test_exchange.py": 205, "tests/test_collect.py": 50, "tests/test_repair.py": 50,

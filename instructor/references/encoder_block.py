@@ -44,7 +44,7 @@ def block_mistakes(layer, x, pad, future, norm_first):
     """What the typical mistakes in the block's forward give, each computed by hand from the reference layer's parts
     (its FFN the block's own, when the layer was built with it): named cause -> output."""
     def block_like(pre, attn_res=True, ffn_res=True, swap=False, res_norm=False, branch_norm=False, one_norm=False,
-                   masks=(pad, future), other_input=False, ffn_reads_x=False):
+                   masks=(pad, future), other_input=False, ffn_reads_x=False, ffn_adds_x=False):
         n1, n2 = (layer.norm2, layer.norm1) if swap else (layer.norm1, layer.norm2)
         n2 = n1 if one_norm else n2
         ffn = layer._ff_block
@@ -57,9 +57,9 @@ def block_mistakes(layer, x, pad, future, norm_first):
             return x1 + n2(ffn(x1))
         if pre:
             h = (n1(x) if res_norm else x if attn_res else 0) + attn(x if other_input else n1(x))
-            return (n2(h) if res_norm else h if ffn_res else 0) + ffn(n2(x if ffn_reads_x else h))
+            return (n2(h) if res_norm else x if ffn_adds_x else h if ffn_res else 0) + ffn(n2(x if ffn_reads_x else h))
         h = n1((x if attn_res else 0) + attn(n1(x) if other_input else x))
-        return n2((h if ffn_res else 0) + ffn(x if ffn_reads_x else h))
+        return n2((x if ffn_adds_x else h if ffn_res else 0) + ffn(x if ffn_reads_x else h))
 
     unmasked = {}
     with torch.no_grad():
@@ -81,6 +81,9 @@ def block_mistakes(layer, x, pad, future, norm_first):
             ("the FFN reads norm2(x) of the block's input x instead of norm2(h), h = x + attention(norm1(x))"
              if norm_first else "the FFN reads the block's input x instead of h = norm1(x + attention(x))"):
                 block_like(norm_first, ffn_reads_x=True),
+            ("the FFN's residual adds the block's input x instead of h = x + attention(norm1(x)), the first "
+             "sublayer's result" if norm_first else "the FFN's residual adds the block's input x instead of "
+             "h = norm1(x + attention(x)), the first sublayer's result"): block_like(norm_first, ffn_adds_x=True),
             "each LayerNorm is applied to its sublayer's output, x + norm(sublayer(x)), instead of "
             + ("to the sublayer's input, x + sublayer(norm(x))" if norm_first else
                "to the sum, norm(x + sublayer(x))"): block_like(norm_first, branch_norm=True),

@@ -61,6 +61,8 @@ def _rms_mistakes(x, weight, eps):
         "the squares are averaged over the first axis instead of the last (the features)":
             x / (x.pow(2).mean(dim=0, keepdim=True) + eps).sqrt() * weight,
         "the root mean square is taken without eps": x / mean_sq.sqrt() * weight,
+        "each row is divided by its mean square, not its root mean square: the square root is missing":
+            x / (mean_sq + eps) * weight,
     }
     if x.dim() > 2:
         causes["the squares are averaged over the positions (axis -2) instead of the features (axis -1)"] = (
@@ -275,8 +277,10 @@ def reference_gqa(state, x, heads, kv_heads, cos, sin, rope, causal=True, scale=
                 for t in (x @ state["kv_proj.weight"].T).split(kv_heads * d_head, dim=-1))
         if swap_kv:
             k, v = v, k
-        if rotary:
-            q, k = rope(q, cos[:length], sin[:length]), rope(k, cos[:length], sin[:length])
+        if rotary in (True, "q"):
+            q = rope(q, cos[:length], sin[:length])
+        if rotary in (True, "k"):
+            k = rope(k, cos[:length], sin[:length])
         if repeat == "tile":  # the mistake: head h reads key/value head h % kv_heads
             group = heads // kv_heads
             k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
@@ -301,6 +305,10 @@ def _judge_gqa(what, out, x, state, heads, kv_heads, tables, rope):
                                                                     rotary=False),
         "k and v are taken from kv_proj's halves the other way round (keys first, then values)":
             reference_gqa(state, x, heads, kv_heads, cos, sin, rope, swap_kv=True),
+        "the keys are not rotated: apply_rope to k as well as to q": reference_gqa(state, x, heads, kv_heads, cos,
+                                                                                    sin, rope, rotary="q"),
+        "the queries are not rotated: apply_rope to q as well as to k": reference_gqa(state, x, heads, kv_heads, cos,
+                                                                                       sin, rope, rotary="k"),
     }
     check_close(what, out, reference_gqa(state, x, heads, kv_heads, cos, sin, rope), atol=1e-4,
                 likely_causes=causes, hint="q = q_proj(x), k and v the first and second half of kv_proj(x), heads "
@@ -344,9 +352,9 @@ def _scores(q, k, causal, scale=True):
     return s
 
 
-def _tiled_mistake(q, k, v, block, causal, rescale=True, mask_diagonal=True):
-    """The tiled algorithm with one thing missing (for naming a mistake): no rescaling, or no mask inside the
-    diagonal block."""
+def _tiled_mistake(q, k, v, block, causal, rescale=True, mask_diagonal=True, divide=True):
+    """The tiled algorithm with one thing missing (for naming a mistake): no rescaling, no mask inside the
+    diagonal block, or no division by the running sum at the end."""
     q, k, v = q.double(), k.double(), v.double()
     T, d = q.shape[-2], q.shape[-1]  # noqa: N806
     outs, lses = [], []
@@ -367,7 +375,7 @@ def _tiled_mistake(q, k, v, block, causal, rescale=True, mask_diagonal=True):
             p = torch.exp(s - new[..., None])
             alpha = torch.exp(m - new) if rescale else torch.ones_like(m)
             total, o, m = total * alpha + p.sum(-1), o * alpha[..., None] + p @ v[..., ks:ks + block, :], new
-        outs.append(o / total[..., None])
+        outs.append(o / total[..., None] if divide else o)
         lses.append(m + total.log())
     return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)
 
@@ -377,6 +385,8 @@ def _judge_tiled(what, out, lse, q, k, v, block, causal):
     no_rescale = _tiled_mistake(q, k, v, block, causal, rescale=False)
     causes = {
         "the running sum and output are not rescaled by exp(m_old - m_new) when the maximum grows": no_rescale[0],
+        "the output is the accumulated O, not divided by the running sum l at the end (out = O / l)":
+            _tiled_mistake(q, k, v, block, causal, divide=False)[0],
         "the scores are not divided by sqrt(d)": F.scaled_dot_product_attention(
             q.double(), k.double(), v.double(), is_causal=causal, scale=1.0),
     }

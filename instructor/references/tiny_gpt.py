@@ -234,6 +234,9 @@ def own_sublayers(what, block, width):
     probes = [torch.randn(1, 3, width, generator=gen) for _ in range(2)]
     for name, part in (("attention", attention), ("ffn", ffn)):
         first, second = (part(h) for h in probes)
+        check_true(bool(torch.isfinite(first).all() and torch.isfinite(second).all()),
+                   f"{what}.{name} gives NaN or infinite values, so no block built on it can be judged: make the test "
+                   f"of {'MultiHeadSelfAttention' if name == 'attention' else 'FeedForward'} pass first")
         check_true(not torch.allclose(first, second), f"{what}.{name} gives two different inputs the same answer, so "
                    f"no block built on it can be judged: make the test of "
                    f"{'MultiHeadSelfAttention' if name == 'attention' else 'FeedForward'} pass first")
@@ -253,6 +256,9 @@ def own_blocks(what, model, layers, width, dtype=torch.float32):
     probes = [torch.randn(1, 3, width, generator=gen).to(dtype) for _ in range(2)]
     for i in range(layers):
         first, second = (run(i)(h) for h in probes)
+        check_true(bool(torch.isfinite(first).all() and torch.isfinite(second).all()),
+                   f"{what}.blocks[{i}] gives NaN or infinite values, so no model built on it can be judged: make the "
+                   "tests of MultiHeadSelfAttention and Block pass first")
         check_true(not torch.allclose(first, second), f"{what}.blocks[{i}] gives two different inputs the same "
                    "answer, so no model built on it can be judged: make the test of Block pass first")
     return [run(i) for i in range(layers)]

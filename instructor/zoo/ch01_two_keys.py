@@ -25,7 +25,7 @@ VARIANTS = [
         "attention_keys_not_transposed",
         "the scores are Q @ K, without swapping K's last two axes",
         edits={"attention": (("scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)", "scores = Q @ K / np.sqrt(d_k)"),)},
-        expect={"test_attention_shapes": "need K's last two axes swapped (np.swapaxes(K, -1, -2))"},
+        expect={"test_attention_shapes": "queries first: Q @ np.swapaxes(K, -1, -2)"},
     ),
     Variant(
         "softmax_ignores_axis",
@@ -144,6 +144,28 @@ HAND_OUTPUT = np.array([[-0.218, 4.218]])
         "d_k is read as K.shape[-2], the number of keys, instead of the width of the queries and keys",
         edits={"attention": (("d_k = Q.shape[-1]", "d_k = K.shape[-2]"),)},
         expect={"test_attention_scaling": "divide the scores by sqrt(d_k), the width of Q and K"},
+    ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "attention_scores_K_Qt",
+        "the scores are K Q^T (keys as rows) instead of Q K^T, so the weights come out (Lk, Lq)",
+        edits={"attention": (("scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)",
+                              "scores = K @ np.swapaxes(Q, -1, -2) / np.sqrt(d_k)"),)},
+        expect={"test_attention_shapes": "where K Q^T would give (Lk, Lq)"},
+    ),
+    Variant(
+        "attention_scaled_by_value_width",
+        "d_k is read from V (V.shape[-1], the width of the values) instead of from Q or K",
+        edits={"attention": (("d_k = Q.shape[-1]", "d_k = V.shape[-1]"),)},
+        expect={"test_attention_scaling": "the width of Q and K",
+                "test_attention_matches_pytorch": "divided by sqrt(d_v), the width of V"},
+    ),
+    Variant(
+        "hand_values_as_columns",
+        "the hand output takes v1 and v2 as the columns of the value matrix instead of its rows",
+        edits={"hand_answers": (("HAND_WEIGHTS @ np.array([[3.0, 1.0], [-1.0, 5.0]])",
+                                 "HAND_WEIGHTS @ np.array([[3.0, -1.0], [1.0, 5.0]])"),)},
+        expect={"test_hand_answers": "v1 and v2 are the columns of your value matrix"},
     ),
 ]
 

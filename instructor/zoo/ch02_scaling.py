@@ -204,6 +204,37 @@ VARIANTS = [
         edits={"softmax_jacobian": (("np.eye(p.shape[-1])", "np.eye(p.shape[0])"),)},
         expect={"test_jacobian_batched": "np.eye(n), not p.shape[0]"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "top_weight_argmax",
+        "mean_top_weight averages each row's argmax (the index of its top key) instead of its max (the weight)",
+        edits={"mean_top_weight": (("return float(weights.max(axis=-1).mean())",
+                                    "return float(weights.argmax(axis=-1).mean())"),)},
+        expect={"test_top_weight_range": "not its argmax, which is the key's index"},
+    ),
+    Variant(
+        "statistics_variance_not_std",
+        "score_statistics reports the variance (.var()) of the raw and scaled scores instead of their standard deviation",
+        edits={"score_statistics": (('float(raw.std()), "scaled_std": float(scaled.std())',
+                                     'float(raw.var()), "scaled_std": float(scaled.var())'),)},
+        expect={"test_statistics_keys": "that is the variance of the raw scores"},
+    ),
+    Variant(
+        "statistics_uniform_draws",
+        "q and k are drawn with rng.random (uniform on [0, 1)) instead of rng.standard_normal",
+        edits={"score_statistics": (("q = rng.standard_normal((n_queries, 1, d_k))", "q = rng.random((n_queries, 1, d_k))"),
+                                    ("k = rng.standard_normal((n_queries, n_keys, d_k))",
+                                     "k = rng.random((n_queries, n_keys, d_k))"))},
+        expect={"test_statistics_keys": "rng.standard_normal: mean 0, variance 1",
+                "test_statistics_uses_rng": "with rng.standard_normal"},
+    ),
+    Variant(
+        "jacobian_outer_rows_twice",
+        "the outer product is p[..., None, :] * p[..., None, :], a row times a row: column j subtracts p_j^2 in every row",
+        edits={"softmax_jacobian": (("outer = p[..., :, None] * p[..., None, :]", "outer = p[..., None, :] * p[..., None, :]"),)},
+        expect={"test_jacobian_single": "column j subtracts p_j * p_j in every row",
+                "test_jacobian_saturation": "a column times a row"},
+    ),
 ]
 
 ALTERNATIVES = [

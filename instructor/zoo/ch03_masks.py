@@ -249,6 +249,20 @@ VARIANTS = [
                                 "return torch.ones(T, T, dtype=torch.bool).triu()"),)},
         expect={"test_causal_mask": "is the transpose of the rule"}, only=True,
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "masked_softmax_fills_plus_inf",
+        "masked_softmax fills the blocked scores with +inf instead of -inf (a sign slip)",
+        edits={"masked_softmax": (('scores.masked_fill(blocked, float("-inf"))', 'scores.masked_fill(blocked, float("inf"))'),)},
+        expect={"test_masked_softmax_rows": "+inf (or NaN) gives exp = inf",
+                "test_masked_attention_sdpa": "your masked_softmax gives NaN"},
+    ),
+    Variant(
+        "attention_scaled_by_value_width",
+        "masked_attention divides the scores by sqrt(v.shape[-1]), the width of the values, instead of sqrt(d_k)",
+        edits={"masked_attention": (("math.sqrt(q.shape[-1])", "math.sqrt(v.shape[-1])"),)},
+        expect={"test_masked_attention_sdpa": "divided by sqrt(d_v), the width of v"},
+    ),
 ]
 
 
@@ -256,7 +270,8 @@ VARIANTS = [
 _RUNS_YOUR_SOFTMAX = ("masked_attention runs the student's masked_softmax (measured: its tests then fail too); a "
                       "PAD key that keeps weight moves the real tokens' outputs, so pad invariance cannot be judged "
                       "around a softmax that lets PAD in")
-CROSSES = {name: _RUNS_YOUR_SOFTMAX for name in ("mask_multiplies_scores", "mask_after_softmax", "mask_inverted")}
+CROSSES = {name: _RUNS_YOUR_SOFTMAX for name in ("mask_multiplies_scores", "mask_after_softmax", "mask_inverted",
+                                                 "masked_softmax_fills_plus_inf")}
 VARIANTS = crossing(VARIANTS, CROSSES)
 
 

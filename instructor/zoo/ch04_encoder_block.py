@@ -303,6 +303,27 @@ VARIANTS = [
                                   "nn.MultiheadAttention(width, width // heads, dropout=0.0"),)},
         expect={"test_block_shapes": "the second argument of nn.MultiheadAttention is the number of heads"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "post_norm_ffn_residual_from_block_input",
+        "post-norm: h = norm1(x + attended), then norm2(x + ffn(h)): the FFN's residual adds the block's input, not h",
+        edits={"encoder_block": (("            x = self.norm1(x + attended)\n            x = self.norm2(x + self.ffn(x))",
+                                  "            h = self.norm1(x + attended)\n            x = self.norm2(x + self.ffn(h))"),)},
+        expect={"test_block_post_norm": "the FFN's residual adds the block's input x"},
+    ),
+    Variant(
+        "loss_mean_over_tokens_axis",
+        "masked_token_loss averages the squared error over dim=1 (the tokens) instead of dim=-1 (the features)",
+        edits={"masked_token_loss": (("per_token = (encoded - target).square().mean(dim=-1)",
+                                      "per_token = (encoded - target).square().mean(dim=1)"),)},
+        expect={"test_masked_loss_ignores_pad": "the last axis (dim=-1)"},
+    ),
+    Variant(
+        "predict_layernorm_scale_only",
+        "the prediction counts each LayerNorm as D parameters (its scale only), forgetting its shift",
+        edits={"predict_block_parameters": (("+ 2 * (2 * 64)", "+ 2 * 64"),)},
+        expect={"test_predict_block_parameters": "a learned scale and a learned shift, 2D"},
+    ),
 ]
 
 ALTERNATIVES = [

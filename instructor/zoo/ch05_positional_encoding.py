@@ -313,6 +313,35 @@ VARIANTS = [
         edits={"LearnedPositions": (("return x + self.table(positions)", "x += self.table(positions)\n        return x"),)},
         expect={"test_learned_forward": "LearnedPositions changed the x it was given"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "equivariance_atol_as_rtol",
+        "is_permutation_equivariant passes atol positionally, torch.allclose(a, b, atol): the third argument is rtol",
+        edits={"is_permutation_equivariant": (("torch.allclose(output_of_permuted, permuted_output, atol=atol)",
+                                               "torch.allclose(output_of_permuted, permuted_output, atol)"),)},
+        expect={"test_equivariant_atol": "its third positional argument is rtol"},
+    ),
+    Variant(
+        "sincos_frequency_per_column",
+        "the cos column 2i + 1 turns at its own 10000^((2i + 1)/d) instead of sharing its sin's angle",
+        edits={"sinusoidal_encoding": (("table[:, 1::2] = torch.cos(angles)",
+                                        "table[:, 1::2] = torch.cos(positions * 10000.0 ** "
+                                        "(-torch.arange(1, d, 2, dtype=torch.float64) / d))"),)},
+        expect={"test_sinusoidal_matches_formula": "a pair's sin and cos share one angle"},
+    ),
+    Variant(
+        "learned_T_from_batch_axis",
+        "LearnedPositions reads T as x.shape[0], the batch size, instead of x.shape[-2]",
+        edits={"LearnedPositions": (("T = x.shape[-2]", "T = x.shape[0]"),)},
+        expect={"test_learned_forward": "x.shape[0] is the batch", "test_learned_raises": "not x.shape[0], the batch",
+                "test_learned_trains": "x.shape[0] is the batch"},
+    ),
+    Variant(
+        "scores_position_term_from_q_j",
+        "the position term uses the query at the key's position, q_j . r[j - i + T - 1], instead of q_i",
+        edits={"relative_scores": (('torch.einsum("id,ijd->ij", q, r_pairs)', 'torch.einsum("jd,ijd->ij", q, r_pairs)'),)},
+        expect={"test_relative_scores_random": "takes the query at the key's position"},
+    ),
 ]
 
 

@@ -265,6 +265,21 @@ VARIANTS = [
         edits={"mhsa": (("scores = q @ k.transpose(-2, -1)", "scores = k @ q.transpose(-2, -1)"),)},
         expect={"test_mhsa_matches_sdpa": "the scores are k q^T (rows are keys) instead of q k^T"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "split_heads_strided",
+        "split_heads views (B, T, d_head, H) and permutes: head h gets every H-th feature instead of a contiguous slice",
+        edits={"split_merge": (("return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)",
+                                "return x.view(B, T, D // n_heads, n_heads).permute(0, 3, 1, 2)"),)},
+        expect={"test_split_heads": "each head takes every H-th feature"},
+    ),
+    Variant(
+        "mask_float_buffer",
+        "the causal buffer is torch.tril(torch.ones(max_len, max_len)), float, so ~mask raises in forward",
+        edits={"mhsa": (("torch.tril(torch.ones(max_len, max_len, dtype=torch.bool))", "torch.tril(torch.ones(max_len, max_len))"),)},
+        expect={"test_mhsa_value_errors": "the tests of Part C above name the step that fails",
+                "test_mhsa_shapes": "works on a bool tensor only"},
+    ),
 ]
 
 ALTERNATIVES = [

@@ -210,6 +210,25 @@ VARIANTS = [
         expect={"test_forward_masks": "whose True (or -inf) entries nn.Transformer blocks"},
         crosses="the trained-model test (Part D) trains the student's forward, which sees the future",
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "lp_ratio_inverted",
+        "the length penalty is (6 / (5 + n)) ** alpha: the ratio upside down, below 1 for longer hypotheses",
+        edits={"length_penalty": (("return float(((5 + n) / 6) ** alpha)", "return float((6 / (5 + n)) ** alpha)"),)},
+        expect={"test_length_penalty": "the ratio is upside down"},
+    ),
+    Variant(
+        "greedy_one_step_short",
+        "greedy_decode loops range(max_len - 1), as if <BOS> were one of the max_len tokens",
+        edits={"greedy_decode": (("for _ in range(max_len):", "for _ in range(max_len - 1):"),)},
+        expect={"test_greedy_shape": "the loop runs max_len times", "test_greedy_feeds_back": "the loop runs max_len times"},
+    ),
+    Variant(
+        "beam_decode_drops_alpha",
+        "beam_decode calls beam_search without alpha=alpha, so the search always runs with alpha = 0",
+        edits={"beam_decode": (("beam_search(next_probs, width, alpha=alpha, max_len=", "beam_search(next_probs, width, max_len="),)},
+        expect={"test_beam_decode_model": "pass alpha on to beam_search"},
+    ),
 ]
 
 

@@ -204,6 +204,13 @@ VARIANTS = [
                                           "y = F.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)"),)},
         expect={"test_kv_cache_matches_full": "its scores scaled by 1/sqrt(d_head) as in the block"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "step_z_starts_at_ones",
+        "the first step starts the normaliser z at torch.ones_like(fk) instead of zeros",
+        edits={"causal_linear_attention_step": (("z = torch.zeros_like(fk)", "z = torch.ones_like(fk)"),)},
+        expect={"test_step_state": "z starts at ones", "test_step_matches_causal": "z starts at ones"},
+    ),
 ]
 
 ALTERNATIVES = [

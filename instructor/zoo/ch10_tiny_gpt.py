@@ -375,16 +375,40 @@ VARIANTS = [
                                 "start = 0 if caches is None else caches[0][0].shape[1]"),)},
         expect={"test_cached_step": "not K.shape[1]"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now naming itself (two still cross, below)
+    Variant(
+        "attention_mask_polarity",
+        "the attention fills the allowed pairs with -inf: masked_fill(self.mask[:T, :T], ...) without the ~",
+        edits={"attention": (('scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))',
+                              'scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))'),)},
+        expect={"test_attention_parts": "masked_fill fills where its mask is True",
+                "test_block_matches_pytorch": "attention gives NaN or infinite values"},
+    ),
+    Variant(
+        "positions_one_based",
+        "the model numbers positions from 1: position_embedding(torch.arange(1, T + 1))",
+        edits={"gpt": (("self.position_embedding(torch.arange(T))", "self.position_embedding(torch.arange(1, T + 1))"),)},
+        expect={"test_gpt_logits": "the positions of T characters are 0 to T - 1",
+                "test_gpt_loss": "the positions of T characters are 0 to T - 1"},
+    ),
 ]
 
 # one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does;
-# measured 2026-12-06: these 6 of the chapter's 75 variants, every other one loses its own part only)
+# measured 2026-12-07: these 8 of the chapter's 77 variants, every other one loses its own part only)
 _GENERATE_RUNS_YOUR_SAMPLER = (
     "generate draws with the student's own next_token_probs and sample_next, as the exercise asks, and its text "
     "cannot tell a knob generate drops from one the sampler ignores; judging generate around the student's sampler "
     "would mean calling it again, and a generate and a sampler that keep state between calls could then agree on any "
     "text (the same holds for the cached step, whose mistakes cost generate's test too, within Part G)")
+_BUILT_ON_A_NAN_ATTENTION = (
+    "the block's and the model's tests judge them around the student's own attention, refused when it gives NaN (the "
+    "message says so); judging them past it would need a reference attention inside the student's block, a stand-in "
+    "the grader does not build yet, and generate runs the student's model as the exercise asks")
+_GENERATE_RUNS_YOUR_MODEL = ("generate runs the student's own GPT, as the exercise asks: a model that cannot read "
+                             "position T - 1 fails there too")
 CROSSES = {
+    "attention_mask_polarity": _BUILT_ON_A_NAN_ATTENTION,
+    "positions_one_based": _GENERATE_RUNS_YOUR_MODEL,
     **{name: _GENERATE_RUNS_YOUR_SAMPLER for name in (
         "temperature_after_softmax", "nucleus_drops_crossing_token", "nucleus_drops_exact_p", "sample_global_rng",
         "sample_argmax", "nucleus_mask_sorted_order")},

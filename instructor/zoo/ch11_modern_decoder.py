@@ -338,6 +338,26 @@ VARIANTS = [
                          "rotated = torch.cat([x[..., half:], x[..., :half]], dim=-1)"),)},
         expect={"test_apply_rope": "rotate_half lost its minus sign"},
     ),
+    # issue 54, a third hunt (2026-12-07): mistakes not seen before, each now losing its own part with its message
+    Variant(
+        "rms_forgets_sqrt",
+        "rms_norm divides by the mean square itself, forgetting the square root",
+        edits={"rms_norm": (("return x / torch.sqrt(mean_square + eps) * weight", "return x / (mean_square + eps) * weight"),)},
+        expect={"test_rms_norm": "the square root is missing"},
+    ),
+    Variant(
+        "gqa_rope_on_queries_only",
+        "the attention rotates the queries but not the keys",
+        edits={"gqa": (("q, k = apply_rope(q, self.cos[:T], self.sin[:T]), apply_rope(k, self.cos[:T], self.sin[:T])",
+                        "q = apply_rope(q, self.cos[:T], self.sin[:T])"),)},
+        expect={"test_gqa_matches_sdpa": "the keys are not rotated"},
+    ),
+    Variant(
+        "tiled_output_not_divided",
+        "tiled_attention returns the accumulated output O without dividing it by the running sum l at the end",
+        edits={"tiled_attention": (("outs.append(o / total[..., None])", "outs.append(o)"),)},
+        expect={"test_tiled_matches_sdpa": "not divided by the running sum l"},
+    ),
 ]
 
 ALTERNATIVES = [

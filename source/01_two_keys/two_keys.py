@@ -422,6 +422,8 @@ for trial in range(6):
                     "the scores are divided by d_k instead of sqrt(d_k)": torch.softmax(raw / d_k, -1).numpy(),
                     "softmax runs over the query axis instead of the key axis":
                         torch.softmax(raw / d_k ** 0.5, -2).numpy(),
+                    "the scores are divided by sqrt(d_v), the width of V, instead of sqrt(d_k), the width of Q and K":
+                        torch.softmax(raw / d_v ** 0.5, -1).numpy(),
                 })
     check_close(f"attention output for batch {batch}, Lq={lq}, d_v={d_v}", output,
                 (true_weights @ v).numpy(), atol=1e-6,
@@ -495,10 +497,10 @@ check_shape("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), (1, 2), hint="one query, t
 check_shape("HAND_OUTPUT", np.asarray(HAND_OUTPUT), (1, 2), hint="one query, values of width 2: shape (1, 2)")
 check_rows_sum_to_one("HAND_WEIGHTS", np.asarray(HAND_WEIGHTS), atol=2e-3)
 ### BEGIN HIDDEN TESTS
-def two_key_answers(scores):
+def two_key_answers(scores, values=((3.0, 1.0), (-1.0, 5.0))):
     """Weights and output of the Part C example for raw scores [q.k1, q.k2] scaled as given."""
     weights = np.exp(scores) / np.exp(scores).sum()
-    return weights[None], (weights @ np.array([[3.0, 1.0], [-1.0, 5.0]]))[None]
+    return weights[None], (weights @ np.array(values))[None]
 
 
 weights_given = np.asarray(HAND_WEIGHTS, dtype=float)
@@ -510,7 +512,10 @@ right_weights, right_output = two_key_answers(np.array([2.0, 0.0]) / np.sqrt(2.0
 check_close("HAND_WEIGHTS", weights_given, right_weights, atol=1e-3,
             hint="score each key with q . k / sqrt(d_k), then softmax over the two keys")
 check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), right_output, atol=1e-3,
-            hint="output = a1 * v1 + a2 * v2 with v1 = [3, 1] and v2 = [-1, 5]")
+            hint="output = a1 * v1 + a2 * v2 with v1 = [3, 1] and v2 = [-1, 5]",
+            likely_causes={"v1 and v2 are the columns of your value matrix: each value vector is a row, so the output "
+                           "is [a1, a2] @ [[3, 1], [-1, 5]]": two_key_answers(np.array([2.0, 0.0]) / np.sqrt(2.0),
+                                                                               ((3.0, -1.0), (1.0, 5.0)))[1]})
 ### END HIDDEN TESTS
 
 # %% [markdown]

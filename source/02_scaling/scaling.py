@@ -160,7 +160,8 @@ check_type("mean_top_weight(scores)", value, float,
            hint="return one Python float, float(...) of the mean (a 0-d array or tensor is not one)")
 check_finite("mean_top_weight(scores)", value)
 check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g}, above 1, but a softmax weight is at "
-           "most 1: take the largest softmax weight of each row, not the largest raw score")
+           "most 1: take the largest softmax weight of each row (its max, not its argmax, which is the key's index), "
+           "not the largest raw score")
 check_true(value >= 1 / 8 - 1e-9, f"mean_top_weight is {float(value):.3g}, below 1/8, the value for uniform "
            "weights over 8 keys: is the softmax taken over the key axis (the last one)?")
 ### BEGIN HIDDEN TESTS
@@ -169,7 +170,8 @@ for trial in range(4):
     value = mean_top_weight(rng.normal(scale=4.0, size=(n_rows, n_keys)))
     check_true(np.ndim(value) == 0, "mean_top_weight must return one number")
     check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g} for {n_keys} keys, above 1: take the "
-               "largest softmax weight of each row, not the largest raw score")
+               "largest softmax weight of each row (its max, not its argmax, which is the key's index), not the "
+               "largest raw score")
     check_true(value >= 1 / n_keys - 1e-9, f"mean_top_weight is {float(value):.3g} for {n_keys} keys, below "
                f"1/{n_keys}: is the softmax taken over the key axis (the last one)?")
     equal = mean_top_weight(np.full((3, n_keys), float(rng.normal())))
@@ -337,8 +339,11 @@ for key in sorted(wanted):
     if top_is_float or not key.endswith("_top"):
         check_type(f"stats[{key!r}]", stats[key], float, hint="each statistic is one Python float, float(...)")
     check_finite(f"stats[{key!r}]", stats[key])
+check_true(not 13.6 < stats["raw_std"] < 18.4, f"raw_std is {stats['raw_std']:.3g} for d_k = 16, about d_k itself: "
+           "that is the variance of the raw scores; report their standard deviation (np.std)")
 check_true(3.4 < stats["raw_std"] < 4.6, f"raw_std is {stats['raw_std']:.3g} for d_k = 16, expected about "
-           "sqrt(16) = 4: the raw scores are the dot products of q and k, one per (query, key) pair")
+           "sqrt(16) = 4: the raw scores are the dot products of q and k, one per (query, key) pair, with q and k "
+           "drawn from the standard normal (rng.standard_normal: mean 0, variance 1)")
 check_true(stats["scaled_std"] < 1.15, f"scaled_std is {stats['scaled_std']:.3g} for d_k = 16, expected about 1: "
            "divide the raw scores by sqrt(d_k)")
 check_true(stats["scaled_std"] > 0.85, f"scaled_std is {stats['scaled_std']:.3g} for d_k = 16, expected about 1: "
@@ -350,8 +355,12 @@ rng = np.random.default_rng(22)
 for trial in range(3):
     d_k, n_queries, n_keys = int(rng.integers(2, 400)), int(rng.integers(300, 600)), int(rng.integers(4, 12))
     stats = score_statistics(d_k, np.random.default_rng(int(rng.integers(10**6))), n_queries=n_queries, n_keys=n_keys)
+    check_true(d_k < 4 or not 0.85 < stats["raw_std"] / d_k < 1.15, f"raw_std is {stats['raw_std']:.3g} for "
+               f"d_k = {d_k}, about d_k itself: that is the variance of the raw scores; report their standard "
+               "deviation (np.std)")
     check_true(0.85 < stats["raw_std"] / np.sqrt(d_k) < 1.15, f"raw_std is {stats['raw_std']:.3g} for "
-               f"d_k = {d_k}, expected about sqrt(d_k): the raw scores are the plain dot products q . k")
+               f"d_k = {d_k}, expected about sqrt(d_k): the raw scores are the plain dot products q . k, q and k "
+               "drawn with rng.standard_normal")
     check_true(0.85 < stats["scaled_std"] < 1.15, f"scaled_std is {stats['scaled_std']:.3g} for d_k = {d_k}, "
                "expected about 1: divide the raw scores by sqrt(d_k), and by nothing else")
 ### END HIDDEN TESTS
@@ -461,7 +470,7 @@ for trial in range(3):
     check_true(mine.bit_generator.state == reference.bit_generator.state,
                f"after score_statistics(d_k={d_k}, rng, n_queries={n_q}, n_keys={n_k}) the generator is not where "
                "drawing q (n_queries, 1, d_k) and then k (n_queries, n_keys, d_k) leaves it: "
-               "draw exactly those two arrays from `rng`, nothing more")
+               "draw exactly those two arrays from `rng` with rng.standard_normal, nothing more")
 # _reference_statistics is defined in the hidden part of test_statistics_table; each run against the grader's draws
 continued = np.random.default_rng(9)  # default_rng(a generator) returns it: the second reference continues the first
 runs = {"a generator seeded 7": first, "another generator seeded 7": again, "a generator seeded 8": other,
@@ -581,7 +590,9 @@ for trial in range(5):
                                "p^T p, a single number, is subtracted instead of the outer product p p^T":
                                    np.diag(p) - p @ p,
                                "row i subtracts p_i * p_i in every column (p[..., :, None] twice) instead of "
-                               "p_i * p_j": np.diag(p) - (p * p)[:, None]},
+                               "p_i * p_j": np.diag(p) - (p * p)[:, None],
+                               "column j subtracts p_j * p_j in every row (p[..., None, :] twice) instead of "
+                               "p_i * p_j: the outer product is a column times a row": np.diag(p) - (p * p)[None, :]},
                 hint="J = diag(p) - p p^T: entry (i, j) is p_i * (delta_ij - p_j)")
 ### END HIDDEN TESTS
 
@@ -604,7 +615,8 @@ for batch in [(int(rng.integers(1, 6)),), (int(rng.integers(1, 4)), int(rng.inte
 p = np.array([0.1, 0.6, 0.3])
 J = softmax_jacobian(p)
 check_shape("softmax_jacobian([0.1, 0.6, 0.3])", J, (3, 3))
-check_true(np.allclose(J, J.T), "softmax_jacobian(p) is not symmetric: entry (i, j) is p_i * (delta_ij - p_j)")
+check_true(np.allclose(J, J.T), "softmax_jacobian(p) is not symmetric: entry (i, j) is p_i * (delta_ij - p_j), and "
+           "the outer product p p^T is a column times a row, p[..., :, None] * p[..., None, :]")
 row_sums = J.sum(axis=-1)
 check_true(np.allclose(row_sums, 0.0), f"rows of softmax_jacobian([0.1, 0.6, 0.3]) sum to {np.round(row_sums, 3)}, "
            "expected 0 (the weights always sum to 1, so their changes cancel): J = diag(p) minus the (n, n) "

@@ -369,6 +369,8 @@ check_true(torch.equal(scores_after, scores_before), "masked_softmax changed the
 leaked = float(weights[~allowed].abs().max())
 check_true(leaked == 0, f"blocked keys get weights up to {leaked:.3g}; they must be exactly 0: set their scores to "
                         f"-inf before softmax (True = may attend)")
+check_finite("masked_softmax rows", weights, hint="a blocked score must become -inf, whose exp is 0: +inf (or NaN) "
+             "gives exp = inf, and inf / inf is NaN")
 check_rows_sum_to_one("masked_softmax rows", weights,
                       hint="the allowed weights must renormalise: mask the scores before softmax, "
                            "not the weights after")
@@ -517,6 +519,9 @@ for trial in range(6):
     name = f"masked_attention with B={B}, H={H}, T_q={Tq}, T_k={Tk}, d_k={d}, mask {tuple(allowed.shape)}"
     check_shape(f"weights of {name}", weights, (B, H, Tq, Tk))
     check_shape(f"output of {name}", output, (B, H, Tq, dv), hint="the output mixes values: its last axis is d_v")
+    check_finite(f"weights of {name}", weights, hint="every row keeps key 0, so no weight should be NaN: either "
+                 "your masked_softmax gives NaN (Part B's tests say whether it does: fix it first) or a row of scores "
+                 "is blocked entirely here (is the mask inverted?)")
     raw = q @ k.transpose(-2, -1)
     true_weights = F.scaled_dot_product_attention(q, k, torch.eye(Tk).expand(B, H, Tk, Tk), attn_mask=allowed)
     check_close(f"weights of {name}", weights, true_weights, atol=1e-5, likely_causes={
@@ -524,6 +529,8 @@ for trial in range(6):
         "the scores are divided by d_k instead of sqrt(d_k)": torch.where(allowed, raw / d, -math.inf).softmax(-1),
         "the scores are divided by the square root of the number of keys T_k (k.shape[-2]) instead of sqrt(d_k)":
             torch.where(allowed, raw / math.sqrt(Tk), -math.inf).softmax(-1),
+        "the scores are divided by sqrt(d_v), the width of v, instead of sqrt(d_k), the width of q and k":
+            torch.where(allowed, raw / math.sqrt(dv), -math.inf).softmax(-1),
         "the mask is applied after softmax without renormalising": (raw / math.sqrt(d)).softmax(-1) * allowed,
         "forbidden scores are multiplied by 0 instead of set to -inf": (raw / math.sqrt(d) * allowed).softmax(-1),
         "the second output is the scores q k^T / sqrt(d_k), before masked_softmax: return the weights":

@@ -262,6 +262,7 @@ prediction = check_prediction("PREDICTED_BLOCK_PARAMETERS", PREDICTED_BLOCK_PARA
     (45824, "that counts the attention as 3D^2 + 3D: the output projection W_O adds D^2 + D (Part B)"),
     (49408, "that leaves out the biases of the attention and of the FFN's two Linear layers"),
     (16640, "that is the attention alone; the block also holds the FFN's two Linear layers and two LayerNorms"),
+    (49856, "that counts each LayerNorm as D parameters: it has a learned scale and a learned shift, 2D"),
 ),
                               hint="add the attention's 4D^2 + 4D (Part B), the FFN's two Linear layers with their biases "
                       "(Part A) and two LayerNorms")
@@ -713,6 +714,8 @@ check_true(torch.equal(encoded_after, encoded) and torch.equal(target_after, tar
            "the encoded or target tensor it was given (sub_ or -= work in place): compute encoded - target, a new "
            "tensor, so that the block's output stays as it was and keeps its gradient")
 ### BEGIN HIDDEN TESTS
+LOSS_AXIS_HINT = ("average the squared error over the features of each token, the last axis (dim=-1), which leaves "
+                  "one number per token, (B, T), to weigh with valid; dim=1 would average over the tokens")
 gen = torch.Generator().manual_seed(20)
 for trial in range(5):
     batch, length, width = (int(n) for n in torch.randint(1, 6, (3,), generator=gen))
@@ -720,10 +723,13 @@ for trial in range(5):
     valid = torch.rand(batch, length, generator=gen) < 0.6
     valid[0, 0] = True
     sq = (encoded - target).square()
-    check_close(f"masked_token_loss for shape {(batch, length, width)}", masked_token_loss(encoded, target, valid),
+    mine = attempt(f"masked_token_loss for shape {(batch, length, width)}", masked_token_loss, encoded, target, valid,
+                   hint=LOSS_AXIS_HINT)
+    check_close(f"masked_token_loss for shape {(batch, length, width)}", mine,
                 torch.nn.functional.mse_loss(encoded[valid], target[valid]), atol=1e-6, likely_causes={
                     "PAD positions are averaged in too": sq.mean(),
-                    "the squared errors are summed over the features instead of averaged": (
+                    "the squared errors are summed over the features instead of averaged (or, with one token, "
+                    "averaged over dim=1, the tokens, instead of dim=-1, the features)": (
                         sq.sum(-1) * valid).sum() / valid.sum(),
                     "the sum over real tokens is divided by all B * T positions, PAD included": (
                         sq.mean(-1) * valid).sum() / valid.numel(),

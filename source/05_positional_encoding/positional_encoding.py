@@ -243,6 +243,12 @@ for scale, atol in ((1e-3, 1e-1), (1e-5, 1e-3)):
                "pass the `atol` argument on to the comparison")
     check_true(not equivariance_verdict(is_permutation_equivariant, fresh(scaled_block), x, perm, atol=scale / 100),
                f"with atol={scale / 100:g}, outputs that differ by {scale:g} must count as different")
+    # outputs near 0: an absolute tolerance there is not a relative one
+    check_true(equivariance_verdict(is_permutation_equivariant, fresh(scaled_block), torch.zeros_like(x), perm,
+                                    atol=atol),
+               f"with atol={atol:g}, outputs near 0 that differ by {2 * scale:g} must count as equal: give the "
+               "comparison atol by keyword (torch.allclose(a, b, atol=atol)); its third positional argument is rtol, "
+               "a tolerance relative to the values")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -420,13 +426,15 @@ for n in (1, 50):
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_matches_formula", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """sinusoidal_encoding matches the sin/cos formula on random sizes."""
 ### BEGIN HIDDEN TESTS
-def hidden_sincos(n, d, start=0, exponent_scale=2.0, halves=False, swap=False, multiply=False):
+def hidden_sincos(n, d, start=0, exponent_scale=2.0, halves=False, swap=False, multiply=False, per_column=False):
     pairs = np.arange(d // 2)
     period = 10000.0 ** (exponent_scale * pairs / d)
     p = np.arange(start, start + n)[:, None]
     angles = p * period if multiply else p / period  # (n, d/2)
     z = np.exp(1j * angles)
     first, second = (z.real, z.imag) if swap else (z.imag, z.real)
+    if per_column:  # the cos column 2i + 1 turns at its own 10000^((2i + 1)/d)
+        second = np.cos(p / 10000.0 ** ((2 * pairs + 1) / d))
     if halves:
         return np.concatenate([first, second], axis=1)
     out = np.empty((n, d))
@@ -448,6 +456,8 @@ for trial in range(6):
                         hidden_sincos(n, d, halves=True),
                     "positions start at 1 instead of 0": hidden_sincos(n, d, start=1),
                     "p is multiplied by 10000^(2i/d) instead of divided": hidden_sincos(n, d, multiply=True),
+                    "the cos column 2i + 1 turns at its own 10000^((2i + 1)/d): a pair's sin and cos share one "
+                    "angle, p / 10000^(2i/d)": hidden_sincos(n, d, per_column=True),
                 })
 ### END HIDDEN TESTS
 check_shape("sinusoidal_encoding(8, 6)", sinusoidal_encoding(8, 6), (8, 6))
@@ -521,7 +531,8 @@ from nboracle import call_keeping_arguments  # the tests' tool: the result, and 
 table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
 out, (x_after,) = attempt("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", call_keeping_arguments, positions,
-                          x.clone(), hint="add row t of the table to slot t: x + self.table(positions)")
+                          x.clone(), hint="add row t of the table to slot t: x + self.table(positions), positions 0 to "
+                                          "T - 1 where T = x.shape[-2] is the number of tokens (x.shape[0] is the batch)")
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
 check_true(torch.equal(x_after, x), "LearnedPositions changed the x it was given (x += ... ?): return x + the "
            "table's rows, a new tensor, so that the caller's x stays as it was")
@@ -547,8 +558,9 @@ for trial in range(4):
 for max_len, T in ((512, 600), (8, 9)):
     error = error_raised(lambda: LearnedPositions(max_len, 4)(torch.zeros(1, T, 4)))
     check_true(error is not None, f"LearnedPositions({max_len}, 4) accepted {T} tokens without an error: "
-               f"a table of {max_len} rows has no row for position {max_len}; check T against max_len "
-               "and raise a ValueError instead of clamping or wrapping the positions")
+               f"a table of {max_len} rows has no row for position {max_len}; check T, the number of tokens "
+               "(x.shape[-2], not x.shape[0], the batch), against max_len and raise a ValueError instead of "
+               "clamping or wrapping the positions")
     check_true(isinstance(error, ValueError), f"LearnedPositions({max_len}, 4) on {T} tokens raised "
                f"{type(error).__name__}, expected a ValueError: compare T with max_len yourself before "
                "indexing the table")
@@ -573,7 +585,8 @@ n_trainable = sum(p.numel() for p in positions.parameters() if p.requires_grad)
 check_true(n_trainable == 30, f"LearnedPositions(10, 3) has {n_trainable} trainable numbers, expected "
            "10 * 3 = 30: the table must be a learned nn.Embedding, not a fixed tensor or buffer")
 x = torch.randn(2, 4, 3)
-out = positions(x)
+out = attempt("LearnedPositions(10, 3) applied to x of shape (2, 4, 3)", positions, x,
+              hint="positions 0 to T - 1 where T = x.shape[-2] is the number of tokens (x.shape[0] is the batch)")
 no_gradient = ("rows 0 to 3 of the table received no gradient from a sequence of 4 tokens: "
                "add the table's rows to x inside the graph (no .detach(), no .data)")
 check_true(out.requires_grad, no_gradient)
@@ -805,18 +818,21 @@ for trial in range(5):
     T, d_k = int(sizes.integers(1, 9)), int(sizes.integers(1, 12))
     q, k = (torch.randn(T, d_k, generator=generator, dtype=torch.float64) for _ in range(2))
     r = torch.randn(2 * T - 1, d_k, generator=generator, dtype=torch.float64)
-    reference, only_content_scaled, flipped, by_keys = (torch.zeros(T, T, dtype=torch.float64) for _ in range(4))
+    reference, only_content_scaled, flipped, by_keys, by_query_j = (torch.zeros(T, T, dtype=torch.float64) for _ in range(5))
     for i in range(T):
         for j in range(T):
             reference[i, j] = q[i] @ (k[j] + r[j - i + T - 1]) / d_k ** 0.5
             only_content_scaled[i, j] = q[i] @ k[j] / d_k ** 0.5 + q[i] @ r[j - i + T - 1]
             flipped[i, j] = q[i] @ (k[j] + r[i - j + T - 1]) / d_k ** 0.5
             by_keys[i, j] = (q[i] @ k[j] + k[j] @ r[j - i + T - 1]) / d_k ** 0.5
+            by_query_j[i, j] = (q[i] @ k[j] + q[j] @ r[j - i + T - 1]) / d_k ** 0.5
     check_close(f"relative_scores for T = {T}, d_k = {d_k}", scores_of(relative_scores, relative_offsets, q, k, r), reference, atol=1e-5,
                 likely_causes={"the offsets are taken as i - j instead of j - i": flipped,
                                "only the content term q . k is divided by sqrt(d_k)": only_content_scaled,
                                "the scores are not divided by sqrt(d_k)": reference * d_k ** 0.5,
-                               "the position term multiplies r by the key k_j instead of the query q_i: it is q_i . r[j - i + T - 1]": by_keys},
+                               "the position term multiplies r by the key k_j instead of the query q_i: it is q_i . r[j - i + T - 1]": by_keys,
+                               "the position term takes the query at the key's position, q_j, instead of q_i: it is "
+                               "q_i . r[j - i + T - 1]": by_query_j},
                 hint="s_ij = q_i . (k_j + r[j - i + T - 1]) / sqrt(d_k)")
 ### END HIDDEN TESTS
 

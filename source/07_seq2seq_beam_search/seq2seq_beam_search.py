@@ -216,13 +216,17 @@ check_true(abs(length_penalty(1, 0.6) - (5 + 1 / 6) ** 0.6) > 1e-9, "length_pena
            "the division binds before the sum, so put 5 + n in brackets, ((5 + n) / 6) ** alpha")
 check_true(abs(length_penalty(1, 0.6) - 1.0) < 1e-12, "length_penalty(1, alpha) must be 1: (5 + 1) / 6 = 1")
 check_close("length_penalty(3, 0.6)", length_penalty(3, 0.6), 1.188, atol=1e-3,
-            hint="((5 + n) / 6) raised to the power alpha")
+            hint="((5 + n) / 6) raised to the power alpha",
+            likely_causes={"the ratio is upside down, (6 / (5 + n)) ** alpha: the penalty must grow with n, "
+                           "((5 + n) / 6) ** alpha": (6 / 8) ** 0.6})
 ### BEGIN HIDDEN TESTS
 rng = np.random.default_rng(70)
 for trial in range(8):
     n, alpha = int(rng.integers(0, 40)), float(rng.uniform(0.0, 2.0))
     check_close(f"length_penalty({n}, {alpha:.3f})", length_penalty(n, alpha), ((5 + n) / 6) ** alpha,
-                atol=1e-9, rtol=1e-9, hint="((5 + n) / 6) raised to the power alpha")
+                atol=1e-9, rtol=1e-9, hint="((5 + n) / 6) raised to the power alpha",
+                likely_causes={"the ratio is upside down, (6 / (5 + n)) ** alpha: the penalty must grow with n, "
+                               "((5 + n) / 6) ** alpha": (6 / (5 + n)) ** alpha})
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1039,25 +1043,26 @@ class _TinySeq2Seq(nn.Module):
         return self.out(self.core(emb(src), emb(dec_in), tgt_mask=causal))
 
 ### END HIDDEN TESTS
+from course.seq2seq_checks import GREEDY_LENGTH_HINT  # the checks of this chapter: course/seq2seq_checks.py
+
 spy = fresh(SpyModel)  # fresh(): a new SpyModel of the tests' own
 pred = greedy_decode(spy, torch.tensor([[2, 5, 7], [9, 3, 4]]), 4)
-check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4),
-            hint="return the max_len generated tokens only, without the <BOS> column")
+check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4), hint=GREEDY_LENGTH_HINT)
 check_dtype("greedy_decode(...)", pred, torch.long, hint="token ids: keep the argmax indices as torch.long")
 ### BEGIN HIDDEN TESTS
 for b, max_len in [(1, 1), (3, 7), (5, 2)]:
     pred = greedy_decode(fresh(_TinySeq2Seq, b), torch.randint(2, VOCAB, (b, 4)), max_len)
-    check_shape(f"greedy_decode for {b} rows and max_len={max_len}", pred, (b, max_len),
-                hint="return the max_len generated tokens only, without the <BOS> column")
+    check_shape(f"greedy_decode for {b} rows and max_len={max_len}", pred, (b, max_len), hint=GREEDY_LENGTH_HINT)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_greedy_feeds_back", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """greedy_decode starts from <BOS> and feeds back its own argmax choices, on a spy model and small random models."""
+from course.seq2seq_checks import GREEDY_LENGTH_HINT  # the checks of this chapter: course/seq2seq_checks.py
+
 spy = fresh(SpyModel)
 src = torch.tensor([[2, 5, 7], [9, 3, 4]])
 pred = greedy_decode(spy, src, 4)
-check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4),
-            hint="return the max_len generated tokens only, without the <BOS> column")
+check_shape("greedy_decode(spy, src of 2 rows, max_len=4)", pred, (2, 4), hint=GREEDY_LENGTH_HINT)
 fed_back = torch.full((2, 1), BOS)  # what a loop feeding back its own choices gives the model at each step
 for step in range(4):
     with torch.no_grad():
@@ -1098,6 +1103,7 @@ for seed in range(4):
 # first mistake. Do not conclude from this that exposure bias is not real.
 
 # %%
+# demo only: the trained model on 500 new sequences
 src, dec_in, dec_out = make_reversal_batch(500, generator=torch.Generator().manual_seed(1))
 with torch.no_grad():
     teacher_forced = exact_match(model(src, dec_in).argmax(-1), dec_out)
@@ -1198,6 +1204,7 @@ def cross_attention_weights(model, src, dec_in, layer=0):
 
 
 # %%
+# demo only: the cross-attention of the trained model
 src, dec_in, _ = make_reversal_batch(200, generator=torch.Generator().manual_seed(2))
 weights = cross_attention_weights(model, src, dec_in)  # (200, 7, 6)
 ax = plot_attention(weights[0], queries=show(dec_in[0]).split(), keys=show(src[0]).split(),
@@ -1244,6 +1251,7 @@ def beam_decode(model, src, width, alpha):
 # log-probability close to 0 (the model is sure), and width 1 gives exactly greedy decoding.
 
 # %%
+# demo only: beam search with the trained model
 src, _, dec_out = make_reversal_batch(20, generator=torch.Generator().manual_seed(3))
 beams = [beam_decode(model, row, 3, 0.6) for row in src]
 print("src:", show(src[0]), "   beam:", show(beams[0][0]), f"   ln p = {beams[0][1]:.4f}")
@@ -1340,7 +1348,9 @@ check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model 
 own_seven = attempt("length_penalty(7, 0.6)", length_penalty, 7, 0.6, hint="make the test of length_penalty pass first")
 if isinstance(own_seven, (int, float)) and abs(own_seven - LP_SEVEN_AT_0_6) < 1e-12:  # else test_length_penalty's
     check_close("score with alpha 0.6", score, log_prob / LP_SEVEN_AT_0_6, atol=1e-6,
-                hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted")
+                hint="beam_decode returns what beam_search returns: score = log_prob / lp(|y|), <EOS> counted",
+                likely_causes={"the score is log_prob itself, as with alpha = 0: pass alpha on to beam_search":
+                               log_prob})
 ### BEGIN HIDDEN TESTS
 from instructor.references.seq2seq_beam_search import own_lp  # the grader's side only
 

@@ -921,7 +921,8 @@ for trial in range(3):
                     "S sums k_j v_j^T without phi": k.transpose(-1, -2) @ v,
                 }, hint="S_t = S_{t-1} + phi(k_t) v_t^T, a (d, d_v) outer product per token")
     check_close(f"z after {T} tokens (batch {batch}, d={d})", state[1], fk.sum(-2), atol=1e-9,
-                hint="z_t = z_{t-1} + phi(k_t)")
+                hint="z_t = z_{t-1} + phi(k_t)",
+                likely_causes={"z starts at ones: with state None the running sums start at zeros": fk.sum(-2) + 1})
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_step_matches_causal", "locked": true, "points": 2, "schema_version": 3, "solution": false}
@@ -951,6 +952,8 @@ for trial in range(4):
                     "the output is read before the current token is added":
                         (w_before @ v) / w_before.sum(-1, keepdim=True),
                     "the normaliser z is missing": w @ v,
+                    "z starts at ones: with state None the running sums start at zeros":
+                        (w @ v) / (w.sum(-1, keepdim=True) + fq.sum(-1, keepdim=True)),
                 }, hint="add phi(k_t) v_t^T to S and phi(k_t) to z first, then read out_t = phi(q_t)^T S_t / "
                         "(phi(q_t) . z_t)")
 ### END HIDDEN TESTS

@@ -475,6 +475,7 @@ prediction = check_prediction("PREDICTED_INITIAL_LOSS", PREDICTED_INITIAL_LOSS, 
 # Check it: untrained models of your class, on one batch of the training text, from three seeds.
 
 # %%
+# demo only: untrained models on one batch
 inputs, targets = lm_batch(train_ids, 16, 128, torch.Generator().manual_seed(1))
 for seed in range(3):
     torch.manual_seed(seed)
@@ -554,6 +555,7 @@ def training_setup(vocab, width, seed, lr, decay):
 # the schedule.
 
 # %%
+# demo only: ten steps of a tiny model
 tiny_model, tiny_optimizer, tiny_schedule = training_setup(VOCAB, 16, seed=0, lr=0.05, decay=0.8)
 inputs, targets = lm_batch(train_ids, 8, 32, torch.Generator().manual_seed(0))
 for step in range(10):
