@@ -531,8 +531,8 @@ from nboracle import call_keeping_arguments  # the tests' tool: the result, and 
 table = choose_table(positions, 16, 4, torch.Generator().manual_seed(30))
 x = torch.randn(2, 5, 4)
 out, (x_after,) = attempt("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", call_keeping_arguments, positions,
-                          x.clone(), hint="add row t of the table to slot t: x + self.table(positions), positions 0 to "
-                                          "T - 1 where T = x.shape[-2] is the number of tokens (x.shape[0] is the batch)")
+                          x.clone(), hint="add row t of the table to slot t, t = 0 .. T - 1 with T = x.shape[-2], "
+                                          "the tokens (x.shape[0] is the batch)")
 check_shape("LearnedPositions(16, 4) applied to x of shape (2, 5, 4)", out, (2, 5, 4))
 check_true(torch.equal(x_after, x), "LearnedPositions changed the x it was given (x += ... ?): return x + the "
            "table's rows, a new tensor, so that the caller's x stays as it was")
@@ -585,8 +585,8 @@ n_trainable = sum(p.numel() for p in positions.parameters() if p.requires_grad)
 check_true(n_trainable == 30, f"LearnedPositions(10, 3) has {n_trainable} trainable numbers, expected "
            "10 * 3 = 30: the table must be a learned nn.Embedding, not a fixed tensor or buffer")
 x = torch.randn(2, 4, 3)
-out = attempt("LearnedPositions(10, 3) applied to x of shape (2, 4, 3)", positions, x,
-              hint="positions 0 to T - 1 where T = x.shape[-2] is the number of tokens (x.shape[0] is the batch)")
+out = attempt("LearnedPositions(10, 3) on x (2, 4, 3)", positions, x,
+              hint="T = x.shape[-2], the tokens (x.shape[0] is the batch)")
 no_gradient = ("rows 0 to 3 of the table received no gradient from a sequence of 4 tokens: "
                "add the table's rows to x inside the graph (no .detach(), no .data)")
 check_true(out.requires_grad, no_gradient)
