@@ -270,17 +270,18 @@ def check_clean_residual(EncoderBlock):  # noqa: N803 (the class under test)
                      "(is norm_first=True doing post-norm?)")
 
 
+LOSS_HINT = "average the squared error over the features of each token, the last axis (dim=-1), then over the real tokens"
+
+
 def check_ignores_pad(masked_token_loss, encoded, target, valid):
     """PAD positions (valid False) neither change the loss nor receive a gradient."""
     base = attempt("masked_token_loss(encoded, target, valid)", masked_token_loss, encoded, target, valid,
-                   hint="average the squared error over the features of each token, the last axis (dim=-1), then "
-                        "over the real tokens")
+                   hint=LOSS_HINT)
     check_true(isinstance(base, torch.Tensor) and base.dim() == 0, f"masked_token_loss returned "
                f"{type(base).__name__} {getattr(base, 'shape', '')}, expected a 0-d tensor (no .item(), no float())")
     noisy = encoded + 100.0 * (~valid)[..., None]  # change PAD positions only
     loss_noisy = attempt("masked_token_loss with the PAD positions changed", masked_token_loss, noisy, target, valid,
-                         hint="average the squared error over the features of each token, the last axis (dim=-1), "
-                              "then over the real tokens")
+                         hint=LOSS_HINT)
     changed = not torch.isclose(loss_noisy, base, atol=1e-5)  # message only: both are compared with mse_loss below
     check_true(not changed, "the loss changed when only PAD positions changed: average over the valid tokens only")
     expected = torch.nn.functional.mse_loss(encoded[valid], target[valid])  # PAD left out
