@@ -7,7 +7,9 @@ off and where, which rows do not sum to one, where a NaN appeared. None of them 
 ``likely_causes`` lets a test name a typical mistake: pass ``{"scores were not divided by
 sqrt(d_k)": array_you_would_get_then}``; if the student's output matches one of them the
 message says so. Tests build those arrays themselves (in hidden cells), so this module
-never contains a reference solution.
+never contains a reference solution. When none matches, ``check_close`` still names the kind of
+difference it sees (:func:`difference_pattern`: the right values transposed, reversed, shifted or
+reordered, one factor or one constant everywhere, or some rows only), for the mistakes no test listed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "check_type",
     "check_dtype",
     "check_true",
+    "difference_pattern",
     "error_raised",
     "matches",
 ]
@@ -184,7 +187,8 @@ def check_close(
 
     The message gives the shape, the largest absolute difference and its index and how many
     entries are off, never the expected values themselves. When ``actual`` matches one of
-    ``likely_causes`` that cause is named instead of the generic ``hint``.
+    ``likely_causes`` that cause is named instead of the generic ``hint``; else the pattern of the
+    difference, if it has one (:func:`difference_pattern`), comes before the hint.
     """
     check_shape(name, actual, np.shape(as_numpy(expected)), hint)
     a = as_numpy(actual).astype(np.float64)
@@ -202,7 +206,8 @@ def check_close(
     for cause, candidate in (likely_causes or {}).items():
         if matches(actual, candidate, atol=atol, rtol=rtol):
             _fail(message, f"it matches what you get when {cause}")
-    _fail(message, hint)
+    pattern = difference_pattern(a, e, atol, rtol)
+    _fail(f"{message}; {pattern}" if pattern else message, hint)
 
 
 def check_rows_sum_to_one(name: str, weights: Any, axis: int = -1, atol: float = 1e-5, hint: str | None = None) -> None:
@@ -279,3 +284,109 @@ def _raised(what: str, error: BaseException, hint: str | None = None) -> str:
     if line and type(line) is str:
         said += f" at {line}"
     return f"{said}: {hint.strip().rstrip('.')}" if hint else said
+
+
+# ---------------------------------------------------------------- the shape of a difference
+# When no likely cause of the test matches, check_close still says what kind of mistake the
+# difference looks like, from the student's output and the expected one only: the same values
+# transposed, reversed, shifted or reordered, scaled by one factor, moved by one constant, or
+# wrong at a few rows only. A sentence names a pattern and the places, never an expected value.
+
+_PATTERN_ENTRIES = 200_000  # past this many entries only the cheap patterns are looked for
+_LISTED = 3  # at most this many indices are named
+
+
+def _indices(found: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in found)
+
+
+def _same_values_elsewhere(a: np.ndarray, e: np.ndarray, atol: float, rtol: float) -> str | None:
+    """The right values, moved: axes swapped, reversed, shifted by one, or reordered within slices."""
+    for i in range(a.ndim):
+        for j in range(i + 1, a.ndim):
+            swapped = np.swapaxes(e, i, j) if a.shape[i] == a.shape[j] > 1 else None
+            if swapped is not None and not matches(e, swapped, atol, rtol) and matches(a, swapped, atol, rtol):
+                return (f"it holds the right values with axes {i} and {j} swapped (a transpose too many or too few, "
+                        "or a reshape or view where a transpose was needed?)")
+    for axis in range(a.ndim):
+        if a.shape[axis] < 2:
+            continue
+        if not matches(e, np.flip(e, axis), atol, rtol) and matches(a, np.flip(e, axis), atol, rtol):
+            return f"it holds the right values in reverse order along axis {axis}"
+        if a.shape[axis] >= 3:
+            later, earlier = [slice(None)] * a.ndim, [slice(None)] * a.ndim
+            later[axis], earlier[axis] = slice(1, None), slice(None, -1)
+            later, earlier = tuple(later), tuple(earlier)
+            if not matches(e[later], e[earlier], atol, rtol) and (
+                    matches(a[later], e[earlier], atol, rtol) or matches(a[earlier], e[later], atol, rtol)):
+                return (f"it holds the right values shifted by one position along axis {axis} (an off-by-one in an "
+                        "index, a slice or a range?)")
+    if a.size <= _PATTERN_ENTRIES:
+        for axis in range(a.ndim):
+            if a.shape[axis] >= 2 and matches(np.sort(a, axis=axis), np.sort(e, axis=axis), atol, rtol):
+                return (f"each slice along axis {axis} holds the right values in another order (a reshape or view "
+                        "that mixes two axes, or an index taken from the wrong axis?)")
+    return None
+
+
+def _one_change_everywhere(a: np.ndarray, e: np.ndarray, atol: float, rtol: float) -> str | None:
+    """The right values changed the same way everywhere: zero, the sign, one factor, one constant."""
+    if matches(a, np.zeros_like(a), atol, rtol):
+        return "every entry is zero (is the result computed, and returned?)"
+    if float(np.ptp(e)) <= atol + rtol * float(np.abs(e).max()):
+        return None  # the expected values are all alike: a factor and a constant cannot be told apart
+    if matches(a, -e, atol, rtol):
+        return "every entry has the sign opposite to the right one (a minus sign too many or too few?)"
+    factor = float((a * e).sum() / (e * e).sum())
+    if matches(a, factor * e, atol, rtol):
+        return (f"every entry is the right one times the same factor, {_fmt(factor)} (a scale missing, applied "
+                "twice or inverted?)")
+    offset = float((a - e).mean())
+    if matches(a, e + offset, atol, rtol):
+        return f"every entry is the right one plus the same amount, {_fmt(offset)} (a constant added or left out?)"
+    return None
+
+
+def _where_it_is_off(off: np.ndarray) -> str | None:
+    """The places of the entries that are off, when they are some rows or one side of the diagonal only."""
+    if off.ndim >= 2 and off.shape[-1] == off.shape[-2] >= 2:
+        rows, columns = np.indices(off.shape[-2:])
+        if not off[..., rows >= columns].any():
+            return ("the entries that are off all lie above the diagonal of the last two axes (a later column than "
+                    "row: the future of a causal mask?); the rest is right")
+        if not off[..., rows <= columns].any():
+            return "the entries that are off all lie below the diagonal of the last two axes; the rest is right"
+    best = None
+    for axis in range(off.ndim):
+        size = off.shape[axis]
+        if size < 2:
+            continue
+        hit = off.any(axis=tuple(k for k in range(off.ndim) if k != axis))
+        wrong = [int(i) for i in np.flatnonzero(hit)]
+        if 0 < len(wrong) < size and (best is None or len(wrong) / size < best[0]):
+            best = (len(wrong) / size, axis, wrong, [int(i) for i in np.flatnonzero(~hit)], size)
+    if best is None:
+        return None
+    _, axis, wrong, right, size = best
+    if len(wrong) == 1:
+        return f"the entries that are off all lie at index {wrong[0]} of axis {axis}; the rest is right"
+    if len(wrong) <= _LISTED:
+        return f"the entries that are off all lie at indices {_indices(wrong)} of axis {axis}; the rest is right"
+    if len(right) == 1:
+        return f"the entries at index {right[0]} of axis {axis} are right; every other index there has some off"
+    if len(right) <= _LISTED:
+        return f"the entries at indices {_indices(right)} of axis {axis} are right; every other index there has some off"
+    return f"the entries that are off lie at {len(wrong)} of the {size} indices of axis {axis}; the others are right"
+
+
+def difference_pattern(actual: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
+    """What kind of mistake ``actual`` (a wrong answer, same shape as ``expected``) looks like, in a
+    sentence that names no expected value; ``None`` when the difference has no simple pattern."""
+    a, e = as_numpy(actual).astype(np.float64), as_numpy(expected).astype(np.float64)
+    if a.shape != e.shape or a.size < 2 or not (np.isfinite(a).all() and np.isfinite(e).all()):
+        return None
+    try:
+        found = _one_change_everywhere(a, e, atol, rtol) or _same_values_elsewhere(a, e, atol, rtol)
+        return found or _where_it_is_off(np.abs(a - e) > atol + rtol * np.abs(e))
+    except (ValueError, FloatingPointError, ZeroDivisionError, MemoryError):
+        return None

@@ -187,8 +187,9 @@ class _Exhausted(Exception):
     """A message whose parse is cut short: it is shown in English."""
 
 
-JOINS = ("{message}: {hint}", "{said}: {hint}", "{said} at {line}")
-"""How the checks and the grader join a message's parts (course/checks.py ``_fail``, ``_raised``;
+JOINS = ("{message}: {hint}", "{message}; {pattern}", "{said}: {hint}", "{said} at {line}")
+"""How the checks and the grader join a message's parts (course/checks.py ``_fail``, ``_raised``, ``check_close``'s
+pattern of a difference;
 the oracle's line of the student's code): said the same in every language."""
 
 

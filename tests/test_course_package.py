@@ -68,6 +68,49 @@ def test_check_close_names_a_likely_cause():
     assert "it matches what you get when the scale is missing" in message
 
 
+def _moved(expected, change):
+    actual = expected.copy()
+    change(actual)
+    return actual
+
+
+_E = np.random.default_rng(7).normal(size=(2, 4, 4))
+_PATTERNS = [
+    (_E * 8 ** 0.5, "times the same factor, 2.83"),
+    (-_E, "the sign opposite to the right one"),
+    (_E + 0.25, "plus the same amount, 0.25"),
+    (np.zeros_like(_E), "every entry is zero"),
+    (np.swapaxes(_E, 1, 2), "with axes 1 and 2 swapped"),
+    (np.flip(_E, 1), "in reverse order along axis 1"),
+    (np.concatenate([_E[:, :1], _E[:, :-1]], axis=1), "shifted by one position along axis 1"),
+    (np.sort(_E, axis=2), "each slice along axis 2 holds the right values in another order"),
+    (_moved(_E, lambda a: a.__setitem__((Ellipsis, 0, 3), 9.0)), "lie above the diagonal of the last two axes"),
+    (_moved(_E, lambda a: a.__setitem__((1,), 0.5)), "lie at index 1 of axis 0; the rest is right"),
+    (_moved(_E, lambda a: a.__setitem__((slice(None), slice(2, None)), 0.5)), "lie at indices 2, 3 of axis 1"),
+]
+
+
+@pytest.mark.parametrize("actual, said", _PATTERNS, ids=[said.split(",")[0][:40] for _, said in _PATTERNS])
+def test_check_close_names_the_pattern_of_a_difference_no_likely_cause_covers(actual, said):
+    """A mistake nobody listed still gets a sentence about its kind (the same values moved, one factor, some
+    rows only), before the test's own hint, and never an expected value."""
+    message = fails_with(checks.check_close, "out", actual, _E, hint="compare with the formula")
+    assert said in message and message.endswith(": compare with the formula"), message
+    shown = {f"{v:.3g}" for v in _E.ravel()}
+    assert not shown & set(re.findall(r"-?\d+\.\d+", message.split("rtol=0.0001", 1)[1])), message
+
+
+def test_check_close_names_no_pattern_where_there_is_none():
+    """Noise, a likely cause that matches, and expected values that are all alike get no pattern sentence."""
+    noise = np.random.default_rng(8).normal(size=_E.shape)
+    assert fails_with(checks.check_close, "out", noise, _E).endswith("rtol=0.0001")
+    said = fails_with(checks.check_close, "out", -_E, _E, likely_causes={"the sign is flipped": -_E})
+    assert "it matches what you get when the sign is flipped" in said and "opposite" not in said
+    flat = np.full((3, 3), 0.5)
+    assert fails_with(checks.check_close, "w", flat * 2, flat).endswith("rtol=0.0001"), "factor or constant: unknown"
+    assert checks.difference_pattern(np.array([1.0]), np.array([2.0])) is None
+
+
 def test_check_close_accepts_torch_and_passes_close_values():
     torch = pytest.importorskip("torch")
     checks.check_close("x", torch.tensor([1.0, 2.0]), np.array([1.0, 2.0 + 1e-7]))
