@@ -12,6 +12,9 @@ import torch
 
 from .checks import attempt, check_shape, check_true
 
+STEP_HINT = ("S grows by the outer product phi(k_t) v_t^T, of shape (..., d, d_v): phi(k_t) as a column, "
+             "unsqueeze(-1), times v_t as a row, unsqueeze(-2); z grows by phi(k_t)")
+
 
 def growth(attention_cost, costs, key, before, after):
     """How many times `key` of attention_cost grows from the shape `before` to `after` (B, L, d, H); `costs`

@@ -15,6 +15,13 @@ import torch.nn.functional as F
 from .checks import check_close, check_shape, check_true, matches
 
 PAD_HINT = "a PAD key must get weight exactly 0 (score -inf before softmax), whatever its vector holds"
+TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+BLOCKED_ROW_HINT = ("a row with no allowed key gets zeros: take the rows to zero as a mask that keeps the key axis "
+                    "with size 1, allowed.any(dim=-1, keepdim=True), so that it broadcasts along the keys")
+# future_leak_check raising: a tuple used as a tensor (TypeError), else most often the wrong axis changed
+LEAK_CHECK_HINT = {"TypeError": TUPLE_HINT, "AttributeError": TUPLE_HINT,
+                   None: "x is (batch, T, features): change the last token of every sequence, x[:, -1] (x[-1] is the "
+                         "whole last sequence), and compare the outputs of the tokens before it, [:, :-1]"}
 
 
 def check_pad_invariance(masked_attention, q, k, v, rule, n_pad, generator, scale):

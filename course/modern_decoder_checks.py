@@ -419,6 +419,13 @@ def check_modern_gpt(ModernGPT, vocab, width, heads, kv_heads, layers, max_len, 
     check_true(not extra, f"{what} holds {extra[0] if extra else ''} besides what the text names: {hint}")
     check_true(f"blocks.{layers - 1}.norm1.weight" in held and f"blocks.{layers}.norm1.weight" not in held,
                f"{what} does not hold {layers} blocks blocks.0 .. blocks.{layers - 1}: {hint}")
+    if kv_heads != heads:  # kv_heads must reach the blocks: their key/value projections differ from kv_heads=heads
+        plain = _held(attempt(f"ModernGPT({vocab}, {width}, {heads}, {heads}, {layers}, {max_len})", ModernGPT, vocab,
+                              width, heads, heads, layers, max_len))
+        kv = {name: shape for name, (_, shape) in held.items() if name.startswith("blocks.") and "kv" in name}
+        check_true(not kv or any(plain.get(name, (None, None))[1] != shape for name, shape in kv.items()),
+                   f"{what} builds the same key/value projections as with kv_heads={heads}: pass kv_heads on to "
+                   "every ModernBlock")
     load_state(what, model, modern_gpt_state(vocab, width, seed))
     gen = torch.Generator().manual_seed(seed)
     idx, targets = torch.randint(vocab, (batch, length), generator=gen), torch.randint(vocab, (batch, length), generator=gen)

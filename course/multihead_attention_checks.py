@@ -104,6 +104,11 @@ def part_a_works(split_heads, merge_heads, B, T, D, H):
         return False
 
 
+BLOCK_FALLBACK_HINT = ("if the error is raised in split_heads, q, k and v do not reach it as (B, T, D) each: cut "
+                       "self.qkv(x) into three with .chunk(3, dim=-1) or .split(D, dim=-1) (split takes the size of "
+                       "each piece, not their number); else run the block on a small input above and read the traceback")
+
+
 def run_block(what, block, x, H, heads, **kwargs):
     """block(x, **kwargs); an error reads as one sentence naming its likeliest cause. `heads`: your (split_heads,
     merge_heads), which the block runs."""
@@ -121,7 +126,7 @@ def run_block(what, block, x, H, heads, **kwargs):
             "the (max_len, max_len) mask must be sliced to the (T, T) corner, mask[:T, :T], before it is applied"
             if max_len is not None and str(max_len) in words else
             MASK_NOT_BOOL if "invert" in words and "Boolean" in words else
-            "run the block on a small input above and read the traceback")
+            BLOCK_FALLBACK_HINT)
     return attempt(what, block, x, hint=hint, **kwargs)
 
 
@@ -240,7 +245,7 @@ def float64_run(MultiHeadSelfAttention, heads, B, T, H, d_head, seed):  # noqa: 
         hint = ("is something cast to float32 (.float(), dtype=torch.float32)?" if "Float" in str(error) or
                 "dtype" in str(error) else part_a_hint(*heads, B, T, H * d_head, H, str(error))
                 if not part_a_works(*heads, B, T, H * d_head, H) or "view size is not compatible" in str(error) else
-                "run the block on a small input above and read the traceback")
+                BLOCK_FALLBACK_HINT)
         out, weights = attempt("a float64 block on float64 input", block, x, return_weights=True, hint=hint)
     for name, value in (("block(x)", out), ("the weights", weights)):
         check_dtype(f"{name} for float64 x", value, torch.float64,

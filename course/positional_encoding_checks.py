@@ -13,6 +13,8 @@ from nboracle import draw_parameters, load_tensors
 
 from .checks import attempt
 
+ANGLES_HINT = ("the angles are a grid, one row per position and one column per frequency: the positions as a "
+               "column (n, 1) times the frequencies as a row (d/2,) broadcast to (n, d/2)")
 PERMUTATION_HINT = ("x is (batch, tokens, d) and perm reorders the tokens, axis 1: permute with x[:, perm] and "
                     "block(x)[:, perm], never x[perm], which reorders the sequences of the batch")
 

@@ -23,6 +23,8 @@ TOY_SCORES_WITHOUT_EOS = {(1, 0.0): -1.7719568419318752, (2, 0.0): -1.6755777149
 LP_SEVEN_AT_0_6 = 1.515716566510398
 
 
+FORWARD_HINT = ("self.transformer(embedded src, embedded dec_in, tgt_mask=...) with the causal mask of the decoder "
+                "length n = dec_in.size(1), passed by name: nn.Transformer's third positional argument is src_mask")
 GREEDY_LENGTH_HINT = ("return exactly the max_len generated tokens, without the <BOS> column: the loop runs max_len "
                       "times (<BOS> is given, not generated)")
 

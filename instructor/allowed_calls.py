@@ -132,7 +132,7 @@ EXTRA: dict[str, dict[str, frozenset[str]]] = {
     "10_tiny_gpt": {"lm_batch": frozenset(),
                     "MultiHeadSelfAttention": LAYERS | SOFTMAX_TAUGHT | {".qkv",
                                                                          "torch.nn.functional.scaled_dot_product_attention"},
-                    "FeedForward": LAYERS, "Block": LAYERS, "GPT": LAYERS,
+                    "FeedForward": LAYERS, "Block": LAYERS, "GPT": LAYERS | SOFTMAX_TAUGHT,
                     "train_step": frozenset({".zero_grad", ".backward", ".step", "torch.nn.utils.clip_grad_norm_",
                                              ".parameters", "torch.nn.utils.clip_grad.clip_grad_norm_"}),
                     "next_token_probs": SOFTMAX_TAUGHT, "sample_next": frozenset(),

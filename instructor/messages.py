@@ -53,7 +53,7 @@ HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")  # nbgrader's marker
 # The grader's own sentences a student reads: (file, the functions or constants whose strings count;
 # "raise": every raised message of the file).
 GRADER_SOURCES = {
-    "nbgrader-oracle/nboracle/grader/oracle.py": ("raise", "RAISED_AT"),
+    "nbgrader-oracle/nboracle/grader/oracle.py": ("raise", "RAISED_AT", "RAISED_ADVICE"),
     "nbgrader-oracle/nboracle/grader/memory.py": ("MESSAGE", "message", "_memory_failure"),
     "nbgrader-oracle/nboracle/grader/nbgrader_ext.py": ("DUE_TEXT", "DUE_WORDS", "SKIPPED_DEMO", "_cut"),
     "nbgrader-oracle/nboracle/classroom/selfcheck.py": ("explain", "score_lines", "self_check"),

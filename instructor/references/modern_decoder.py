@@ -42,6 +42,8 @@ from course.modern_decoder_checks import (
     gqa_state,
     modern_gpt_state,
     swiglu_state,
+    tiled_inputs,
+    tiled_pair,
 )
 from instructor.references.tiny_gpt import judge_pre_norm
 
@@ -411,6 +413,19 @@ def compare_tiled(tiled_attention, shape, block_size, causal, seed, dtype=torch.
     """check_tiled, then the output compared with F.scaled_dot_product_attention and lse with torch.logsumexp."""
     q, k, v, out, lse = check_tiled(tiled_attention, shape, block_size, causal, seed, dtype)
     what = f"tiled_attention(q {tuple(shape)}, k, v, block_size={block_size}, causal={causal})"
+    _judge_tiled(what, out, lse, q, k, v, block_size, causal)
+
+
+def compare_tiled_far_below(tiled_attention, shape, block_size, causal, seed):
+    """Every score of every row far below 0 (about -225 / sqrt(d), past float32's exp, which gives 0 below -104):
+    exp(score - m) underflows to 0 for every key unless the running maximum m follows the scores down from -inf.
+    The output and lse as in compare_tiled."""
+    q, k, v = tiled_inputs(shape, seed)
+    q[..., 0], k[..., 0] = 15.0, -15.0  # q_i . k_j = -225 + a small rest, for every pair
+    what, out, lse = tiled_pair(tiled_attention, q, k, v, block_size, causal)
+    check_true(bool(torch.isfinite(out).all() and torch.isfinite(lse).all()),
+               f"{what} gives NaN or infinite values when every score lies far below 0: start the running maximum "
+               "at -inf, not at 0 (from 0, exp(score - m) underflows to 0 for every key and l stays 0)")
     _judge_tiled(what, out, lse, q, k, v, block_size, causal)
 
 

@@ -127,7 +127,7 @@ def split_qkv(qkv, heads):
     return (t.view(batch, length, heads, triple // 3 // heads).transpose(1, 2) for t in qkv.split(triple // 3, dim=-1))
 
 
-def sdpa_attention(qkv, proj, x, heads, causal=True, scale=None, heads_split=True):
+def sdpa_attention(qkv, proj, x, heads, causal=True, scale=None, heads_split=True, merge_transposed=True):
     """F.scaled_dot_product_attention on the projections qkv (a Linear) of x, heads merged, then proj (None: no proj)."""
     batch, length, width = x.shape
     if heads_split:
@@ -135,7 +135,8 @@ def sdpa_attention(qkv, proj, x, heads, causal=True, scale=None, heads_split=Tru
     else:  # the mistake of viewing (B, T, D) as (B, H, T, d) without the transpose
         q, k, v = (t.reshape(batch, heads, length, width // heads) for t in qkv(x).split(width, dim=-1))
     y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)  # (B, H, T, d)
-    y = y.transpose(1, 2).reshape(batch, length, width) if heads_split else y.reshape(batch, length, width)
+    y = y.transpose(1, 2).reshape(batch, length, width) if heads_split and merge_transposed else \
+        y.reshape(batch, length, width)
     return y if proj is None else proj(y)
 
 
@@ -182,6 +183,8 @@ def _judge_attention(what, out, x, state, heads):
             "the output projection proj is not applied": sdpa_attention(qkv, None, x, heads),
             "q, k and v are viewed as (B, H, T, d) directly; view them as (B, T, H, d), then transpose(1, 2)":
                 sdpa_attention(qkv, proj, x, heads, heads_split=False),
+            "the heads are merged back with a reshape of (B, H, T, d) alone: transpose(1, 2) to (B, T, H, d) first":
+                sdpa_attention(qkv, proj, x, heads, merge_transposed=False),
         }
     check_close(what, out, expected, atol=1e-4, likely_causes=causes, hint=ATTENTION_HINT)
 
@@ -360,6 +363,9 @@ def compare_loss(GPT, vocab, width, layers, batch, length, seed):  # noqa: N803 
             "the loss scores each position against its input instead of its target":
                 -logits.log_softmax(-1).gather(-1, idx[..., None]).mean(),
             "the loss is in bits (log base 2): F.cross_entropy uses the natural log": -picked.mean() / math.log(2),
+            "F.cross_entropy is given the probabilities after a softmax: it takes the logits and applies its own "
+            "log-softmax, so the softmax is taken twice": -logits.softmax(-1).log_softmax(-1).gather(
+                -1, targets[..., None]).mean(),
         }
     check_close(f"the loss of {what}", loss, -picked.mean(), atol=1e-4, likely_causes=causes,
                 hint="F.cross_entropy(logits.reshape(B * T, vocab), targets.reshape(B * T)), the mean over all positions")

@@ -304,3 +304,14 @@ ALTERNATIVES = [
         edits={"quiz": (('Q1 = "c"', 'Q1 = " C "'), ('Q3 = "d"', 'Q3 = "D"'))},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'leak_check_changes_last_sequence',
+        'future_leak_check changes changed[-1], the last sequence of the batch, instead of changed[:, -1], the last token of every sequence',
+        edits={'future_leak_check': (('changed[:, -1] += 1.0 + 3.0 * noise', 'changed[-1] += 1.0 + 3.0 * noise'),)},
+        expect={'test_future_leak_causal': 'x[-1] is the whole last sequence'},
+    ),
+]

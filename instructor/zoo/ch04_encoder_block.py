@@ -360,3 +360,14 @@ ALTERNATIVES = [
         edits={"quiz_answers": (('"a", "c", "b", "c", "a", "b"', '" A", "C ", "b", "C", " a ", "B"'),)},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'loss_mean_of_sequence_means',
+        "masked_token_loss averages each sequence's loss over its own real tokens, then averages the sequences: a token of a short sequence weighs more than one of a long sequence",
+        edits={'masked_token_loss': (('return (per_token * valid).sum() / valid.sum()', 'return ((per_token * valid).sum(dim=-1) / valid.sum(dim=-1)).mean()'),)},
+        expect={'test_masked_loss_values': 'a token of a short sequence then weighs more'},
+    ),
+]

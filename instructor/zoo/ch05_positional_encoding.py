@@ -390,3 +390,20 @@ ALTERNATIVES = [
         edits={"quiz": (('Q1 = "b"', 'Q1 = " B "'), ('Q4 = "a"', 'Q4 = "A"'))},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'sincos_positions_as_a_row',
+        'the positions are made a row, arange(n)[None, :], instead of a column, so positions * frequencies does not build the (n, d/2) grid of angles (an error, or a wrong table when n == d/2)',
+        edits={'sinusoidal_encoding': (('torch.arange(n_positions, dtype=torch.float64)[:, None]', 'torch.arange(n_positions, dtype=torch.float64)[None, :]'),)},
+        expect={'test_sinusoidal_shape': 'the positions as a column (n, 1)'},
+    ),
+    Variant(
+        'relative_scaled_by_sqrt_2dk',
+        'relative_scores divides by sqrt(2 d_k), reasoning that two dot products are added, instead of sqrt(d_k) as in plain attention',
+        edits={'relative_scores': (('return (content + position) / d_k ** 0.5', 'return (content + position) / (2 * d_k) ** 0.5'),)},
+        expect={'test_relative_scores_random': 'times the same factor, 0.707'},
+    ),
+]

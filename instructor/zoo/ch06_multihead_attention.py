@@ -329,3 +329,14 @@ LIBRARY = [
         flagged="MultiHeadSelfAttention calls torch.nn.functional.scaled_dot_product_attention, which does this exercise's work",
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'fuse_transposes_each_weight',
+        "fuse_qkv transposes each weight before stacking (thinking of x @ W), which keeps the (3D, D) shape but puts W^T where nn.Linear's (out, in) weight W belongs",
+        edits={'fuse_qkv': (('torch.cat([w_q, w_k, w_v], dim=0)', 'torch.cat([w_q.T, w_k.T, w_v.T], dim=0)'),)},
+        expect={'test_fuse_qkv_matches_separate': 'each weight is transposed before stacking'},
+    ),
+]

@@ -288,3 +288,14 @@ ALTERNATIVES = [
 '''},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'beam_decode_last_token_only',
+        'next_probs feeds the decoder only the last token of the prefix, as the toy table looked only at the previous token, instead of the whole prefix',
+        edits={'beam_decode': (('torch.tensor([prefix], dtype=torch.long)', 'torch.tensor([prefix[-1:]], dtype=torch.long)'),)},
+        expect={'test_beam_decode_model': 'or gives the model only the last token'},
+    ),
+]

@@ -244,3 +244,14 @@ ALTERNATIVES = [
         edits={"quiz": (('Q1 = "a"', 'Q1 = " A "'), ('Q3 = "b"', 'Q3 = "B"'))},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'step_outer_product_transposed',
+        'the step adds v_t phi(k_t)^T, a (d_v, d) outer product, to S instead of phi(k_t) v_t^T',
+        edits={'causal_linear_attention_step': (('S = S + fk.unsqueeze(-1) * v_t.unsqueeze(-2)', 'S = S + fk.unsqueeze(-2) * v_t.unsqueeze(-1)'),)},
+        expect={'test_step_state': 'phi(k_t) as a column, unsqueeze(-1)'},
+    ),
+]

@@ -577,3 +577,14 @@ def generate(model, prompt_ids, n_new, generator, temperature=1.0, top_k=None, t
         edits={"quiz": (('Q1, Q2, Q3 = "c", "a", "d"', 'Q1, Q2, Q3 = " C", "A ", "d"'),)},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'loss_on_softmax',
+        'forward hands the softmax probabilities to F.cross_entropy, which applies its own log-softmax: a softmax taken twice',
+        edits={'gpt': (('F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))', 'F.cross_entropy(logits.softmax(dim=-1).reshape(B * T, -1), targets.reshape(B * T))'),)},
+        expect={'test_gpt_loss': 'so the softmax is taken twice'},
+    ),
+]

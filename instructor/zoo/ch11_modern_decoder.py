@@ -462,3 +462,20 @@ class RMSNorm(nn.Module):
         edits={"quiz": (('Q1, Q2, Q3 = "c", "b", "d"', 'Q1, Q2, Q3 = " C", "B ", "D"'),)},
     ),
 ]
+
+# ---------------------------------------------------------------- issue 54, a fourth hunt (2026-12-07)
+# Mistakes nobody had listed, graded one at a time; each now loses only its own part with a message naming it.
+VARIANTS += [
+    Variant(
+        'tiled_max_starts_at_zero',
+        'the running maximum starts at 0 instead of -inf, so it is never below 0: rows whose scores are all very negative underflow to a zero sum and give NaN',
+        edits={'tiled_attention': (('m = torch.full(qb.shape[:-1], float("-inf"), dtype=q.dtype)', 'm = torch.zeros(qb.shape[:-1], dtype=q.dtype)'),)},
+        expect={'test_tiled_matches_sdpa': 'start the running maximum at -inf, not at 0'},
+    ),
+    Variant(
+        'model_ignores_kv_heads',
+        'ModernGPT builds its blocks with heads key/value heads, ignoring kv_heads (plain multi-head attention)',
+        edits={'modern_model': (('ModernBlock(width, heads, kv_heads, 8 * width // 3, max_len)', 'ModernBlock(width, heads, heads, 8 * width // 3, max_len)'),)},
+        expect={'test_modern_gpt': 'pass kv_heads on to every ModernBlock'},
+    ),
+]

@@ -202,6 +202,8 @@ prediction = check_prediction("PREDICTED_TOP_WEIGHT", PREDICTED_TOP_WEIGHT, floa
     (2 / 6, "that divides each score by the sum of the scores: softmax divides e^s by the sum of e^s"),
     (np.e / (np.e + 1), "that weighs the first key against one other key only: the row has four other keys, "
                         "each with e^0 = 1 after the shift"),
+    (np.e / 4, "that leaves the first key's own e^1 out of the sum it divides by: the sum runs over all five "
+               "keys, the first one included"),
     (np.e ** 2 / (np.e ** 2 + 4), "that exponentiates the first score but counts each other score as 1 before "
                                   "the shift: e^1 is 2.718, or subtract 1 from every score first"),
 ),
@@ -510,7 +512,8 @@ check_true(weights_given.shape != (1, 2) or not np.allclose(weights_given, unsca
            "sqrt(d_k) before the softmax")
 right_weights, right_output = two_key_answers(np.array([2.0, 0.0]) / np.sqrt(2.0))
 check_close("HAND_WEIGHTS", weights_given, right_weights, atol=1e-3,
-            hint="score each key with q . k / sqrt(d_k), then softmax over the two keys")
+            hint="score each key with q . k / sqrt(d_k), then softmax over the two keys", likely_causes={
+                "the scores are divided by d_k = 2 instead of sqrt(d_k)": two_key_answers(np.array([1.0, 0.0]))[0]})
 check_close("HAND_OUTPUT", np.asarray(HAND_OUTPUT, dtype=float), right_output, atol=1e-3,
             hint="output = a1 * v1 + a2 * v2 with v1 = [3, 1] and v2 = [-1, 5]",
             likely_causes={"v1 and v2 are the columns of your value matrix: each value vector is a row, so the output "

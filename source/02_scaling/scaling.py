@@ -193,6 +193,8 @@ for shape in [(int(rng.integers(5, 60)), int(rng.integers(2, 10))) for _ in rang
               "you take the largest weight of all rows instead of the mean of each row's largest":
                   weights.max().item(),
               "you average all the weights instead of taking each row's largest": weights.mean().item(),
+              "you add up the rows' largest weights (.sum()) instead of averaging them (.mean())":
+                  weights.amax(dim=-1).sum().item(),
               "you take the largest weight over axis 0 (of each key's column, across the rows) instead of over each "
               "row's keys, axis -1": weights.amax(dim=0).mean().item()}
     if len(shape) == 2:
@@ -411,6 +413,8 @@ for trial in range(3):
                 "the scaled scores are not divided by sqrt(d_k)": dict(divisor=1.0),
                 "the std divides by n - 1 (ddof=1, torch.std's default); use np.std": dict(ddof=1),
                 "the std is taken per query and averaged; take it over all scores at once": dict(per_row=True)}
+    variants["the scaled scores are divided by their own measured std instead of sqrt(d_k): their spread is then 1 by "
+             "construction, not because of the scaling"] = dict(divisor=_reference_statistics(d_k, seed, n_q, n_k)["raw_std"])
     wrong = {cause: _reference_statistics(d_k, seed, n_q, n_k, **kw) for cause, kw in variants.items()}
     wrong["score_statistics makes its own np.random.default_rng(0) instead of drawing from `rng`"] = \
         _reference_statistics(d_k, 0, n_q, n_k)

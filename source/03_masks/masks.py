@@ -233,7 +233,8 @@ for T in (1, 2, 3, 7, 12, 5):
 mask = padding_mask(torch.tensor([3, 1]), 4)
 check_true(isinstance(mask, torch.Tensor),
            f"padding_mask returned a {type(mask).__name__}, expected a torch.Tensor")
-check_shape("padding_mask([3, 1], 4)", mask, (2, 4), hint="one row per sequence, one column per position")
+check_shape("padding_mask([3, 1], 4)", mask, (2, 4),
+            hint="one row per sequence, one column per position: T columns, even when every sequence is shorter")
 check_dtype("padding_mask([3, 1], 4)", mask, torch.bool,
             hint="masks are boolean in this course: compare positions with lengths, or finish with .bool()")
 real_counts = mask.sum(-1).tolist()
@@ -396,9 +397,10 @@ for trial, (B, H, Tq, Tk, d) in enumerate([(2, 3, 4, 6, 5), (1, 2, 7, 3, 4), (3,
 
 # %% nbgrader={"grade": true, "grade_id": "test_masked_softmax_fully_masked", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A row whose keys are all blocked gives all-zero weights, never NaN; other rows are untouched."""
+from course.masks_checks import BLOCKED_ROW_HINT
 scores = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
 allowed = torch.tensor([[True, False, True], [False, False, False]])
-weights = masked_softmax(scores, allowed)
+weights = attempt("masked_softmax with a fully blocked row", masked_softmax, scores, allowed, hint=BLOCKED_ROW_HINT)
 check_shape("masked_softmax with a fully blocked row", weights, (2, 3))
 check_finite("masked_softmax with a fully blocked row", weights,
              hint="softmax of a row of -inf is 0/0 = NaN; the course's rule is all-zero weights for such a row "
@@ -415,7 +417,8 @@ for shape in [(3, 4, 5), (2, 2, 6, 3), (7, 2)]:
     scores = 3 * torch.randn(shape, generator=g)
     allowed = torch.rand(shape, generator=g) > 0.5
     allowed[..., :2, :] = False  # the first two rows have no allowed key
-    weights = masked_softmax(scores, allowed)
+    weights = attempt(f"masked_softmax(scores {shape}) with fully blocked rows", masked_softmax, scores, allowed,
+                      hint=BLOCKED_ROW_HINT)
     check_finite(f"masked_softmax(scores {shape}) with fully blocked rows", weights,
                  hint="a row with no allowed key must give all-zero weights, not NaN")
     n_keys = shape[-1]
@@ -820,14 +823,14 @@ def leak_test_block(kind, state=None, heads=2):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_causal", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block with a causal mask passes both checks: (past_unchanged, last_changed) == (True, True)."""
-TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+from course.masks_checks import LEAK_CHECK_HINT
 g = torch.Generator().manual_seed(61)
 attention_state = draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)
 masked_layer = leak_test_block("causal", attention_state)  # returns (output, weights) like nn.MultiheadAttention
 x = torch.randn(2, 5, 6, generator=g)
 x_before = x.clone()
 result, (_, x_after) = attempt("future_leak_check on a block that returns (output, weights)", call_keeping_arguments,
-                               future_leak_check, masked_layer, x, hint=TUPLE_HINT)
+                               future_leak_check, masked_layer, x, hint=LEAK_CHECK_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 check_true(all(type(verdict) is bool for verdict in result),
            f"future_leak_check returned ({', '.join(type(verdict).__name__ for verdict in result)}): return two "
@@ -842,7 +845,7 @@ check_true(bool(last_changed), "future_leak_check says the last output did not c
 ### BEGIN HIDDEN TESTS
 g = torch.Generator().manual_seed(62)
 result = attempt("future_leak_check", future_leak_check, leak_test_block("normed_causal", attention_state),
-                 torch.randn(3, 4, 6, generator=g), hint=TUPLE_HINT)
+                 torch.randn(3, 4, 6, generator=g), hint=LEAK_CHECK_HINT)
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a causally masked block: "
                             "compare only positions 0 .. T-2, and change only the last position")
 check_true(bool(result[1]), "future_leak_check says the last output did not change for a block that starts with "
@@ -860,18 +863,18 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_detects_leak", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """A block without a causal mask leaks: past_unchanged must be False (and last_changed True)."""
-TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+from course.masks_checks import LEAK_CHECK_HINT
 SWAPPED_PAIR = ("future_leak_check returns its two bools in the other order: return (past_unchanged, last_changed), "
                 "the verdict on positions 0 .. T-2 first")
 g = torch.Generator().manual_seed(63)
 open_layer = leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
 result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, open_layer,
-                 torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+                 torch.randn(2, 5, 6, generator=g), hint=LEAK_CHECK_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 if bool(result[0]) and not bool(result[1]):  # the pair a block that never reads the last token gets: swapped?
     control = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check,
                       leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)),
-                      torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+                      torch.randn(2, 5, 6, generator=g), hint=LEAK_CHECK_HINT)
     check_true(not (not bool(control[0]) and bool(control[1])), SWAPPED_PAIR)
 check_true(not bool(result[0]), "future_leak_check missed a leak: without a mask every position reads the last "
                                 "token, so the earlier outputs must differ once x[:, -1] changes. Compute the "
@@ -891,19 +894,19 @@ for trial in range(3):
 
 # %% nbgrader={"grade": true, "grade_id": "test_future_leak_control", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The control: for a block that never reads the last token, last_changed must be False."""
-TUPLE_HINT = "when block(x) returns a tuple, like nn.MultiheadAttention's (output, weights), its first item is the output"
+from course.masks_checks import LEAK_CHECK_HINT
 SWAPPED_PAIR = ("future_leak_check returns its two bools in the other order: return (past_unchanged, last_changed), "
                 "the verdict on positions 0 .. T-2 first")
 g = torch.Generator().manual_seed(65)
 # self-attention on x with its last position zeroed out: the output never depends on x[:, -1]
 drops_last_token = leak_test_block("drops_last", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g))
 result = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check, drops_last_token,
-                 torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+                 torch.randn(2, 5, 6, generator=g), hint=LEAK_CHECK_HINT)
 check_true(isinstance(result, tuple) and len(result) == 2, "future_leak_check must return a pair of bools")
 if not bool(result[0]) and bool(result[1]):  # the pair a leaking block gets: swapped?
     leaking = attempt("future_leak_check on a block that returns (output, weights)", future_leak_check,
                       leak_test_block("open", draw_parameters(nn.MultiheadAttention(6, 2, batch_first=True), g)),
-                      torch.randn(2, 5, 6, generator=g), hint=TUPLE_HINT)
+                      torch.randn(2, 5, 6, generator=g), hint=LEAK_CHECK_HINT)
     check_true(not (bool(leaking[0]) and not bool(leaking[1])), SWAPPED_PAIR)
 check_true(bool(result[0]), "future_leak_check reports that the past changed for a block that never reads the "
                             "last token: compare only positions 0 .. T-2")

@@ -733,6 +733,9 @@ for trial in range(5):
                         sq.sum(-1) * valid).sum() / valid.sum(),
                     "the sum over real tokens is divided by all B * T positions, PAD included": (
                         sq.mean(-1) * valid).sum() / valid.numel(),
+                    "each sequence is averaged over its own real tokens first, then the sequences are averaged: a "
+                    "token of a short sequence then weighs more than one of a long sequence": (
+                        ((sq.mean(-1) * valid).sum(-1) / valid.sum(-1).clamp_min(1))[valid.any(-1)].mean()),
                 })
 ### END HIDDEN TESTS
 

@@ -267,8 +267,11 @@ for scale, atol in ((1e-3, 1e-1), (1e-5, 1e-3)):
 #
 # Write `sinusoidal_encoding(n_positions, d)` returning a float tensor of shape
 # `(n_positions, d)` for positions $0, \dots, n - 1$ and an even $d$. Note that the exponent
-# uses $2i$, the index of the sin column, not the pair index $i$. Computing the angles in
-# float64 and converting at the end keeps the table accurate for large positions.
+# uses $2i$, the index of the sin column, not the pair index $i$. All the angles come from one
+# product: the positions as a column of shape $(n, 1)$ times the frequencies as a row of shape
+# $(d/2,)$ broadcast to the grid $p\,\omega_i$ of shape $(n, d/2)$, one row per position.
+# Computing the angles in float64 and converting at the end keeps the table accurate for large
+# positions.
 
 # %% nbgrader={"grade": false, "grade_id": "sinusoidal_encoding", "locked": false, "schema_version": 3, "solution": true}
 def sinusoidal_encoding(n_positions, d):
@@ -388,7 +391,8 @@ if not under_nbgrader():
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_shape", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """sinusoidal_encoding returns a float tensor of shape (n_positions, d) with values in [-1, 1]."""
-table = sinusoidal_encoding(10, 6)
+from course.positional_encoding_checks import ANGLES_HINT
+table = attempt("sinusoidal_encoding(10, 6)", sinusoidal_encoding, 10, 6, hint=ANGLES_HINT)
 check_type("sinusoidal_encoding(10, 6)", table, torch.Tensor, hint="build the table with torch, not NumPy")
 check_shape("sinusoidal_encoding(10, 6)", table, (10, 6), hint="one row per position, one column per dimension")
 check_true(table.is_floating_point(), f"sinusoidal_encoding(10, 6) has dtype {table.dtype}, expected a float dtype")
@@ -398,14 +402,14 @@ check_true(float(table.abs().max()) <= 1.0 + 1e-6, "sinusoidal_encoding(10, 6) h
 sizes = np.random.default_rng(20)
 for trial in range(5):
     n, d = int(sizes.integers(1, 40)), 2 * int(sizes.integers(1, 20))
-    table = sinusoidal_encoding(n, d)
+    table = attempt(f"sinusoidal_encoding({n}, {d})", sinusoidal_encoding, n, d, hint=ANGLES_HINT)
     check_type(f"sinusoidal_encoding({n}, {d})", table, torch.Tensor, hint="build the table with torch, not NumPy")
     check_shape(f"sinusoidal_encoding({n}, {d})", table, (n, d), hint="one row per position, one column per dimension")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_small", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """For d = 4: position 0 is [0, 1, 0, 1] and the two pairs turn by 1 and 0.01 radians per position."""
-table = torch.as_tensor(sinusoidal_encoding(3, 4))
+table = torch.as_tensor(attempt("sinusoidal_encoding(3, 4)", sinusoidal_encoding, 3, 4, hint=ANGLES_HINT))
 check_close("row 0 (position 0) of sinusoidal_encoding(3, 4)", table[0], [0.0, 1.0, 0.0, 1.0], atol=1e-6,
             hint="sin(0) = 0 belongs in the even columns (0, 2, ...) and cos(0) = 1 in the odd ones; "
                  "positions start at 0")
@@ -445,7 +449,8 @@ def hidden_sincos(n, d, start=0, exponent_scale=2.0, halves=False, swap=False, m
 rng = np.random.default_rng(21)
 for trial in range(6):
     n, d = int(rng.integers(2, 120)), 2 * int(rng.integers(2, 33))
-    check_close(f"sinusoidal_encoding({n}, {d})", sinusoidal_encoding(n, d), hidden_sincos(n, d), atol=1e-4,
+    table = attempt(f"sinusoidal_encoding({n}, {d})", sinusoidal_encoding, n, d, hint=ANGLES_HINT)
+    check_close(f"sinusoidal_encoding({n}, {d})", table, hidden_sincos(n, d), atol=1e-4,
                 hint="PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)), p from 0",
                 likely_causes={
                     "sin and cos are swapped (cos in the even columns, sin in the odd ones)":

@@ -282,7 +282,9 @@ check_shape("fuse_qkv of three (6, 6) weights", fused_weight, (18, 6),
 q, k, v = F.linear(x, fuse_qkv(w_q, w_k, w_v)).split(6, dim=-1)
 for name, got, w in (("queries", q, w_q), ("keys", k, w_k), ("values", v, w_v)):
     check_close(f"{name} from the fused projection", got, F.linear(x, w), atol=1e-5,
-                hint="the fused weight must hold W_Q, then W_K, then W_V, stacked along the output axis")
+                hint="the fused weight must hold W_Q, then W_K, then W_V, stacked along the output axis",
+                likely_causes={"each weight is transposed before stacking (a Linear's weight is (out, in))":
+                               F.linear(x, w.T)})
 ### BEGIN HIDDEN TESTS
 gen = torch.Generator().manual_seed(22)
 for trial in range(4):

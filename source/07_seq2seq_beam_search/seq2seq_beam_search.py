@@ -756,12 +756,15 @@ print("logits", tuple(untrained(src, dec_in).shape), "parameters",
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_shapes", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """forward returns logits (B, n, VOCAB) for any batch size and decoder length."""
+from course.seq2seq_checks import FORWARD_HINT
 torch.manual_seed(1)
 net = ReversalTransformer()
 set_training(net, False)  # eval mode, set as nn.Module.eval() does
 with torch.no_grad():
-    check_shape("net(src (3, 6), dec_in (3, 7))", net(torch.randint(2, VOCAB, (3, 6)), torch.zeros(3, 7, dtype=torch.long)),
-                (3, 7, VOCAB), hint="one row of VOCAB logits per decoder position: apply self.head to the decoder output")
+    logits = attempt("net(src (3, 6), dec_in (3, 7))", net, torch.randint(2, VOCAB, (3, 6)),
+                     torch.zeros(3, 7, dtype=torch.long), hint=FORWARD_HINT)
+    check_shape("net(src (3, 6), dec_in (3, 7))", logits, (3, 7, VOCAB),
+                hint="one row of VOCAB logits per decoder position: apply self.head to the decoder output")
     check_shape("net(src (2, 6), dec_in (2, 1))", net(torch.randint(2, VOCAB, (2, 6)), torch.zeros(2, 1, dtype=torch.long)),
                 (2, 1, VOCAB), hint="build the causal mask for the decoder length n = dec_in.size(1)")
 ### BEGIN HIDDEN TESTS
@@ -1340,7 +1343,8 @@ tokens, log_prob, score = attempt("beam_decode(answer model, [2, 7, 7, 11, 4, 9]
                                   hint=DECODE_HINT)
 check_true(len(tokens) < 2 or any(int(t) != answer[0] for t in tokens),
            "beam_decode repeats the model's first token at every step: next_probs reads the logits of the first "
-           "decoder position; take those of the last position, model(...)[0, -1]")
+           "decoder position, or gives the model only the last token: give it the whole prefix from <BOS> and take "
+           "the logits of its last position, model(...)[0, -1]")
 check_true([int(t) for t in tokens] == answer[:-1], f"a model sure of {show(answer)} got {show(tokens)} from "
            "beam_decode: search with start=BOS, eos=EOS and max_len=len(src) + 1, and return the tokens without them")
 check_true(-0.1 < log_prob <= 0, f"log_prob {log_prob:.4f} of a confident model should be just below 0: "

@@ -612,7 +612,8 @@ check_close("output when all six keys are equal", linear_attention_quadratic(q, 
             v.mean(dim=-2, keepdim=True).expand(2, 6, 3), atol=1e-10,
             hint="equal keys give equal weights: after dividing each row by its sum, the plain mean of v")
 check_close("causal output of token 0", linear_attention_quadratic(q, k, v, causal=True)[:, 0], v[:, 0],
-            atol=1e-10, hint="with causal=True, token 0 sees only key 0: its output is v_0")
+            atol=1e-10, hint="with causal=True, token 0 sees only key 0, so its output is v_0: mask phi(q).phi(k) "
+                             "first, then divide each row by its sum")
 ### BEGIN HIDDEN TESTS
 from course.attention_cost_checks import own_phi
 
@@ -893,11 +894,13 @@ assert gap < 1e-10
 
 # %% nbgrader={"grade": true, "grade_id": "test_step_state", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 """The state is (S, z) of fixed shapes (..., d, d_v) and (..., d), holding the running sums."""
+from course.attention_cost_checks import STEP_HINT
 gen = torch.Generator().manual_seed(87)
 q, k, v = (torch.randn(3, 12, n, generator=gen, dtype=torch.float64) for n in (5, 5, 2))  # (B, T, .)
 state = None
 for t in range(12):
-    out_t, state = causal_linear_attention_step(state, q[:, t], k[:, t], v[:, t])
+    out_t, state = attempt(f"causal_linear_attention_step at token {t}", causal_linear_attention_step, state,
+                           q[:, t], k[:, t], v[:, t], hint=STEP_HINT)
     check_shape(f"out_t at token {t}", out_t, (3, 2), hint="one output of width d_v per batch row")
     check_true(isinstance(state, (tuple, list)) and len(state) == 2, "the state must be the pair (S, z)")
     check_shape(f"S after token {t}", state[0], (3, 5, 2),
@@ -913,7 +916,8 @@ for trial in range(3):
     v = torch.randn(*batch, T, d_v, generator=gen, dtype=torch.float64)
     state = None
     for t in range(T):
-        _, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
+        _, state = attempt(f"causal_linear_attention_step at token {t}", causal_linear_attention_step, state,
+                           q[..., t, :], k[..., t, :], v[..., t, :], hint=STEP_HINT)
     fk = own_phi(phi, k)
     check_close(f"S after {T} tokens (batch {batch}, d={d}, d_v={d_v})", state[0],
                 fk.transpose(-1, -2) @ v, atol=1e-9, likely_causes={
@@ -928,7 +932,7 @@ for trial in range(3):
 # %% nbgrader={"grade": true, "grade_id": "test_step_matches_causal", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 """Token by token, the step gives the causal linear attention output of every position."""
 ### BEGIN HIDDEN TESTS
-from course.attention_cost_checks import own_phi
+from course.attention_cost_checks import STEP_HINT, own_phi
 
 gen = torch.Generator().manual_seed(188)
 for trial in range(4):
@@ -940,7 +944,8 @@ for trial in range(4):
     q, k = positive_inputs(phi, q, k)
     state, outputs = None, []
     for t in range(T):
-        out_t, state = causal_linear_attention_step(state, q[..., t, :], k[..., t, :], v[..., t, :])
+        out_t, state = attempt(f"causal_linear_attention_step at token {t}", causal_linear_attention_step, state,
+                               q[..., t, :], k[..., t, :], v[..., t, :], hint=STEP_HINT)
         outputs.append(out_t)
     fq, fk = own_phi(phi, q), own_phi(phi, k)
     w = (fq @ fk.transpose(-1, -2)).tril()  # (..., T, T)

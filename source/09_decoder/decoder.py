@@ -1141,29 +1141,36 @@ from nboracle import probed_points
 
 from instructor.references.as_built import moved_to  # the grader's side only
 
-for trial in range(2):
-    src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(108 + trial))
-    net, state = new_model(108 + trial, width=12, heads=3, hidden=20, layers=2 + trial, norm_first=bool(trial), noise=0.2)
-    twin = pytorch_twin(state, heads=3, norm_first=bool(trial))
-    direction, mine = check_encoder_learns(net, twin, src, dec_in, dec_out)
-    # the gradients came from the kernel: nn.Transformer holding the same parameters must agree
+
+
+def judge_encoder_gradients(net, state, twin, src, dec_in, direction, mine, norm_first):
+    """The gradients came from the kernel: nn.Transformer holding the same parameters must agree; and the logits
+    at the points the gradient check moved a parameter to are answers too, judged with the twin holding the same
+    moved parameter."""
     (twin(src, dec_in) * direction).sum().backward()
     theirs = dict(twin.named_parameters())
     for name in ("encoder_blocks.0.attention.in_proj_weight", "encoder_blocks.0.ffn.linear1.weight", "encoder_norm.weight"):
-        check_close(f"the gradient of {name} (norm_first={bool(trial)})", mine[name],
+        check_close(f"the gradient of {name} (norm_first={norm_first})", mine[name],
                     theirs[PyTorchTwin.renamed(name)].grad, atol=1e-4,
                     hint="it is not the gradient of nn.Transformer holding the same parameters: the backward pass "
                          "follows your forward, so first make the model agree with nn.Transformer (tests above)")
-    # the logits at the points the gradient check moved a parameter to are answers too: judged with the twin
-    # holding the same moved parameter
     for moved, output in probed_points(net):
         if not set(moved) <= set(state):
             continue  # a parameter of yours the exercise does not name: the twin has nothing to move
         with moved_to(twin, {PyTorchTwin.renamed(name): value for name, value in moved.items()}), torch.no_grad():
             expected = twin(src, dec_in)
-        check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={bool(trial)})", output, expected,
+        check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={norm_first})", output, expected,
                     atol=1e-4, hint="the forward must compute the model for any parameter values, also for values a "
                                     "hair away from the ones it saw last")
+
+
+# the visible call's answers (a post-norm model of two blocks), then a pre-norm model of three
+judge_encoder_gradients(model_, state, pytorch_twin(state, heads=2), src, dec_in, direction, encoder_gradients, False)
+src, dec_in, dec_out = make_reversal_batch(3, generator=torch.Generator().manual_seed(109))
+net, state = new_model(109, width=12, heads=3, hidden=20, layers=3, norm_first=True, noise=0.2)
+twin = pytorch_twin(state, heads=3, norm_first=True)
+direction, mine = check_encoder_learns(net, twin, src, dec_in, dec_out)
+judge_encoder_gradients(net, state, twin, src, dec_in, direction, mine, True)
 from instructor.references.decoder import model_unchanged_when_its_weights_are_loaded  # the grader's side only
 
 model_unchanged_when_its_weights_are_loaded(EncoderDecoder, src, dec_in, width=12, heads=3, hidden=20)  # as built too

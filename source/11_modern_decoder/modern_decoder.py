@@ -572,13 +572,14 @@ from course.modern_decoder_checks import check_tiled
 
 q, k, v, out, lse = check_tiled(tiled_attention, shape=(1, 2, 7, 4), block_size=3, causal=False, seed=0)
 ### BEGIN HIDDEN TESTS
-from instructor.references.modern_decoder import compare_tiled  # the grader's side only
+from instructor.references.modern_decoder import compare_tiled, compare_tiled_far_below  # the grader's side only
 
 compare_tiled(tiled_attention, shape=(1, 2, 7, 4), block_size=3, causal=False, seed=0)
 compare_tiled(tiled_attention, shape=(2, 2, 10, 8), block_size=4, causal=True, seed=1)
 compare_tiled(tiled_attention, shape=(1, 3, 9, 5), block_size=3, causal=True, seed=2, dtype=torch.float64)
 compare_tiled(tiled_attention, shape=(2, 1, 6, 4), block_size=1, causal=True, seed=3)
 compare_tiled(tiled_attention, shape=(1, 1, 5, 3), block_size=8, causal=False, seed=4)
+compare_tiled_far_below(tiled_attention, shape=(1, 2, 7, 4), block_size=3, causal=True, seed=5)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": true, "grade_id": "test_tiled_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false}

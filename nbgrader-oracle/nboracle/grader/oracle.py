@@ -64,6 +64,9 @@ _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in (
 _TRUSTED_CLASS_MODULES = ("torch", "numpy")
 
 RAISED_AT = "{evalue} (raised at {line})"  # a kernel error with the line of the student's code that raised it
+# ... and what to do about it, for an error the test did not catch and explain itself (a library's words alone)
+RAISED_ADVICE = ("your code raised this error on the test's own inputs: call it above on inputs of other shapes "
+                 "and sizes until that line fails, and fix it there")
 
 
 class OracleTimeout(KernelError):
@@ -1117,7 +1120,7 @@ class OracleExecute(GuardedExecute):
             evalue = str(error)
             line = getattr(error, "student_line", "") if isinstance(error, KernelError) else ""
             if line and type(line) is str:  # the student's own line that raised (make check's summary shows it)
-                evalue = RAISED_AT.format(evalue=evalue, line=line)
+                evalue = f"{RAISED_AT.format(evalue=evalue, line=line)}: {RAISED_ADVICE}"
             outputs.append(NotebookNode(output_type="error", ename=ename, evalue=evalue,
                                         traceback=[f"{ename}: {evalue}"]))
         cell.outputs = outputs
