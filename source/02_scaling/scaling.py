@@ -161,7 +161,7 @@ check_type("mean_top_weight(scores)", value, float,
 check_finite("mean_top_weight(scores)", value)
 check_true(value <= 1 + 1e-9, f"mean_top_weight is {float(value):.3g}, above 1, but a softmax weight is at "
            "most 1: take the largest softmax weight of each row (its max, not its argmax, which is the key's index), "
-           "not the largest raw score")
+           "not the largest raw score, and average them (.mean(), not .sum())")
 check_true(value >= 1 / 8 - 1e-9, f"mean_top_weight is {float(value):.3g}, below 1/8, the value for uniform "
            "weights over 8 keys: is the softmax taken over the key axis (the last one)?")
 ### BEGIN HIDDEN TESTS

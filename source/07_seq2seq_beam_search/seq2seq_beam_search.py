@@ -1072,7 +1072,7 @@ for step in range(4):
         favourite = spy(src, fed_back)[:, -1].argmax(-1)  # (B,)
     check_true(torch.equal(pred[:, step], favourite),
                f"token {step} is not the spy's argmax after <BOS> and your own {step} previous predictions: start "
-               "from a single <BOS> column and feed back the argmax of each step, never the true target")
+               "from a single <BOS> column and feed back the argmax of each step at the end of dec_in, never the true target")
     fed_back = torch.cat([fed_back, pred[:, step : step + 1]], dim=1)
 ### BEGIN HIDDEN TESTS
 # _TinySeq2Seq is defined in the hidden part of test_greedy_shape
