@@ -1134,7 +1134,7 @@ for trial in range(4):  # the last: the weights the model was built with, nothin
 from course.decoder_checks import check_encoder_learns
 
 src, dec_in, dec_out = make_reversal_batch(4, generator=torch.Generator().manual_seed(14))
-model_, state = new_model(14, width=16, heads=2, hidden=32)  # the test's parameters, loaded into your model
+model_, state = new_model(14, width=16, heads=2, hidden=32, noise=0.2)  # the test's parameters, in your model
 direction, encoder_gradients = check_encoder_learns(model_, pytorch_twin(state, heads=2), src, dec_in, dec_out)
 ### BEGIN HIDDEN TESTS
 from nboracle import probed_points
