@@ -311,7 +311,8 @@ def _same_values_elsewhere(a: np.ndarray, e: np.ndarray, atol: float, rtol: floa
     for axis in range(a.ndim):
         if a.shape[axis] < 2:
             continue
-        if not matches(e, np.flip(e, axis), atol, rtol) and matches(a, np.flip(e, axis), atol, rtol):
+        flipped = np.flip(e, axis)
+        if not matches(e, flipped, atol, rtol) and matches(a, flipped, atol, rtol):
             return f"it holds the right values in reverse order along axis {axis}"
         if a.shape[axis] >= 3:
             later, earlier = [slice(None)] * a.ndim, [slice(None)] * a.ndim
@@ -382,7 +383,7 @@ def _where_it_is_off(off: np.ndarray) -> str | None:
 def difference_pattern(actual: Any, expected: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
     """What kind of mistake ``actual`` (a wrong answer, same shape as ``expected``) looks like, in a
     sentence that names no expected value; ``None`` when the difference has no simple pattern."""
-    a, e = as_numpy(actual).astype(np.float64), as_numpy(expected).astype(np.float64)
+    a, e = as_numpy(actual).astype(np.float64, copy=False), as_numpy(expected).astype(np.float64, copy=False)
     if a.shape != e.shape or a.size < 2 or not (np.isfinite(a).all() and np.isfinite(e).all()):
         return None
     try:
