@@ -342,6 +342,75 @@ def check_decoder_gradients(block, x, memory, seed=0):
 
 
 # ---------------------------------------------------------------- Part C: EncoderDecoder
+# One mistake, one loss: a property the model lacks because its own decoder blocks lack it is the block's mistake
+# (Part B's tests name it), so these checks ask the block alone before they blame encode or decode.
+
+def own_block(model, index, x, memory, **masks):
+    """(out, cross weights) of the model's decoder block `index` on x and memory, or None when the block raises or
+    does not give a pair of tensors (Part B's tests say why)."""
+    try:
+        with torch.no_grad():
+            result = model.decoder_blocks[index](x, memory, **masks)
+    except Exception:  # noqa: BLE001 (a block that cannot run here is Part B's to fix: the gate answers no)
+        return None
+    pair = isinstance(result, tuple) and len(result) == 2 and all(type(part) is torch.Tensor for part in result)
+    return result if pair else None
+
+
+def width_and_dtype(model):
+    """The model's width and the dtype it holds its embeddings in, read from its tensors (None, None if absent)."""
+    held = {row["name"]: row for row in module_tensors(model)}
+    row = held.get("token_embedding.weight")
+    if row is None or len(row["shape"]) != 2:
+        return None, None
+    dtype = getattr(torch, str(row["dtype"]), None)
+    return int(row["shape"][1]), dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else torch.float32
+
+
+def block_probe(model, batch, n, source_length, width, dtype, seed=0):
+    """A decoder stream x (batch, n, D) and a memory (batch, S, D) in the model's dtype, to ask a block alone."""
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch, n, width, generator=gen).to(dtype),
+            torch.randn(batch, source_length, width, generator=gen).to(dtype))
+
+
+def blocks_read_memory(model, width, dtype):
+    """True when the first decoder block's output moves with its memory."""
+    x, memory = block_probe(model, 2, 3, 4, width, dtype)
+    first, second = own_block(model, 0, x, memory), own_block(model, 0, x, memory.flip(0) + 1.0)
+    return bool(first and second and not torch.allclose(first[0], second[0], atol=1e-5))
+
+
+def blocks_are_causal(model, n, width, dtype):
+    """True when the first decoder block, given future_mask(n), keeps its earlier outputs when its last token moves,
+    and gives finite outputs."""
+    x, memory = block_probe(model, 2, n, 4, width, dtype)
+    changed = x.clone()
+    changed[:, -1] += torch.linspace(-3.0, 5.0, width, dtype=dtype)
+    before = own_block(model, 0, x, memory, causal_mask=drop_future(n))
+    after = own_block(model, 0, changed, memory, causal_mask=drop_future(n))
+    return bool(before and after and torch.isfinite(before[0]).all()
+                and torch.allclose(before[0][:, :-1], after[0][:, :-1], atol=1e-5))
+
+
+def blocks_see_all_memory(model, n, width, dtype):
+    """True when the first output of the first decoder block moves with the last memory position."""
+    x, memory = block_probe(model, 2, n, 4, width, dtype)
+    before = own_block(model, 0, x, memory, causal_mask=drop_future(n))
+    after = own_block(model, 0, x, last_memory_moved(memory), causal_mask=drop_future(n))
+    return bool(before and after and not torch.allclose(before[0][:, 0], after[0][:, 0], atol=1e-5))
+
+
+def blocks_ignore_padded_memory(model, n, width, dtype):
+    """True when the first decoder block's output stays put as two PAD memory positions are appended and masked."""
+    x, memory = block_probe(model, 2, n, 4, width, dtype)
+    longer = torch.cat([memory, memory[:, :2].flip(0) + 1.0], 1)
+    pad = torch.zeros(2, 6, dtype=torch.bool)
+    pad[:, 4:] = True
+    before = own_block(model, 0, x, memory, causal_mask=drop_future(n))
+    after = own_block(model, 0, x, longer, causal_mask=drop_future(n), memory_padding_mask=pad)
+    return bool(before and after and torch.allclose(before[0], after[0], atol=1e-4))
+
 
 def check_model_shapes(model, width, heads, layers, batch, source_length, n, vocab):
     """encode gives (B, S, D), decode (B, n, D) and one (B, H, n, S) map per block, the model (B, n, vocab)."""
@@ -359,8 +428,15 @@ def check_model_shapes(model, width, heads, layers, batch, source_length, n, voc
         check_true(isinstance(weights, (list, tuple)) and len(weights) == layers,
                    f"decode must return a list with the cross weights of each of the {layers} "
                    "decoder blocks, first block first")
+        expected = (batch, heads, n, source_length)
         for index, block_weights in enumerate(weights):
-            check_shape(f"cross weights of decoder block {index}", block_weights, (batch, heads, n, source_length))
+            if tuple(getattr(block_weights, "shape", ())) != expected:  # the block's own shape is Part B's to judge
+                alone = own_block(model, index, *block_probe(model, batch, n, source_length, width, memory.dtype),
+                                  causal_mask=drop_future(n))
+                if alone and tuple(getattr(alone[1], "shape", ())) == tuple(getattr(block_weights, "shape", ())):
+                    continue
+            check_shape(f"cross weights of decoder block {index}", block_weights, expected,
+                        hint="decode returns each block's cross weights as the block gives them")
         call = f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})"
         check_shape(call, attempt(call, model, src, dec_in, hint=MODEL_HINT), (batch, n, vocab))
 
@@ -380,48 +456,88 @@ def check_no_nan_logits(model, logits, src, dec_in, pad=None):
                       "mask hides (True = hidden for nn.MultiheadAttention), the padding masks included")
 
 
-def check_model_masks(model, twin, source_length, n, vocab):
-    """The decoder is causal, sees the whole source, and source PAD changes nothing; `twin` holds the same weights."""
+def mask_runs(source_length, n, vocab):
+    """The runs of the mask test, {call: (src, dec_in[, src_padding_mask])}, drawn from the global generator."""
     src, dec_in = torch.randint(2, vocab, (4, source_length)), torch.randint(0, vocab, (4, n))
     changed, moved = dec_in.clone(), src.clone()
     changed[:, -1] = (changed[:, -1] + 1) % vocab
     moved[:, -1] = (moved[:, -1] - 1) % 10 + 2  # another digit in the last source position
     pad = torch.zeros(4, source_length + 2, dtype=torch.bool)
     pad[:, source_length:] = True
-    runs = {"model(src, dec_in)": (src, dec_in), "model(another src, dec_in)": ((src + 3) % 10 + 2, dec_in),
+    return {"model(src, dec_in)": (src, dec_in), "model(another src, dec_in)": ((src + 3) % 10 + 2, dec_in),
             "model(src, changed dec_in)": (src, changed), "model(changed src, dec_in[:, :1])": (moved, dec_in[:, :1]),
             "model(src, dec_in[:, :1])": (src, dec_in[:, :1]),
             "model(src with two PAD appended, dec_in, src_padding_mask)": (torch.cat([src, torch.full((4, 2), 5)], 1),
                                                                           dec_in, pad)}
+
+
+def check_model_masks_outputs(model, source_length, n, vocab):
+    """The decoder is causal, sees the whole source, and source PAD changes nothing; returns (the runs, the logits
+    of each) for the graded test, which compares every one."""
+    runs = mask_runs(source_length, n, vocab)
     got = {}
 
-    def logits(call):  # your model's logits for one of the runs, kept for the comparison below
+    def logits(call):  # your model's logits for one of the runs, kept for the comparison of the graded test
         with torch.no_grad():
             got[call] = attempt(call, model, *runs[call], hint=MODEL_HINT)
         return got[call]
 
     base, calls = logits("model(src, dec_in)"), list(runs)
+    src, dec_in = runs[calls[0]]
     check_no_nan_logits(model, base, src, dec_in)
-    check_true((logits(calls[1]) - base).abs().max().item() > 1e-4,
+    width, dtype = width_and_dtype(model)
+
+    def blocks_have(gate, *sizes):  # a model whose width cannot be read is decode's to fix
+        return width is None or gate(model, *sizes, width, dtype)
+
+    check_true((logits(calls[1]) - base).abs().max().item() > 1e-4 or not blocks_have(blocks_read_memory),
                "the logits do not depend on the source at all: the decoder reads it only through the memory, "
-               "so the cross-attention must take its keys and values from memory")
-    check_close("logits of the earlier decoder positions after changing the last decoder token",
-                logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5,  # message only: every run meets the twin below
-                hint="a decoder position must not see later decoder tokens: pass the causal mask to every block, "
-                     "a bool tensor (True = blocked): a float mask of 0s and 1s is added to the scores and blocks "
-                     "nothing")
-    check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4, "the first decoder position does not "
-               "react to the last source token: every decoder position must see the whole memory (no causal mask on "
-               "the cross-attention)")
-    check_close("logits with two PAD tokens appended to the source (and a padding mask)", logits(calls[5]), base,
-                atol=1e-4,  # message only: every run meets the twin below
-                hint="pass the padding mask to the encoder blocks in encode and to the decoder blocks (as "
-                                "memory_padding_mask) in decode")
-    with torch.no_grad():  # each output, with nn.Transformer holding the same weights
-        for call, inputs in runs.items():
-            check_close(f"logits of {call}", got[call], twin(*inputs), atol=1e-4,
-                        hint="they are not the logits of nn.Transformer holding the same weights (pytorch_twin): "
-                             "decode runs every block with the causal mask and the memory; " + MODEL_HINT)
+               "so decode must hand the memory to every decoder block")
+    earlier_moved = not torch.allclose(logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5)
+    check_true(not earlier_moved or not blocks_have(blocks_are_causal, n),
+               "changing the last decoder token moved the logits of the earlier decoder positions: a decoder position "
+               "must not see later decoder tokens: pass the causal mask to every block, a bool tensor (True = "
+               "blocked): a float mask of 0s and 1s is added to the scores and blocks nothing")
+    check_true((logits(calls[3]) - logits(calls[4])).abs().max().item() > 1e-4
+               or not blocks_have(blocks_see_all_memory, n), "the first decoder position does not react to the "
+               "last source token: every decoder position must see the whole memory (pass decode no causal mask of "
+               "the source)")
+    pad_moved = not torch.allclose(logits(calls[5]), base, atol=1e-4)
+    check_true(not pad_moved or not blocks_have(blocks_ignore_padded_memory, n),
+               "the logits moved when two PAD tokens were appended to the source (with a padding mask): pass the "
+               "padding mask to the encoder blocks in encode and to the decoder blocks (as memory_padding_mask) in "
+               "decode")
+    return runs, got
+
+
+def blocks_like_layers(model, layers, dtype):
+    """True when each decoder block of the model computes what the matching nn.TransformerDecoderLayer of `layers`
+    (holding the same parameters) computes, on a probe with a causal mask."""
+    for index, layer in enumerate(layers):
+        x, memory = block_probe(model, 2, 3, 4, layer.self_attn.embed_dim, dtype, seed=index)
+        mine = own_block(model, index, x, memory, causal_mask=drop_future(3))
+        with torch.no_grad():
+            theirs = layer(x.float(), memory.float(), tgt_mask=drop_future(3))
+        if not (mine and tuple(mine[0].shape) == tuple(theirs.shape)
+                and torch.allclose(mine[0].float(), theirs, atol=1e-4)):
+            return False
+    return True
+
+
+def check_model_like_twin(model, twin, src, dec_in):
+    """The model's logits against `twin` (nn.Transformer holding the same weights), for a model whose decoder blocks
+    compute what the twin's decoder layers compute: a block that does not is Part B's to fix, and the graded test
+    judges encode and decode around your own blocks."""
+    with torch.no_grad():
+        mine = attempt("model(src, dec_in)", model, src, dec_in, hint=MODEL_HINT)
+        theirs = twin(src, dec_in)
+    same = type(mine) is torch.Tensor and tuple(mine.shape) == tuple(theirs.shape) and torch.allclose(
+        mine.float(), theirs, atol=1e-4)
+    if same or not blocks_like_layers(model, twin.transformer.decoder.layers, width_and_dtype(model)[1] or torch.float32):
+        return
+    check_close("logits of your model vs nn.Transformer holding the same weights", mine, theirs, atol=1e-4,
+                hint="encode: embed, encoder blocks, encoder_norm; decode: embed, decoder blocks with the causal mask "
+                     "and the memory, decoder_norm")
 
 
 def check_weights_per_block_outputs(model, src, dec_in, layers):
@@ -433,8 +549,14 @@ def check_weights_per_block_outputs(model, src, dec_in, layers):
     weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
     check_true(len(weights) == layers, f"decode must return {layers} cross weight maps, one per decoder block, first "
                "block first")
+    n, width = dec_in.shape[1], memory.shape[-1]
     for index, block_weights in enumerate(weights):
-        check_rows_sum_to_one(f"cross weights of decoder block {index}", block_weights)
+        alone = own_block(model, index, *block_probe(model, 2, n, src.shape[1], width, memory.dtype),
+                          causal_mask=drop_future(n))
+        rows_sum_to_one = bool(alone) and type(alone[1]) is torch.Tensor and torch.allclose(
+            alone[1].sum(-1), torch.ones((), dtype=alone[1].dtype), atol=1e-5)
+        if rows_sum_to_one:  # a block whose own weights do not sum to 1 is Part B's to fix
+            check_rows_sum_to_one(f"cross weights of decoder block {index}", block_weights)
     return memory, weights
 
 
@@ -449,6 +571,10 @@ def check_encoder_learns(model, twin, src, dec_in, dec_out):
     check_true(bool(encoder), "the model has no parameter named encoder_blocks.<i>.… or encoder_norm.…: keep the "
                "names the exercise gives (encoder_blocks, an nn.ModuleList of blocks, then encoder_norm)")
     reached = [name for name, grad in encoder.items() if grad is not None and bool(grad.abs().max() > 0)]
+    if not reached:  # no gradient at all: the encoder's path, unless the decoder blocks never read the memory
+        width, dtype = width_and_dtype(model)
+        if width is not None and not blocks_read_memory(model, width, dtype):
+            return logits.grad, encoder  # a block that ignores its memory is Part A's or B's mistake to fix
     for name, grad in encoder.items():
         check_true(bool(reached), f"{name} gets no gradient from the loss on the logits, nor does any encoder "
                    "parameter: the encoder learns only through the memory, so decode must use it as it is (no "
@@ -488,6 +614,11 @@ def check_sees_all_memory(block, heads, x, memory):
 def check_decoder_padding(block, heads, x, memory, lengths):
     """check_decoder_padding_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
     check_decoder_padding_outputs(block, heads, x, memory, lengths)
+
+
+def check_model_masks(model, source_length, n, vocab):
+    """check_model_masks_outputs, returning nothing: a visible test's cell that ends with it shows no value."""
+    check_model_masks_outputs(model, source_length, n, vocab)
 
 
 def check_weights_per_block(model, src, dec_in, layers):

@@ -1411,9 +1411,12 @@ def test_chapter09_gradient_check_points_earn_no_more_than_the_wrong_code(chapte
     the memory a hair away) from graded calls earns nothing beside the same wrong block handed in honestly."""
     results, reviews = chapter09_points
     check_class(results, reviews, CH09_POINT_ATTACKS, automatic_points("09_decoder"))
-    for test in ("test_decoder_gradients", "test_model_gradients"):
-        assert test in results["honest-wrong"].failed() and test in results["atk-remembered-points"].failed()
+    assert "test_decoder_gradients" in results["honest-wrong"].failed()
+    assert "test_decoder_gradients" in results["atk-remembered-points"].failed()
     assert "moved a little" in results["atk-remembered-points"].cells["test_decoder_gradients"].error
+    # one mistake, one loss: the model's gradient test is judged around the model's own blocks, so the honest
+    # block's mistake costs Part B only (the attack, at most as much: check_class)
+    assert "test_model_gradients" not in results["honest-wrong"].failed()
 
 
 def test_chapter02_attacks_earn_no_more_than_the_wrong_code(chapter02):

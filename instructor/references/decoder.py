@@ -1,14 +1,21 @@
 """Chapter 09's references (the grader's side only): nn.TransformerDecoderLayer holding a block's parameters,
-its cross weights, and the hidden tests' comparisons of your block's and model's outputs with them.
+its cross weights, the model as nn.Transformer computes it around the model's own decoder blocks, and the hidden
+tests' comparisons of your block's and model's outputs with them.
 
 The property checks come first, from `course/decoder_checks.py` (the visible tests' own), so a block that
 breaks a property still fails with that property's message; then every output is compared with the layer.
+
+One mistake, one loss: the model's tests of Part C judge encode and decode around the model's own decoder
+blocks (whatever they compute: Part B's tests judge them), so a block's mistake costs Part B's points, not
+these. Only the gradient test and the trained model's need right blocks.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
-from nboracle import module_tensors, read_parameters, set_training
+from nboracle import module_tensors, probed_points, read_parameters, set_training
 from torch import nn
 
 from course.checks import attempt, check_close, check_true
@@ -19,13 +26,14 @@ from course.decoder_checks import (
     causal_runs,
     check_decoder_causal_outputs,
     check_decoder_padding_outputs,
+    check_model_masks_outputs,
     check_sees_all_memory_outputs,
     drop_future,
     last_memory_moved,
     memory_pad,
     pad_changed,
 )
-from instructor.references.as_built import same_as_a_twin
+from instructor.references.as_built import moved_to, same_as_a_twin
 
 LAYER_HINT = ("it is not what nn.TransformerDecoderLayer holding the same parameters computes: follow the steps of "
               "Part B's table for your norm_first (the post-norm and pre-norm tests name the step that differs)")
@@ -147,42 +155,143 @@ def padding_agrees(block, layer, heads, x, memory, lengths):
                         likely_causes={f"the padding mask is ignored: {masked}": layer(x, source, tgt_mask=future)})
 
 
-class RecordedTwin:
-    """A pytorch_twin split into encode and decode; its decoder layers record their per-head cross weights."""
+# ---------------------------------------------------------------- Part C: the model, around its own decoder blocks
 
-    def __init__(self, twin):
-        self.twin, self.recorded = twin, []
-        for layer in self.twin.transformer.decoder.layers:
-            layer.multihead_attn.forward = self.recording(layer.multihead_attn.forward)
+OWN_BLOCK_HINT = "make the tests of DecoderBlock (Part B) pass first"
+DECODE_HINT = ("they are not the logits of nn.Transformer's embeddings, encoder and head holding the same weights "
+               "around your own decoder blocks: encode runs embed, every encoder block and encoder_norm; decode runs "
+               "embed, every decoder block with the causal mask, the memory and its padding mask, then decoder_norm")
+TWIN_NAMES = (("encoder_blocks.", "encoder.layers."), ("decoder_blocks.", "decoder.layers."),
+              (".attention.", ".self_attn."), (".self_attention.", ".self_attn."),
+              (".cross_attention.", ".multihead_attn."), (".ffn.", "."), ("encoder_norm.", "encoder.norm."),
+              ("decoder_norm.", "decoder.norm."))
 
-    def recording(self, forward):
-        def forward_and_record(*args, **kwargs):  # PyTorch's layer asks for no weights: ask for every head's
-            out, weights = forward(*args, **{**kwargs, "need_weights": True, "average_attn_weights": False})
-            self.recorded.append(weights)
-            return out, weights
-        return forward_and_record
 
-    def embed(self, tokens):
-        return self.twin.token_embedding(tokens) + self.twin.position_embedding(torch.arange(tokens.size(1)))
+def model_dtype(model):
+    """The dtype the model holds its head in (a model kept in float64 is judged in float64), float32 otherwise."""
+    held = {row["name"]: row["dtype"] for row in module_tensors(model)}
+    dtype = getattr(torch, str(held.get("head.weight")), None)
+    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else torch.float32
 
-    def encode(self, src):
-        return self.twin.transformer.encoder(self.embed(src))  # ends with encoder.norm
 
-    def decode(self, dec_in, memory):
-        self.recorded = []
-        hidden = self.twin.transformer.decoder(self.embed(dec_in), memory, tgt_mask=drop_future(dec_in.size(1)))
-        return hidden, self.recorded
+def own_decoder_blocks(what, model, layers):
+    """The model's own decoder blocks as functions (x, memory, causal_mask, memory_padding_mask) -> (out, weights),
+    run in the kernel on the test's inputs, whatever they compute (Part B's tests judge that); refused, with Part B
+    named, when one raises or does not return a pair of tensors, since no model built on it can be judged."""
+    blocks = [attempt(f"{what}.decoder_blocks[{i}]", lambda i=i: model.decoder_blocks[i], hint=OWN_BLOCK_HINT)
+              for i in range(layers)]
+
+    def run(i):
+        def block(x, memory, causal_mask=None, memory_padding_mask=None):
+            call = f"{what}.decoder_blocks[{i}](x, memory)"
+            result = attempt(call, blocks[i], x, memory, causal_mask=causal_mask,
+                             memory_padding_mask=memory_padding_mask, hint=OWN_BLOCK_HINT)
+            pair = isinstance(result, tuple) and len(result) == 2 and all(type(r) is torch.Tensor for r in result)
+            check_true(pair and tuple(result[0].shape) == tuple(x.shape), f"{call} does not return the pair (out of "
+                       f"x's shape, cross weights), so no model built on it can be judged: {OWN_BLOCK_HINT}")
+            return result
+        return block
+
+    return [run(i) for i in range(layers)]
+
+
+class AroundOwnBlocks:
+    """The model as nn.Transformer computes it, holding the parameters `state` the test loaded into (or read from)
+    the model, with the model's own decoder blocks in place of nn.Transformer's decoder layers: embeddings,
+    the encoder layers and encoder.norm, then the model's decoder blocks with the causal mask, the memory and its
+    padding mask, decoder.norm and the head. The options switch one named mistake of encode or decode on."""
+
+    def __init__(self, model, state, heads, norm_first, what="the model"):
+        width, hidden = state["head.weight"].shape[1], state["encoder_blocks.0.ffn.linear1.weight"].shape[0]
+        layers = len({key.split(".")[1] for key in state if key.startswith("encoder_blocks.")})
+        with warnings.catch_warnings():  # pre-norm: PyTorch warns that it cannot use nested tensors
+            warnings.simplefilter("ignore")
+            self.twin = nn.Transformer(width, heads, layers, layers, hidden, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first).train()
+        # the encoder and the two final norms: the decoder layers are the model's own blocks, never these
+        needed = {key for key in self.twin.state_dict() if not key.startswith("decoder.layers.")}
+        renamed = {self.renamed(key): value.float() for key, value in state.items()}
+        missing = sorted(needed - set(renamed))
+        check_true(not missing, f"{what} holds no parameter for {', '.join(missing[:3])} of nn.Transformer: keep the "
+                   "submodules and names the exercise gives (encoder_blocks, encoder_norm, decoder_norm)")
+        self.twin.load_state_dict({key: renamed[key] for key in needed}, strict=False)
+        self.state = {key: value.float() for key, value in state.items()}
+        self.blocks, self.dtype = own_decoder_blocks(what, model, layers), model_dtype(model)
+
+    def embed(self, tokens, positions=True):
+        tokens_only = self.state["token_embedding.weight"][tokens]
+        return tokens_only + self.state["position_embedding.weight"][: tokens.size(1)] if positions else tokens_only
+
+    def encode(self, src, pad=None, final_norm=True, block_pad=True, positions=True):
+        x = self.embed(src, positions)
+        for layer in self.twin.encoder.layers:
+            x = layer(x, src_key_padding_mask=pad if block_pad else None)
+        return self.twin.encoder.norm(x) if final_norm else x
+
+    def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True, positions=True,
+               diagonal=1, causal_dtype=torch.bool):
+        """Hidden states (B, n, D) and the cross weights of every block, first block first."""
+        y, n, all_weights = self.embed(dec_in, positions), dec_in.size(1), []
+        future = torch.triu(torch.ones(n, n, dtype=causal_dtype), diagonal=diagonal) if causal else None
+        memory = memory.to(self.dtype)
+        for block in self.blocks:
+            y, weights = block(y.to(self.dtype), memory, causal_mask=future,
+                               memory_padding_mask=pad if block_pad else None)
+            all_weights.append(weights)
+        y = y.float()
+        return (self.twin.decoder.norm(y) if final_norm else y), all_weights
+
+    def logits(self, src, dec_in, pad=None, final_norms=True, causal=True, block_pad=True, source_positions=True,
+               decoder_positions=True, diagonal=1, causal_dtype=torch.bool):
+        memory = self.encode(src, pad, final_norms, block_pad, source_positions)
+        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad, decoder_positions, diagonal,
+                             causal_dtype)[0]
+        return hidden @ self.state["head.weight"].T + self.state["head.bias"]
+
+    def __call__(self, src, dec_in, src_padding_mask=None):
+        return self.logits(src, dec_in, src_padding_mask)
+
+    @staticmethod
+    def renamed(key):
+        """The name of the exercise's parameter `key` in the reference's nn.Transformer (encoder and final norms)."""
+        for ours, theirs in TWIN_NAMES:
+            key = key.replace(ours, theirs)
+        return key
+
+
+def judge_encoder_gradients(model, state, heads, norm_first, src, dec_in):
+    """The encoder's gradients came from the kernel, checked there against finite differences of the model's
+    logits; those logits, at every point the check moved an encoder parameter to, are answers too: judged against
+    `AroundOwnBlocks` holding the same moved parameter, so the gradient is the one of encode and decode around the
+    model's own decoder blocks (Part B's tests judge the blocks' own gradients)."""
+    reference = AroundOwnBlocks(model, state, heads, norm_first)
+    for moved, output in probed_points(model):
+        if not set(moved) <= set(state):
+            continue  # a parameter of yours the exercise does not name: the reference has nothing to move
+        with moved_to(reference.twin, {reference.renamed(name): value.float() for name, value in moved.items()}), \
+                torch.no_grad():
+            expected = reference(src, dec_in)
+        check_close(f"the logits with {', '.join(moved)} moved a little (norm_first={norm_first})", output, expected,
+                    atol=1e-4, hint="the forward must compute the model for any parameter values, also for values a "
+                                    "hair away from the ones it saw last: " + DECODE_HINT)
+
+
+def model_masks_agree(model, state, heads, norm_first, source_length, n, vocab):
+    """check_model_masks_outputs, then the logits of every run compared with `AroundOwnBlocks` (the model holds
+    `state`): encode and decode judged around the model's own decoder blocks."""
+    runs, got = check_model_masks_outputs(model, source_length, n, vocab)
+    reference = AroundOwnBlocks(model, state, heads, norm_first)
+    with torch.no_grad():
+        for call, inputs in runs.items():
+            check_close(f"logits of {call}", got[call], reference(*inputs), atol=1e-4, hint=DECODE_HINT)
 
 
 def weights_per_block_agree(model, reference, src, dec_in):
-    """decode returns the cross weights of every block, first block first, as `reference` (RecordedTwin, or the
-    hidden test's own) decodes the reference memory with the model's parameters."""
-    held = {row["name"]: row["dtype"] for row in module_tensors(model)}  # a model kept in float64 gets float64
-    dtype = getattr(torch, str(held.get("head.weight")), None)
+    """decode returns the cross weights of every block, first block first, as `reference` (AroundOwnBlocks: the
+    model's own blocks run in order on the reference stream) gets them from the reference memory."""
     with torch.no_grad():
         memory = reference.encode(src)  # the reference memory: only decode is under test here
-        given = memory.to(dtype) if isinstance(dtype, torch.dtype) and dtype.is_floating_point else memory
-        result = attempt("decode(dec_in, memory)", model.decode, dec_in, given, hint=MODEL_HINT)
+        result = attempt("decode(dec_in, memory)", model.decode, dec_in, memory.to(reference.dtype), hint=MODEL_HINT)
         wanted = reference.decode(dec_in, memory)[1]
     check_true(isinstance(result, tuple) and len(result) == 2, "decode must return a pair (hidden, weights per block)")
     weights = list(result[1]) if isinstance(result[1], (list, tuple)) else []
@@ -193,7 +302,6 @@ def weights_per_block_agree(model, reference, src, dec_in):
                   "block's weights as you go, first block first)": wanted[other]
                   for other in range(len(wanted)) if other != index}
         check_close(f"cross weights of decoder block {index}", mine, want, atol=1e-5, likely_causes=others,
-                    hint="they are not the weights nn.TransformerDecoderLayer computes with the same parameters, from "
-                         "any block: look at how your DecoderBlock makes the cross-attention's queries (the stream "
-                         "after the self-attention step, normalised by norm2 in pre-norm; the memory as it is), and "
-                         "at the tests of Part B")
+                    hint="they are not the weights your decoder blocks return when decode runs them in order on "
+                         "this memory, from any block: return the weights each block gives, as it gives them, and "
+                         "run each block on the previous block's output with the causal mask and the memory")

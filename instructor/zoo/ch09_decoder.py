@@ -57,7 +57,7 @@ VARIANTS = [
                     "test_cross_attention_values": "the keys and values come from memory, not from x",
                     "test_decoder_shapes": "not the self-attention's",
                     "test_decoder_causal": "does not depend on memory at all",
-                    "test_model_masks": "do not depend on the source at all",
+                    "test_model_masks": "make the tests of Parts A and B pass first",
                     "test_trained_model": "do not depend on the source at all"}),
     Variant("values_from_decoder", "the keys come from the memory but the values from the decoder",
             edits={"cross_attention": ((CROSS_CALL, "attention(x, memory, x,"),)},
@@ -102,12 +102,11 @@ VARIANTS = [
                     "test_decoder_causal": "padding mask (B, S) and no causal mask",
                     "test_decoder_pre_norm": "padding mask (B, S) and no causal mask",
                     "test_model_masks": "make the tests of Parts A and B pass first",
-                    "test_trained_model": "make the tests of Parts A and B pass first"}),
+                    "test_trained_model": "make the tests of DecoderBlock (Part B) pass first"}),
     Variant("no_causal_self_attention", "the decoder's self-attention gets no causal mask",
             edits={"decoder_block": ((SELF_CALL, "h, h, h, need_weights=False"),)},
             expect={"test_decoder_causal": "moved the outputs of earlier positions",
                     "test_decoder_post_norm": "the self-attention has no causal mask",
-                    "test_model_masks": "must not see later decoder tokens",
                     "test_trained_model": "is the causal mask of the decoder's self-attention missing"}),
     Variant("causal_mask_inverted", "the causal mask is inverted: True where a query may look",
             edits={"decoder_block": ((SELF_CALL, "h, h, h, attn_mask=None if causal_mask is None else ~causal_mask, "
@@ -120,8 +119,7 @@ VARIANTS = [
     Variant("block_ignores_memory_padding", "the block never passes memory_padding_mask on to the cross-attention",
             edits={"decoder_block": ((MEMORY_CALL, "h, memory, None)"),)},
             expect={"test_decoder_memory_padding": "PAD memory positions get cross weights up to",
-                    "test_decoder_post_norm": "the memory padding mask is ignored",
-                    "test_model_masks": "to the decoder blocks"}),
+                    "test_decoder_post_norm": "the memory padding mask is ignored"}),
     Variant("no_cross_residual", "the residual connection around the cross-attention is missing",
             edits={"decoder_block": (("x = x + attended\n", "x = attended\n"),
                                      (POST_CROSS, "x = self.norm2(attended)"))},
@@ -149,13 +147,11 @@ VARIANTS = [
     Variant("memory_normalised", "pre-norm habit: the memory is normalised by norm2 as well as the queries",
             edits={"decoder_block": ((MEMORY_CALL, "h, self.norm2(memory), memory_padding_mask)"),)},
             expect={"test_decoder_post_norm": "the memory is also normalised",
-                    "test_decoder_pre_norm": "the memory is also normalised",
-                    "test_model_block_weights": "the memory as it is"}),
+                    "test_decoder_pre_norm": "the memory is also normalised"}),
     Variant("pre_norms_2_3_swapped", "pre-norm with norm2 and norm3 in each other's place",
             edits={"decoder_block": (("attend_to_memory(self.norm2(x))", "attend_to_memory(self.norm3(x))"),
                                      ("x = x + self.ffn(self.norm3(x))", "x = x + self.ffn(self.norm2(x))"))},
-            expect={"test_decoder_pre_norm": "norm2 and norm3 are swapped",
-                    "test_model_block_weights": "the tests of Part B"}),
+            expect={"test_decoder_pre_norm": "norm2 and norm3 are swapped"}),
     Variant("block_weights_averaged", "the block averages the cross weights over heads before returning them",
             edits={"decoder_block": (("return x, weights", "return x, weights.mean(dim=1)"),)},
             expect={"test_decoder_shapes": "keep average_attn_weights=False",
@@ -293,17 +289,29 @@ VARIANTS = [
 # Correct answers written differently: each must keep full marks.
 
 
-# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does)
+# one mistake, one loss: what still costs another part, and why (tests/test_chapters.py checks that each still does).
+# Part C's tests judge encode and decode around the model's own decoder blocks (instructor.references.decoder:
+# AroundOwnBlocks), so most block mistakes cost Part B alone; these still cross.
 _BLOCK_RUNS_YOUR_CROSS = ("the decoder block calls the student's cross_attention (Part A) in the kernel, so the "
                           "block's tests see its mistake; no reference may be put into the kernel in its place")
-_MODEL_RUNS_YOUR_BLOCK = ("the model of Part C runs the student's DecoderBlock (Part B) and is trained with it in the "
-                          "kernel; judging it around a reference block would mean a second model in every kernel")
-CROSSES = {"kv_from_decoder": _BLOCK_RUNS_YOUR_CROSS, "heads_averaged": _BLOCK_RUNS_YOUR_CROSS,
-           "memory_padding_ignored": _BLOCK_RUNS_YOUR_CROSS, "memory_padding_inverted": _BLOCK_RUNS_YOUR_CROSS,
-           "padding_as_attn_mask": _BLOCK_RUNS_YOUR_CROSS,
-           **{name: _MODEL_RUNS_YOUR_BLOCK for name in (
-               "causal_mask_on_cross", "no_causal_self_attention", "block_ignores_memory_padding", "memory_normalised",
-               "pre_norms_2_3_swapped", "memory_detached")}}
+_BLOCK_CANNOT_RUN_THE_MODEL = ("the block raises on the model's inputs (T != S, B != T, a padding mask of the "
+                               "memory's length) or gives NaN, so no model built on it runs or can be judged")
+_TRAINED_WITH_YOUR_BLOCK = ("the trained model is the student's, blocks included: a block that reads the tokens it "
+                            "must predict trains a model that cannot generate, and the cross-attention map of the "
+                            "trained model is read from the weights the block returns")
+_RANDOM_IN_TRAINING = "a dropout in the block makes the model random in training mode, where Part C's tests run it"
+_DETACHED_IN_THE_BLOCK = ("a block that detaches the memory stops the encoder's gradient inside the model: the "
+                          "model's gradient test cannot tell it from a detach in decode")
+CROSSES = {**{name: _BLOCK_RUNS_YOUR_CROSS for name in (
+               "kv_from_decoder", "values_from_decoder", "queries_from_memory", "heads_averaged", "no_weights",
+               "memory_padding_ignored", "memory_padding_inverted", "padding_as_attn_mask")},
+           **{name: _BLOCK_CANNOT_RUN_THE_MODEL for name in (
+               "causal_mask_on_cross", "causal_mask_inverted", "memory_padding_on_self_attention",
+               "self_attention_sequence_first", "batch_first_only_in_name")},
+           **{name: _TRAINED_WITH_YOUR_BLOCK for name in (
+               "no_causal_self_attention", "block_weights_averaged", "returns_self_attention_weights",
+               "no_cross_residual", "replays_earlier_outputs")},
+           "cross_attention_dropout": _RANDOM_IN_TRAINING, "memory_detached": _DETACHED_IN_THE_BLOCK}
 VARIANTS = crossing(VARIANTS, CROSSES)
 
 
