@@ -5,7 +5,8 @@ model built from the test's parameters) and checks what the exercise promises of
 causal mask, the memory seen in full, PAD changing nothing, each submodule what the exercise names,
 gradients reaching every parameter. A failed check names the call and says where to look. Nothing
 here computes a block's or a model's answer: the graded tests compare your outputs with
-`nn.TransformerDecoderLayer` and `nn.Transformer` holding the same parameters on the grader's side.
+`nn.TransformerDecoderLayer` and `nn.Transformer` holding the same parameters on the grader's side (your model's
+around your own decoder blocks, so that a block's mistake costs the block's points, not the model's).
 """
 
 from __future__ import annotations
@@ -343,7 +344,9 @@ def check_decoder_gradients(block, x, memory, seed=0):
 
 # ---------------------------------------------------------------- Part C: EncoderDecoder
 # One mistake, one loss: a property the model lacks because its own decoder blocks lack it is the block's mistake
-# (Part B's tests name it), so these checks ask the block alone before they blame encode or decode.
+# (Part B's tests name it), so these checks ask the block alone before they blame encode or decode. Each such
+# comparison only chooses a message ("message only"): the graded tests compare every output of the model with
+# nn.Transformer's encoder and head around the model's own blocks on the grader's side.
 
 def own_block(model, index, x, memory, **masks):
     """(out, cross weights) of the model's decoder block `index` on x and memory, or None when the block raises or
@@ -378,7 +381,7 @@ def blocks_read_memory(model, width, dtype):
     """True when the first decoder block's output moves with its memory."""
     x, memory = block_probe(model, 2, 3, 4, width, dtype)
     first, second = own_block(model, 0, x, memory), own_block(model, 0, x, memory.flip(0) + 1.0)
-    return bool(first and second and not torch.allclose(first[0], second[0], atol=1e-5))
+    return bool(first and second and not torch.allclose(first[0], second[0], atol=1e-5))  # message only: chooses whom a message blames
 
 
 def blocks_are_causal(model, n, width, dtype):
@@ -433,8 +436,9 @@ def check_model_shapes(model, width, heads, layers, batch, source_length, n, voc
             if tuple(getattr(block_weights, "shape", ())) != expected:  # the block's own shape is Part B's to judge
                 alone = own_block(model, index, *block_probe(model, batch, n, source_length, width, memory.dtype),
                                   causal_mask=drop_future(n))
-                if alone and tuple(getattr(alone[1], "shape", ())) == tuple(getattr(block_weights, "shape", ())):
-                    continue
+                block_shape = tuple(getattr(alone[1], "shape", ())) if alone else None
+                if block_shape == tuple(getattr(block_weights, "shape", ())):  # message only: the block's own
+                    continue  # shape is Part B's to judge; the graded test compares the weights around the blocks
             check_shape(f"cross weights of decoder block {index}", block_weights, expected,
                         hint="decode returns each block's cross weights as the block gives them")
         call = f"model(src {tuple(src.shape)}, dec_in {tuple(dec_in.shape)})"
@@ -493,7 +497,7 @@ def check_model_masks_outputs(model, source_length, n, vocab):
     check_true((logits(calls[1]) - base).abs().max().item() > 1e-4 or not blocks_have(blocks_read_memory),
                "the logits do not depend on the source at all: the decoder reads it only through the memory, "
                "so decode must hand the memory to every decoder block")
-    earlier_moved = not torch.allclose(logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5)
+    earlier_moved = not torch.allclose(logits(calls[2])[:, :-1], base[:, :-1], atol=1e-5)  # message only: graded below
     check_true(not earlier_moved or not blocks_have(blocks_are_causal, n),
                "changing the last decoder token moved the logits of the earlier decoder positions: a decoder position "
                "must not see later decoder tokens: pass the causal mask to every block, a bool tensor (True = "
@@ -502,7 +506,7 @@ def check_model_masks_outputs(model, source_length, n, vocab):
                or not blocks_have(blocks_see_all_memory, n), "the first decoder position does not react to the "
                "last source token: every decoder position must see the whole memory (pass decode no causal mask of "
                "the source)")
-    pad_moved = not torch.allclose(logits(calls[5]), base, atol=1e-4)
+    pad_moved = not torch.allclose(logits(calls[5]), base, atol=1e-4)  # message only: graded below
     check_true(not pad_moved or not blocks_have(blocks_ignore_padded_memory, n),
                "the logits moved when two PAD tokens were appended to the source (with a padding mask): pass the "
                "padding mask to the encoder blocks in encode and to the decoder blocks (as memory_padding_mask) in "
@@ -550,12 +554,17 @@ def check_weights_per_block_outputs(model, src, dec_in, layers):
     check_true(len(weights) == layers, f"decode must return {layers} cross weight maps, one per decoder block, first "
                "block first")
     n, width = dec_in.shape[1], memory.shape[-1]
+
+    def sums_to_one(weights):
+        return type(weights) is torch.Tensor and weights.dim() > 0 and bool(torch.allclose(  # message only: graded
+            weights.sum(-1), torch.ones((), dtype=weights.dtype), atol=1e-5))
+
     for index, block_weights in enumerate(weights):
+        if sums_to_one(block_weights):
+            continue
         alone = own_block(model, index, *block_probe(model, 2, n, src.shape[1], width, memory.dtype),
                           causal_mask=drop_future(n))
-        rows_sum_to_one = bool(alone) and type(alone[1]) is torch.Tensor and torch.allclose(
-            alone[1].sum(-1), torch.ones((), dtype=alone[1].dtype), atol=1e-5)
-        if rows_sum_to_one:  # a block whose own weights do not sum to 1 is Part B's to fix
+        if alone and sums_to_one(alone[1]):  # a block whose own weights do not sum to 1 is Part B's to fix
             check_rows_sum_to_one(f"cross weights of decoder block {index}", block_weights)
     return memory, weights
 

@@ -108,6 +108,9 @@ OWN_PARTS: dict[str, dict[str, str]] = {
                                          "length at an alpha above 0); test_length_penalty judges it"},
     "08_attention_cost": {"own_phi": "linear attention, its causal form and the step are judged around the "
                                      "student's phi; test_phi judges phi against F.elu(x) + 1"},
+    "09_decoder": {"around_own_blocks": "encode and decode are judged around the model's own decoder blocks, called in "
+                                        "the kernel on the reference stream (refused when one raises, gives NaN or "
+                                        "gives two inputs the same answer); Part B's tests judge them"},
     "10_tiny_gpt": {"own_sublayers": "a Block is judged around its own attention and FFN, called as the block holds "
                                      "them (refused when either gives two inputs the same answer); Part B's tests "
                                      "judge them",

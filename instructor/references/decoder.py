@@ -174,10 +174,11 @@ def model_dtype(model):
     return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else torch.float32
 
 
-def own_decoder_blocks(what, model, layers):
+def own_decoder_blocks(what, model, layers, width, dtype):
     """The model's own decoder blocks as functions (x, memory, causal_mask, memory_padding_mask) -> (out, weights),
     run in the kernel on the test's inputs, whatever they compute (Part B's tests judge that); refused, with Part B
-    named, when one raises or does not return a pair of tensors, since no model built on it can be judged."""
+    named, when one raises, does not return a pair of tensors, gives NaN or gives two different inputs the same
+    answer, since no model built on it can be judged."""
     blocks = [attempt(f"{what}.decoder_blocks[{i}]", lambda i=i: model.decoder_blocks[i], hint=OWN_BLOCK_HINT)
               for i in range(layers)]
 
@@ -192,7 +193,24 @@ def own_decoder_blocks(what, model, layers):
             return result
         return block
 
+    gen = torch.Generator().manual_seed(width)
+    memory = torch.randn(1, 4, width, generator=gen).to(dtype)
+    probes = [torch.randn(1, 3, width, generator=gen).to(dtype) for _ in range(2)]
+    for i in range(layers):
+        with torch.no_grad():
+            first, second = (run(i)(x, memory, causal_mask=drop_future(3))[0] for x in probes)
+        check_true(bool(torch.isfinite(first).all() and torch.isfinite(second).all()), f"{what}.decoder_blocks[{i}] "
+                   "gives NaN or infinite values, so no model built on it can be judged: make the test of DecoderBlock "
+                   "pass first")
+        check_true(not torch.allclose(first, second), f"{what}.decoder_blocks[{i}] gives two different inputs the same "
+                   "answer, so no model built on it can be judged: make the test of DecoderBlock pass first")
     return [run(i) for i in range(layers)]
+
+
+def around_own_blocks(model, state, heads, norm_first, what="the model"):
+    """The model judged around its own decoder blocks: AroundOwnBlocks holding `state`, the blocks refused when they
+    are degenerate (own_decoder_blocks). Its results count as the grader's (OWN_PARTS in tests/test_references.py)."""
+    return AroundOwnBlocks(model, state, heads, norm_first, what)
 
 
 class AroundOwnBlocks:
@@ -216,7 +234,8 @@ class AroundOwnBlocks:
                    "submodules and names the exercise gives (encoder_blocks, encoder_norm, decoder_norm)")
         self.twin.load_state_dict({key: renamed[key] for key in needed}, strict=False)
         self.state = {key: value.float() for key, value in state.items()}
-        self.blocks, self.dtype = own_decoder_blocks(what, model, layers), model_dtype(model)
+        self.dtype = model_dtype(model)
+        self.blocks = own_decoder_blocks(what, model, layers, width, self.dtype)
 
     def embed(self, tokens, positions=True):
         tokens_only = self.state["token_embedding.weight"][tokens]
@@ -264,7 +283,7 @@ def judge_encoder_gradients(model, state, heads, norm_first, src, dec_in):
     logits; those logits, at every point the check moved an encoder parameter to, are answers too: judged against
     `AroundOwnBlocks` holding the same moved parameter, so the gradient is the one of encode and decode around the
     model's own decoder blocks (Part B's tests judge the blocks' own gradients)."""
-    reference = AroundOwnBlocks(model, state, heads, norm_first)
+    reference = around_own_blocks(model, state, heads, norm_first)
     for moved, output in probed_points(model):
         if not set(moved) <= set(state):
             continue  # a parameter of yours the exercise does not name: the reference has nothing to move
@@ -280,7 +299,7 @@ def model_masks_agree(model, state, heads, norm_first, source_length, n, vocab):
     """check_model_masks_outputs, then the logits of every run compared with `AroundOwnBlocks` (the model holds
     `state`): encode and decode judged around the model's own decoder blocks."""
     runs, got = check_model_masks_outputs(model, source_length, n, vocab)
-    reference = AroundOwnBlocks(model, state, heads, norm_first)
+    reference = around_own_blocks(model, state, heads, norm_first)
     with torch.no_grad():
         for call, inputs in runs.items():
             check_close(f"logits of {call}", got[call], reference(*inputs), atol=1e-4, hint=DECODE_HINT)

@@ -1005,13 +1005,13 @@ model_masks_agree(model_, state_, 2, False, 4, 3, VOCAB)
 ### BEGIN HIDDEN TESTS
 from course.checks import matches
 from course.decoder_checks import check_no_nan_logits
-from instructor.references.decoder import DECODE_HINT, AroundOwnBlocks, built_model  # the grader's side only
+from instructor.references.decoder import DECODE_HINT, around_own_blocks, built_model  # the grader's side only
 
 
 def judge_logits(net, state, heads, norm_first, src, dec_in, pad, where):
     """The model's logits against nn.Transformer's embeddings, encoder and head around the model's own decoder
     blocks (holding `state`); when they differ, the usual mistakes of encode and decode named."""
-    reference = AroundOwnBlocks(net, state, heads, norm_first)
+    reference = around_own_blocks(net, state, heads, norm_first)
     with torch.no_grad():
         mine = attempt("model(src, dec_in, src_padding_mask)", net, src, dec_in, pad, hint=MODEL_HINT)
         want = reference.logits(src, dec_in, pad)
@@ -1075,7 +1075,7 @@ check_weights_per_block(model_, torch.randint(2, VOCAB, (2, 5)), torch.randint(0
 from instructor.references.decoder import built_model, weights_per_block_agree  # the grader's side only
 
 gen = torch.Generator().manual_seed(15)  # the model above, each block's weights as your blocks give them in order
-weights_per_block_agree(model_, AroundOwnBlocks(model_, state, 2, False), torch.randint(2, VOCAB, (2, 5), generator=gen),
+weights_per_block_agree(model_, around_own_blocks(model_, state, 2, False), torch.randint(2, VOCAB, (2, 5), generator=gen),
                         torch.randint(0, VOCAB, (2, 6), generator=gen))
 gen = torch.Generator().manual_seed(107)
 for trial in range(4):  # the last: the weights the model was built with, nothing written
@@ -1087,7 +1087,7 @@ for trial in range(4):  # the last: the weights the model was built with, nothin
         net, state = built_model(EncoderDecoder, initial_state(0, **sizes), **sizes)
     source_length, n = (int(v) for v in torch.randint(2, 8, (2,), generator=gen))
     set_training(net, False)
-    weights_per_block_agree(net, AroundOwnBlocks(net, state, heads, bool(trial % 2)),
+    weights_per_block_agree(net, around_own_blocks(net, state, heads, bool(trial % 2)),
                             torch.randint(2, VOCAB, (2, source_length), generator=gen),
                             torch.randint(0, VOCAB, (2, n), generator=gen))
 ### END HIDDEN TESTS
@@ -1193,9 +1193,9 @@ labels = torch.cat([src.flip(1), torch.ones(400, 1, dtype=torch.long)], 1)
 shifted = torch.cat([torch.zeros(400, 1, dtype=torch.long), src.flip(1)], 1)
 # the trained weights, read from the model's own tensors, run in nn.Transformer's embeddings, encoder and head around
 # the model's own decoder blocks (causal mask given); the test decodes itself
-from instructor.references.decoder import AroundOwnBlocks  # the grader's side only
+from instructor.references.decoder import around_own_blocks  # the grader's side only
 
-judge = attempt("nn.Transformer's encoder and head holding the trained weights", AroundOwnBlocks, trained, read_state(trained), 4,
+judge = attempt("nn.Transformer's encoder and head holding the trained weights", around_own_blocks, trained, read_state(trained), 4,
                False, "the trained model", hint="the weights do not fit the model of Part C: keep the submodules, "
                                                 "names and sizes the exercise gives")
 with torch.no_grad():
