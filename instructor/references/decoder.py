@@ -248,10 +248,10 @@ class AroundOwnBlocks:
         return self.twin.encoder.norm(x) if final_norm else x
 
     def decode(self, dec_in, memory, pad=None, final_norm=True, causal=True, block_pad=True, positions=True,
-               diagonal=1, causal_dtype=torch.bool):
+               diagonal=1):
         """Hidden states (B, n, D) and the cross weights of every block, first block first."""
         y, n, all_weights = self.embed(dec_in, positions), dec_in.size(1), []
-        future = torch.triu(torch.ones(n, n, dtype=causal_dtype), diagonal=diagonal) if causal else None
+        future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=diagonal) if causal else None
         memory = memory.to(self.dtype)
         for block in self.blocks:
             y, weights = block(y.to(self.dtype), memory, causal_mask=future,
@@ -261,10 +261,9 @@ class AroundOwnBlocks:
         return (self.twin.decoder.norm(y) if final_norm else y), all_weights
 
     def logits(self, src, dec_in, pad=None, final_norms=True, causal=True, block_pad=True, source_positions=True,
-               decoder_positions=True, diagonal=1, causal_dtype=torch.bool):
+               decoder_positions=True, diagonal=1):
         memory = self.encode(src, pad, final_norms, block_pad, source_positions)
-        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad, decoder_positions, diagonal,
-                             causal_dtype)[0]
+        hidden = self.decode(dec_in, memory, pad, final_norms, causal, block_pad, decoder_positions, diagonal)[0]
         return hidden @ self.state["head.weight"].T + self.state["head.bias"]
 
     def __call__(self, src, dec_in, src_padding_mask=None):
