@@ -103,11 +103,39 @@ def due_label(driver, section: str, timeout: int = 60) -> str:
 
 
 def row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A):
+    """The first button ``label`` in the row of ``assignment`` in ``section`` that a person could press: shown
+    and enabled (the panel re-renders its lists on every refresh, so a button found may not be one yet)."""
     xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')]"
              f"[.//*[contains(normalize-space(.),'{assignment}')]]"
              f"//button[normalize-space()='{label}']")
-    return wait(driver, lambda: (driver.find_elements(By.XPATH, xpath) or [None])[0], timeout,
-                f"{label} in {section}")
+
+    def pressable():
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        try:
+            return next((b for b in driver.find_elements(By.XPATH, xpath) if b.is_displayed() and b.is_enabled()),
+                        None)
+        except StaleElementReferenceException:
+            return None
+
+    return wait(driver, pressable, timeout, f"{label} in {section}")
+
+
+def press_row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A) -> None:
+    """Click ``label`` in the row of ``assignment``, as a person would; a list re-rendered between finding the
+    button and clicking it (a refresh of the panel) is waited out and the click tried on the new button."""
+    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
+
+    def clicked():
+        button = row_button(driver, section, label, timeout, assignment)
+        try:
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+            button.click()
+            return True
+        except (ElementNotInteractableException, StaleElementReferenceException):
+            return False
+
+    wait(driver, clicked, timeout, f"a click on {label} in {section}")
 
 
 def count_rows(driver, section: str, assignment: str = A) -> int:
@@ -202,7 +230,7 @@ def student_works(driver, hub, name: str) -> tuple[Person, str]:
     assignments_panel(driver, lab)
     PANEL[name, "released"] = due_label(driver, "released_assignments_list")
     shot(driver, f"{name}-assignments-released")
-    row_button(driver, "released_assignments_list", "Fetch").click()
+    press_row_button(driver, "released_assignments_list", "Fetch")
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "the fetched assignment")
     shot(driver, f"{name}-fetched")
     lab.open(f"{A}/{NAME}.ipynb", "opened")
@@ -215,7 +243,7 @@ def student_works(driver, hub, name: str) -> tuple[Person, str]:
     lab.shot("filled")
     validated = lab.validate(name)
     assignments_panel(driver, lab)
-    row_button(driver, "fetched_assignments_list", "Submit").click()
+    press_row_button(driver, "fetched_assignments_list", "Submit")
     wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "the submission listed")
     PANEL[name, "submitted"] = driver.find_element(By.ID, "submitted_assignments_list").text
     shot(driver, f"{name}-submitted")
@@ -252,7 +280,7 @@ def term(hub, driver):
     lab = Lab(driver, Seat(f"{hub.url}/user/amara", amara.token), ARTIFACTS, "amara-again")
     assignments_panel(driver, lab)
     time.sleep(2)
-    row_button(driver, "fetched_assignments_list", "Submit").click()
+    press_row_button(driver, "fetched_assignments_list", "Submit")
     wait(driver, lambda: "2" in driver.find_element(By.ID, "submitted_assignments_list").text
          or count_rows(driver, "submitted_assignments_list") >= 2, 60, "amara's second submission")
     time.sleep(1)
@@ -306,7 +334,7 @@ def fetch_feedback(driver, hub, name: str, person: Person, login: bool = True,
     lab = Lab(driver, Seat(f"{hub.url}/user/{name}", person.token), ARTIFACTS, f"{name}-feedback")
     assignments_panel(driver, lab)
     time.sleep(2)
-    row_button(driver, "submitted_assignments_list", button).click()
+    press_row_button(driver, "submitted_assignments_list", button)
     found = []
 
     def feedback_file():
@@ -732,13 +760,13 @@ def test_a_second_course_on_the_same_hub(term, hub, driver, tmp_path):
     fola = Person(hub.url, "fola", hub.password("fola"))
     lab = Lab(driver, Seat(f"{hub.url}/user/fola", fola.token), ARTIFACTS, "fola")
     assignments_panel(driver, lab)
-    row_button(driver, "released_assignments_list", "Fetch", assignment=A2).click()
+    press_row_button(driver, "released_assignments_list", "Fetch", assignment=A2)
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list", A2) >= 1, 60, "fola's fetched assignment")
     source = P.read_nb(next((EXAMPLE / "source" / A2).glob("*.ipynb")))
     mine = hub.layout.user_home("fola") / A2 / next((EXAMPLE / "source" / A2).glob("*.ipynb")).name
     P.write_nb(P.fill(P.read_nb(mine), P.solution_answers(source)), mine)
     subprocess.run(["chown", "fola:fola", str(mine)], check=True)
-    row_button(driver, "fetched_assignments_list", "Submit", assignment=A2).click()
+    press_row_button(driver, "fetched_assignments_list", "Submit", assignment=A2)
     wait(driver, lambda: count_rows(driver, "submitted_assignments_list", A2) >= 1, 120, "fola's submission listed")
     shot(driver, "fola-second-course-submitted")
 
@@ -888,7 +916,7 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
         By.XPATH, "..").text)
     assert "của khóa:" in panel_text and "assignments for course" not in panel_text, panel_text[:300]
     shot(driver, "vy-assignments-released")
-    row_button(driver, "released_assignments_list", "Lấy về").click()
+    press_row_button(driver, "released_assignments_list", "Lấy về")
     wait(driver, lambda: count_rows(driver, "fetched_assignments_list") >= 1, 60, "vy's fetched chapter")
     shot(driver, "vy-fetched")
     lab.open(f"{A}/{NAME}.ipynb", "opened-vietnamese")
@@ -915,7 +943,7 @@ def test_the_vietnamese_edition_is_a_course_of_its_own(term, hub, driver, tmp_pa
     assert kernel_catalog("vi").translate(bruno_read[0]) in failed, said  # what bruno read in English, in Vietnamese
     assert failed and not [line for line in failed if "too peaked" in line or kernel_catalog("vi").translate(line) != line], said
     assignments_panel(driver, lab)
-    row_button(driver, "fetched_assignments_list", "Nộp bài").click()
+    press_row_button(driver, "fetched_assignments_list", "Nộp bài")
     wait(driver, lambda: count_rows(driver, "submitted_assignments_list") >= 1, 120, "vy's submission listed")
     shot(driver, "vy-submitted")
 
