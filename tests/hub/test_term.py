@@ -102,33 +102,22 @@ def due_label(driver, section: str, timeout: int = 60) -> str:
     return " | ".join(e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, css) if e.text.strip())
 
 
-def row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A):
-    """The first button ``label`` in the row of ``assignment`` in ``section`` that a person could press: shown
-    and enabled (the panel re-renders its lists on every refresh, so a button found may not be one yet)."""
+def press_row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A) -> None:
+    """Click ``label`` in the row of ``assignment`` in ``section`` as a person would: the first such button that
+    is shown and enabled, scrolled into view. The panel re-renders its lists on every refresh, so a button found
+    may be gone or covered by the time it is clicked: then it is found again and clicked, until ``timeout``."""
+    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
+
     xpath = (f"//div[@id='{section}']//div[contains(@class,'list_item')]"
              f"[.//*[contains(normalize-space(.),'{assignment}')]]"
              f"//button[normalize-space()='{label}']")
 
-    def pressable():
-        from selenium.common.exceptions import StaleElementReferenceException
-
+    def clicked() -> bool:
         try:
-            return next((b for b in driver.find_elements(By.XPATH, xpath) if b.is_displayed() and b.is_enabled()),
-                        None)
-        except StaleElementReferenceException:
-            return None
-
-    return wait(driver, pressable, timeout, f"{label} in {section}")
-
-
-def press_row_button(driver, section: str, label: str, timeout: int = 120, assignment: str = A) -> None:
-    """Click ``label`` in the row of ``assignment``, as a person would; a list re-rendered between finding the
-    button and clicking it (a refresh of the panel) is waited out and the click tried on the new button."""
-    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
-
-    def clicked():
-        button = row_button(driver, section, label, timeout, assignment)
-        try:
+            button = next((b for b in driver.find_elements(By.XPATH, xpath) if b.is_displayed() and b.is_enabled()),
+                          None)
+            if button is None:
+                return False
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
             button.click()
             return True
