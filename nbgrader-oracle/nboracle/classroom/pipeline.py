@@ -54,20 +54,26 @@ def environment(values: dict[str, str]):
                 os.environ[name] = value
 
 
-def run(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
-    """Run a command with :func:`tool_env`; raise :class:`PipelineError` with its output if it fails."""
+def run(args: list[str], cwd: Path, check: bool = True, quiet: bool = True,
+        shown: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Run a command with :func:`tool_env`; raise :class:`PipelineError` with its output if it fails (naming the
+    command as ``shown``, where given)."""
     proc = subprocess.run(args, cwd=cwd, env=tool_env(), text=True, capture_output=True)
     if not quiet:
         sys.stdout.write(proc.stdout)
         sys.stderr.write(proc.stderr)
     if check and proc.returncode != 0:
-        raise PipelineError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise PipelineError(f"{' '.join(shown or args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
 def nbgrader(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` in the course root ``cwd``; refuse a config that did not load."""
-    proc = run([str(BIN / "nbgrader"), *args], cwd=cwd, check=check)
+    """Run ``nbgrader ARGS`` in the course root ``cwd``; refuse a config that did not load.
+
+    It runs as :mod:`nboracle.classroom.nbgrader_command`: nbgrader's own command, without the second of module
+    teardown after its work."""
+    proc = run([sys.executable, "-m", "nboracle.classroom.nbgrader_command", *args], cwd=cwd, check=check,
+               shown=["nbgrader", *args])
     if "Exception while loading config file" in proc.stderr:
         raise PipelineError(f"nbgrader_config.py failed to load:\n{proc.stderr}")
     return proc
