@@ -1,5 +1,4 @@
-"""``python -m nboracle.classroom.nbgrader_command ARGS``: ``nbgrader ARGS``, ended the way a command-line tool
-ends once its work is done.
+"""``nbgrader ARGS`` as ``python -m nboracle.classroom.nbgrader_command ARGS``: ended once its work is done.
 
 nbgrader's own command returns from its work, then Python tears down every module it imported before the process
 ends. An autograde run has imported PyTorch (the grader's references and checks), whose teardown alone costs about
