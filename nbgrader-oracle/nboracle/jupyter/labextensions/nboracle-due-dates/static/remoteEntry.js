@@ -401,9 +401,13 @@
         }
         for (var i = 0; i < mutations.length; i++) {
           var target = mutations[i].target;
-          if (target.nodeType === 1 && target.closest &&
+          target = target.nodeType === 3 ? target.parentElement : target;  // a text node's own change: its element
+          if (target && target.nodeType === 1 && target.closest &&
               target.closest("#released_assignments_list, #fetched_assignments_list, #submitted_assignments_list, " +
                              ".jp-Dialog")) {
+            // nbgrader's words (a button it just set back to "Submit") in the course's words now, before the page
+            // is painted again: a student never sees them in English; the due dates follow after a short wait
+            relabelPanel();
             schedule();
             return;
           }
@@ -416,7 +420,7 @@
             }
           }
         }
-      }).observe(document.body, { childList: true, subtree: true });
+      }).observe(document.body, { childList: true, characterData: true, subtree: true });
       schedule();
       // the countdown moves on; and rows a mutation did not announce (the panel drawn while Lab was
       // still starting) are labelled within two seconds
